@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# build.sh builds the sandbox's Python image without any container registry:
+# a minimal Debian rootfs (debootstrap, python3 and its standard library, a
+# non-root user, the runner), imported into Docker as IMAGE.
+#
+# The image carries a label with the hash of its inputs; when an image of that
+# name already has the same hash, nothing is rebuilt.
+set -euo pipefail
+
+IMAGE=${1:-sandbox-python:3.11}
+SUITE=${SUITE:-bookworm}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+PACKAGES=python3-minimal,libpython3.11-stdlib
+SANDBOX_UID=10001
+here=$(cd "$(dirname "$0")" && pwd)
+
+log() { printf 'image: %s\n' "$*" >&2; }
+
+inputs=$(cat "$here/build.sh" "$here/run.py"; echo "$SUITE $MIRROR $PACKAGES $SANDBOX_UID")
+hash=$(printf '%s' "$inputs" | sha256sum | cut -c1-16)
+
+have=$(docker image inspect --format '{{ index .Config.Labels "io.sandboxd.inputs" }}' "$IMAGE" 2>/dev/null || true)
+if [ "$have" = "$hash" ]; then
+  log "$IMAGE is up to date (inputs $hash)"
+  exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  log "building $IMAGE needs root (debootstrap); run 'sudo make image'"
+  exit 1
+fi
+if ! command -v debootstrap >/dev/null 2>&1; then
+  log "installing debootstrap"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+fi
+
+work=$(mktemp -d /tmp/sandbox-image.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+root="$work/rootfs"
+log "debootstrap $SUITE ($PACKAGES) into $root"
+debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1 || {
+  tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+
+# Trim what a sandboxed program has no use for: package tooling, docs, caches.
+chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends \
+  apt >/dev/null 2>&1 || true
+rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
+  "$root"/usr/share/locale/* "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
+  "$root"/var/log/* "$root"/tmp/* "$root"/usr/lib/python3/dist-packages/*
+
+# The unprivileged user every program runs as.
+echo "sandbox:x:$SANDBOX_UID:$SANDBOX_UID:sandbox:/tmp:/usr/sbin/nologin" >> "$root/etc/passwd"
+echo "sandbox:x:$SANDBOX_UID:" >> "$root/etc/group"
+echo "sandbox:*:19000:0:99999:7:::" >> "$root/etc/shadow"
+
+install -D -m 0644 "$here/run.py" "$root/opt/sandbox/run.py"
+# Byte-compile the runner and the standard library once, so no run pays for it.
+chroot "$root" /usr/bin/python3 -m compileall -q /opt/sandbox /usr/lib/python3.11 >/dev/null 2>&1 || true
+
+log "importing into Docker as $IMAGE"
+tar -C "$root" -c . | docker import \
+  --change "USER $SANDBOX_UID:$SANDBOX_UID" \
+  --change "WORKDIR /tmp" \
+  --change "ENV HOME=/tmp LANG=C.UTF-8 PYTHONIOENCODING=utf-8 PYTHONDONTWRITEBYTECODE=1" \
+  --change 'CMD ["/usr/bin/python3", "-I", "/opt/sandbox/run.py"]' \
+  --change "LABEL io.sandboxd.inputs=$hash" \
+  - "$IMAGE" >/dev/null
+log "built $IMAGE (inputs $hash): $(docker image inspect --format '{{.Size}}' "$IMAGE" | numfmt --to=iec)"

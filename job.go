@@ -1,0 +1,88 @@
+package sandboxd
+
+import "time"
+
+// Language names a supported interpreter. Only Python exists today.
+const LanguagePython = "python"
+
+// SupportedLanguages lists the accepted spellings of the language field, in
+// the order an error message names them.
+var SupportedLanguages = []string{"python", "python3"}
+
+// NormalizeLanguage maps an accepted spelling (empty means python) to its
+// canonical name, and reports whether it is supported.
+func NormalizeLanguage(lang string) (string, bool) {
+	switch lang {
+	case "", "python", "python3":
+		return LanguagePython, true
+	}
+	return "", false
+}
+
+// Job is one program to run.
+type Job struct {
+	// ID identifies the run in logs and container labels.
+	ID string
+	// Language is the canonical language name (see NormalizeLanguage).
+	Language string
+	// Code is the program's source text.
+	Code string
+}
+
+// Status summarizes how a delivered run ended.
+type Status string
+
+// The statuses of a delivered run. Each is an answer the caller paid for:
+// the program's own failure is not the service's.
+const (
+	// StatusOK means the program exited 0.
+	StatusOK Status = "ok"
+	// StatusError means the program exited non-zero by itself.
+	StatusError Status = "error"
+	// StatusTimeout means the program was killed at the wall-clock limit.
+	StatusTimeout Status = "timeout"
+	// StatusOOM means the kernel killed the program for exceeding its memory.
+	StatusOOM Status = "oom"
+	// StatusOutputLimit means the program was killed for writing more than
+	// the output cap on stdout or stderr.
+	StatusOutputLimit Status = "output_limit"
+)
+
+// Result is what a delivered run produced. A program that fails, loops or
+// runs out of memory still produces a Result; only the service's own failures
+// are errors.
+type Result struct {
+	// Stdout and Stderr are the program's output, decoded as UTF-8 with
+	// invalid bytes replaced, each capped at the configured size.
+	Stdout string
+	Stderr string
+	// ExitCode is the process's exit status (137 when killed).
+	ExitCode int
+	// Status summarizes the outcome.
+	Status Status
+	// TimedOut reports that the wall-clock limit killed the run.
+	TimedOut bool
+	// OOMKilled reports that the kernel's OOM killer ended the run.
+	OOMKilled bool
+	// Truncated reports that output was cut at the cap.
+	Truncated bool
+	// Duration is the time from handing over the code to the program's end.
+	Duration time.Duration
+}
+
+// Classify fills in Status from the flags and the exit code, in order of
+// precedence: output limit, timeout, OOM, then the exit code.
+func (r *Result) Classify() {
+	switch {
+	case r.Truncated:
+		r.Status = StatusOutputLimit
+	case r.TimedOut:
+		r.Status = StatusTimeout
+	case r.OOMKilled:
+		r.Status = StatusOOM
+	case r.ExitCode != 0:
+		r.Status = StatusError
+	default:
+		r.Status = StatusOK
+	}
+}
