@@ -17,6 +17,10 @@ const (
 	CodeInvalid Code = "invalid"
 	// CodeTooLarge: the body or the code is over its limit (413).
 	CodeTooLarge Code = "too_large"
+	// CodeNotFound: no such endpoint (404).
+	CodeNotFound Code = "not_found"
+	// CodeMethod: the endpoint exists but not with this method (405).
+	CodeMethod Code = "method"
 	// CodePayment: payment is required, or the one offered was refused (402).
 	CodePayment Code = "payment"
 	// CodeBusy: every sandbox is busy; try again after RetryAfter (429).

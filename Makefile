@@ -1,0 +1,41 @@
+# sandboxd: `make run` starts the service, `make test` runs every test.
+# Both bring up what they need: a Docker daemon (installed and started when
+# missing and run as root on Debian) and the sandbox image (built offline,
+# cached until its inputs change).
+
+SHELL   := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+GO      ?= go
+IMAGE   ?= sandbox-python:3.11
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: all build docker image run test test-unit interop-deps bench demo soak fuzz clean
+
+all: build
+
+build: ## build bin/sandboxd
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sandboxd ./cmd/sandboxd
+
+docker: ## make sure a Docker daemon answers (installs and starts one as root)
+	@scripts/docker-up.sh
+
+image: docker ## build the sandbox image offline (skipped when up to date)
+	@images/python/build.sh $(IMAGE)
+
+run: build image ## start the service on :8080 (free mode unless config.yaml says otherwise)
+	bin/sandboxd serve
+
+interop-deps: ## the official x402 client, facilitator and anvil from npm
+	@interop/setup.sh
+
+test: build image interop-deps ## every test: unit, integration (real Docker), interop (x402 + anvil)
+	$(GO) vet ./...
+	SANDBOXD_INTEGRATION=1 SANDBOXD_INTEROP=1 $(GO) test -p 1 -count=1 -timeout 40m ./...
+
+test-unit: ## only the tests that need neither Docker nor npm
+	$(GO) test -count=1 ./...
+
+clean:
+	rm -rf bin

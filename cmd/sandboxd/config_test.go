@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRepositoryConfigMatchesDefaults(t *testing.T) {
+	fromFile, err := LoadConfig("../../config.yaml")
+	if err != nil {
+		t.Fatalf("config.yaml does not load: %v", err)
+	}
+	fromDefaults, err := LoadConfig(writeConfig(t, "{}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromFile != fromDefaults {
+		t.Fatalf("config.yaml and the built-in defaults differ:\n%+v\n%+v", fromFile, fromDefaults)
+	}
+	rt := fromFile.Runtime
+	if rt.Timeout != 5*time.Second || rt.MemoryBytes != 128<<20 || rt.Pids != 64 || rt.TmpfsBytes != 16<<20 {
+		t.Fatalf("defaults: %+v", rt)
+	}
+}
+
+func TestEnvironmentOverridesFile(t *testing.T) {
+	t.Setenv("SANDBOX_RUNTIME_TIMEOUT", "3s")
+	t.Setenv("SANDBOX_SERVER_ADDR", "127.0.0.1:9999")
+	cfg, err := LoadConfig(writeConfig(t, "runtime:\n  timeout: 4s\n  memory: 256MiB\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Runtime.Timeout != 3*time.Second || cfg.Server.Addr != "127.0.0.1:9999" || cfg.Runtime.MemoryBytes != 256<<20 {
+		t.Fatalf("got timeout %v addr %s memory %d", cfg.Runtime.Timeout, cfg.Server.Addr, cfg.Runtime.MemoryBytes)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"ok", "runtime:\n  timeout: 2s\n", ""},
+		{"unknown key", "runtime:\n  timeoutt: 2s\n", "unknown key(s) runtime.timeoutt"},
+		{"bad duration", "runtime:\n  timeout: fast\n", "runtime.timeout: fast is not a duration"},
+		{"timeout too long", "runtime:\n  timeout: 1h\n", "runtime.timeout: 1h0m0s is outside"},
+		{"bad size", "runtime:\n  memory: lots\n", "runtime.memory: lots is not a size"},
+		{"memory too small", "runtime:\n  memory: 1MiB\n", "runtime.memory"},
+		{"pids too low", "runtime:\n  pids: 2\n", "runtime.pids: 2 is outside 8..32768"},
+		{"cpus", "runtime:\n  cpus: 0\n", "runtime.cpus"},
+		{"cpus not a number", "runtime:\n  cpus: many\n", "runtime.cpus: many is not a number"},
+		{"oci runtime", "runtime:\n  oci_runtime: kata\n", "runtime.oci_runtime: \"kata\" is not one of"},
+		{"code over body", "server:\n  max_body_bytes: 2048\nruntime:\n  max_code_bytes: 4096\n", "runtime.max_code_bytes"},
+		{"concurrency", "runtime:\n  max_concurrency: 0\n", "runtime.max_concurrency: 0 is outside"},
+		{"queue wait", "runtime:\n  queue_wait: -1s\n", "runtime.queue_wait"},
+		{"pool", "runtime:\n  pool_size: 1000\n", "runtime.pool_size"},
+		{"instance", "runtime:\n  instance: \"a b\"\n", "runtime.instance"},
+		{"addr", "server:\n  addr: 8080\n", "server.addr"},
+		{"log level", "server:\n  log_level: loud\n", "server.log_level"},
+		{"sizes with units", "runtime:\n  tmpfs: 32m\n  max_output_bytes: 1MiB\n", ""},
+		{"enabled not bool", "payments:\n  enabled: maybe\n", "payments.enabled: maybe is not true or false"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeConfig(t, tc.yaml))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMissingConfigFileIsAnError(t *testing.T) {
+	if _, err := LoadConfig(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
+		t.Fatal("a missing --config file was accepted")
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	cases := map[string]int64{"0": 0, "65536": 65536, "512KiB": 512 << 10, "128MiB": 128 << 20, "1GiB": 1 << 30,
+		"1MB": 1000000, "16m": 16 << 20, "2g": 2 << 30, "10B": 10}
+	for in, want := range cases {
+		got, err := parseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "1.5MiB", "MiB", "1TiB", "99999999999999999999"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q) accepted", bad)
+		}
+	}
+}

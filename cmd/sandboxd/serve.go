@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"syscall"
+	"time"
+
+	"sandboxd"
+	"sandboxd/httpapi"
+	"sandboxd/internal/slots"
+	"sandboxd/runtime"
+)
+
+// serveCommand runs the service until SIGINT or SIGTERM.
+func serveCommand(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := LoadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		return 2
+	}
+	log := newLogger(stderr, cfg.Server.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	m := &Main{Config: cfg, Log: log}
+	if err := m.Open(ctx); err != nil {
+		log.Error("could not start", "err", err)
+		m.Close()
+		return 1
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "grace", cfg.Server.ShutdownTimeout)
+	if err := m.Close(); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+// Main is the running service: the pieces built from the configuration.
+type Main struct {
+	Config Config
+	Log    *slog.Logger
+
+	runner *runtime.Docker
+	closer func() error // the payment gate's
+	server *http.Server
+	ln     net.Listener
+	served chan struct{}
+}
+
+// Open builds the pieces, removes containers a crash left behind, listens,
+// and starts serving in the background.
+func (m *Main) Open(ctx context.Context) error {
+	rt := m.Config.Runtime
+	runner, err := runtime.New(runtime.Config{
+		Image:          rt.Image,
+		OCIRuntime:     rt.OCIRuntime,
+		Timeout:        rt.Timeout,
+		MemoryBytes:    rt.MemoryBytes,
+		NanoCPUs:       int64(rt.CPUs * 1e9),
+		PidsLimit:      rt.Pids,
+		TmpfsBytes:     rt.TmpfsBytes,
+		MaxOutputBytes: int(rt.MaxOutputBytes),
+		Instance:       rt.Instance,
+	}, m.Log.With("component", "runtime"))
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	m.runner = runner
+	m.reap(ctx)
+
+	gate, closer, err := m.openGate(ctx)
+	if err != nil {
+		return err
+	}
+	m.closer = closer
+
+	api := &httpapi.Server{
+		Runner:       runner,
+		Admitter:     slots.New(int(rt.MaxConcurrency), rt.QueueWait),
+		Gate:         gate,
+		Log:          m.Log.With("component", "httpapi"),
+		MaxBodyBytes: m.Config.Server.MaxBodyBytes,
+		MaxCodeBytes: int(rt.MaxCodeBytes),
+		Version:      httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
+	}
+	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
+	}
+	m.server = &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      rt.Timeout + 2*time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelDebug),
+	}
+	m.served = make(chan struct{})
+	go func() {
+		defer close(m.served)
+		if err := m.server.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Log.Error("serve", "err", err)
+		}
+	}()
+	m.Log.Info("listening", "addr", m.ln.Addr().String(), "payments", m.Config.Payments.Enabled,
+		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency)
+	return nil
+}
+
+// reap removes containers that a crash of this instance left behind. Docker
+// may be down at start: the service still starts and answers 503 until it
+// is back.
+func (m *Main) reap(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := m.runner.Reap(ctx)
+	switch {
+	case err != nil:
+		m.Log.Warn("could not look for leftover containers; is Docker running?", "err", err)
+	case n > 0:
+		m.Log.Info("removed containers left by an earlier run", "count", n)
+	}
+}
+
+// Close stops taking requests, lets runs finish within the shutdown grace,
+// kills what is still running, and removes every container of this service.
+func (m *Main) Close() error {
+	var errs []error
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout)
+		if err := m.server.Shutdown(ctx); err != nil {
+			m.Log.Warn("runs still going at the end of the grace period; killing them", "err", err)
+		}
+		cancel()
+	}
+	if m.runner != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, m.runner.Close(ctx))
+		cancel()
+	}
+	if m.server != nil {
+		_ = m.server.Close()
+		<-m.served
+	}
+	if m.closer != nil {
+		errs = append(errs, m.closer())
+	}
+	return errors.Join(errs...)
+}
+
+// Addr is the address the service listens on (useful with port 0).
+func (m *Main) Addr() string { return m.ln.Addr().String() }
+
+// newLogger returns a text logger at the level.
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+var _ sandboxd.Runner = (*runtime.Docker)(nil)

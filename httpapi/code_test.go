@@ -1,0 +1,171 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"sandboxd"
+)
+
+func do(t *testing.T, h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestCodeAnswersTheResult(t *testing.T) {
+	runner := &fakeRunner{result: sandboxd.Result{Stdout: "42\n", Status: sandboxd.StatusOK, Duration: 12 * time.Millisecond}}
+	gate := &fakeGate{}
+	rec := do(t, newTestServer(runner, gate).Handler(), "POST", "/v1/code", `{"language":"python","code":"print(6*7)"}`)
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"lang": "python", "stdout": "42\n", "stderr": "", "exit_code": 0.0, "status": "ok",
+		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 12.0}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("answer has fields %v, want exactly %v", got, want)
+	}
+	if gate.settled != 1 || rec.Header().Get("Payment-Response") != "settled" {
+		t.Errorf("settled %d times, header %q", gate.settled, rec.Header().Get("Payment-Response"))
+	}
+}
+
+func TestCodeErrors(t *testing.T) {
+	payErr := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required",
+		Header: http.Header{"Payment-Required": {"terms"}}, Body: map[string]any{"x402Version": 1, "error": "payment required"}}
+	cases := []struct {
+		name      string
+		method    string
+		path      string
+		body      string
+		runErr    error
+		beginErr  error
+		settleErr error
+		status    int
+		inError   string
+		ran       bool
+		released  bool
+	}{
+		{name: "form content type still JSON", body: `{"code":"print(1)"}`, status: 200, ran: true},
+		{name: "python3 accepted", body: `{"language":"python3","code":"print(1)"}`, status: 200, ran: true},
+		{name: "not JSON", body: `code=print(1)`, status: 400, inError: "JSON object"},
+		{name: "array body", body: `[1]`, status: 400, inError: "JSON object"},
+		{name: "empty body", body: ``, status: 400, inError: "empty"},
+		{name: "truncated JSON", body: `{"code":"pri`, status: 400, inError: "ends too early"},
+		{name: "trailing data", body: `{"code":"x"} {}`, status: 400, inError: "after the JSON"},
+		{name: "number for code", body: `{"code":5}`, status: 400, inError: `"code" must be a string`},
+		{name: "null code", body: `{"code":null}`, status: 400, inError: "missing"},
+		{name: "unknown field", body: `{"code":"x","stdin":"y"}`, status: 400, inError: "unknown field"},
+		{name: "unknown language", body: `{"language":"ruby","code":"x"}`, status: 400, inError: "python, python3"},
+		{name: "empty code", body: `{"code":"  "}`, status: 400, inError: "missing or empty"},
+		{name: "code over limit", body: `{"code":"` + strings.Repeat("x", 101) + `"}`, status: 413, inError: "limit of 100"},
+		{name: "code at limit", body: `{"code":"` + strings.Repeat("x", 100) + `"}`, status: 200, ran: true},
+		{name: "body over limit", body: `{"code":"` + strings.Repeat("x", 2000) + `"}`, status: 413, inError: "1024 bytes"},
+		{name: "payment required", body: `{"code":"x"}`, beginErr: payErr, status: 402, inError: "payment required"},
+		{name: "docker down", body: `{"code":"x"}`, runErr: sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime", "Docker is not reachable"),
+			status: 503, inError: "Docker is not reachable", ran: true, released: true},
+		{name: "internal error hidden", body: `{"code":"x"}`, runErr: errors.New("secret /var/run detail"),
+			status: 500, inError: "internal error", ran: true, released: true},
+		{name: "settlement failed", body: `{"code":"x"}`, settleErr: payErr, status: 402, ran: true},
+		{name: "wrong method", method: "GET", status: 405, inError: "not allowed"},
+		{name: "unknown path", path: "/v2/code", status: 404, inError: "no such endpoint"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			runner := &fakeRunner{err: tc.runErr, result: sandboxd.Result{Status: sandboxd.StatusOK}}
+			gate := &fakeGate{beginErr: tc.beginErr, settleErr: tc.settleErr}
+			method, path := "POST", "/v1/code"
+			if tc.method != "" {
+				method = tc.method
+			}
+			if tc.path != "" {
+				path = tc.path
+			}
+			rec := do(t, newTestServer(runner, gate).Handler(), method, path, tc.body)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			var body struct{ Error string }
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("answer is not JSON: %q", rec.Body)
+			}
+			if !strings.Contains(body.Error, tc.inError) {
+				t.Errorf("error %q does not contain %q", body.Error, tc.inError)
+			}
+			if strings.Contains(rec.Body.String(), "secret") {
+				t.Errorf("internal detail leaked: %s", rec.Body)
+			}
+			if (runner.ran() > 0) != tc.ran {
+				t.Errorf("ran %d times, want ran=%v", runner.ran(), tc.ran)
+			}
+			if (gate.released > 0) != tc.released {
+				t.Errorf("released %d, want %v", gate.released, tc.released)
+			}
+			if tc.status == 402 && rec.Header().Get("Payment-Required") != "terms" {
+				t.Errorf("402 without the terms header")
+			}
+		})
+	}
+}
+
+func TestBusyAnswers429WithRetryAfter(t *testing.T) {
+	runner := &fakeRunner{block: make(chan struct{})}
+	srv := newTestServer(runner, &fakeGate{})
+	h := srv.Handler()
+	done := make(chan int)
+	go func() { done <- do(t, h, "POST", "/v1/code", `{"code":"x"}`).Code }()
+	for runner.ran() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	rec := do(t, h, "POST", "/v1/code", `{"code":"x"}`)
+	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("over capacity: status %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	close(runner.block)
+	if code := <-done; code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	if runner.ran() != 1 {
+		t.Fatalf("the refused request ran")
+	}
+}
+
+func TestHealthAndVersion(t *testing.T) {
+	runner := &fakeRunner{}
+	h := newTestServer(runner, &fakeGate{}).Handler()
+	if rec := do(t, h, "GET", "/v1/health", ""); rec.Code != 200 {
+		t.Fatalf("health: %d %s", rec.Code, rec.Body)
+	}
+	rec := do(t, h, "GET", "/v1/version", "")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"docker":"docker 20.10.24"`) ||
+		!strings.Contains(rec.Body.String(), `"version":"test"`) {
+		t.Fatalf("version: %d %s", rec.Code, rec.Body)
+	}
+	runner.healthErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.health", "image sandbox-python:3.11 is missing: run `make image`")
+	rec = do(t, h, "GET", "/v1/health", "")
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "make image") {
+		t.Fatalf("unhealthy: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "GET", "/v1/version", ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"version":"test"`) {
+		t.Fatalf("version with Docker down: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+
+	"sandboxd"
+)
+
+// statusOf is the one mapping from error codes to HTTP statuses.
+func statusOf(code sandboxd.Code) int {
+	switch code {
+	case sandboxd.CodeInvalid:
+		return http.StatusBadRequest
+	case sandboxd.CodeNotFound:
+		return http.StatusNotFound
+	case sandboxd.CodeMethod:
+		return http.StatusMethodNotAllowed
+	case sandboxd.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case sandboxd.CodePayment:
+		return http.StatusPaymentRequired
+	case sandboxd.CodeBusy:
+		return http.StatusTooManyRequests
+	case sandboxd.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// errorBody is the JSON answer of every error.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// writeError answers err with its status, headers and JSON body, and logs
+// it: internal errors with their cause at error level (callers never see the
+// cause), the rest at debug level.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+		// The caller hung up; nobody is left to read an answer.
+		s.Log.Debug("caller went away", "path", r.URL.Path, "err", err)
+		return
+	}
+	code := sandboxd.ErrorCode(err)
+	status := statusOf(code)
+	var body any = errorBody{Error: sandboxd.ErrorMessage(err)}
+	var e *sandboxd.Error
+	if errors.As(err, &e) {
+		for k, vs := range e.Header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		if e.RetryAfter > 0 {
+			secs := int(math.Ceil(e.RetryAfter.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+		if e.Body != nil {
+			body = e.Body
+		}
+	}
+	log := s.Log.With("method", r.Method, "path", r.URL.Path, "status", status)
+	if status >= 500 {
+		log.Error("request failed", "err", err)
+	} else {
+		log.Debug("request refused", "err", err)
+	}
+	writeJSON(w, status, body)
+}

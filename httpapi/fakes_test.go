@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"sandboxd"
+	"sandboxd/internal/slots"
+)
+
+// fakeRunner answers every run with result, or err when set.
+type fakeRunner struct {
+	mu        sync.Mutex
+	result    sandboxd.Result
+	err       error
+	healthErr error
+	jobs      []sandboxd.Job
+	block     chan struct{} // when non-nil, Run waits for it
+}
+
+func (f *fakeRunner) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
+	f.mu.Lock()
+	f.jobs = append(f.jobs, job)
+	f.mu.Unlock()
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return sandboxd.Result{}, ctx.Err()
+		}
+	}
+	return f.result, f.err
+}
+
+func (f *fakeRunner) Health(context.Context) error { return f.healthErr }
+
+func (f *fakeRunner) Info(context.Context) (sandboxd.RunnerInfo, error) {
+	return sandboxd.RunnerInfo{Engine: "docker 20.10.24", EngineAPI: "1.41", Image: "sandbox-python:3.11", OCIRuntime: "runc"}, f.healthErr
+}
+
+func (f *fakeRunner) ran() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.jobs)
+}
+
+// fakeGate records what happened to its charges.
+type fakeGate struct {
+	mu        sync.Mutex
+	beginErr  error
+	settleErr error
+	settled   int
+	released  int
+}
+
+func (g *fakeGate) Begin(context.Context, sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+	if g.beginErr != nil {
+		return nil, g.beginErr
+	}
+	return fakeCharge{g}, nil
+}
+
+type fakeCharge struct{ g *fakeGate }
+
+func (c fakeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error) {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	if c.g.settleErr != nil {
+		return nil, c.g.settleErr
+	}
+	c.g.settled++
+	return http.Header{"Payment-Response": {"settled"}}, nil
+}
+
+func (c fakeCharge) Release(context.Context) {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	c.g.released++
+}
+
+// newTestServer returns a Server over the fakes with small limits.
+func newTestServer(r *fakeRunner, g *fakeGate) *Server {
+	return &Server{
+		Runner:       r,
+		Admitter:     slots.New(1, 0),
+		Gate:         g,
+		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxBodyBytes: 1024,
+		MaxCodeBytes: 100,
+		Version:      VersionInfo{Version: "test", Commit: "abc", GoVersion: "go"},
+	}
+}

@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"sandboxd"
+)
+
+// writeJSON answers v as JSON with the status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"error":"internal error; it has been logged"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// readBody reads at most limit bytes of the body; a longer body is a
+// CodeTooLarge error.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.read", err, "could not read the request body")
+	}
+	if int64(len(body)) > limit {
+		return nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.read",
+			"request body is over the limit of %d bytes", limit)
+	}
+	return body, nil
+}
+
+// decodeObject decodes body, whatever the Content-Type said, into v. The
+// body must be exactly one JSON object with only known fields.
+func decodeObject(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
+			`request body is empty; send a JSON object such as {"language":"python","code":"print(1)"}`)
+	}
+	if trimmed[0] != '{' {
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
+			`request body must be a JSON object such as {"language":"python","code":"print(1)"}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.decode", err, "request body is not valid JSON: "+describeJSONError(err))
+	}
+	if dec.More() {
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
+	}
+	return nil
+}
+
+// describeJSONError turns a decoding error into a sentence for the caller.
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("field %q must be a %s, not a %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("%s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends too early"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ") + "; the fields are language and code"
+	}
+	return err.Error()
+}

@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+)
+
+// healthTimeout bounds a health check, so a stuck daemon answers 503 quickly.
+const healthTimeout = 3 * time.Second
+
+// handleHealth answers 200 when runs can start, else 503 with the reason.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	if err := s.Runner.Health(ctx); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// versionResponse is the answer of GET /v1/version.
+type versionResponse struct {
+	VersionInfo
+	Docker     string `json:"docker,omitempty"`
+	DockerAPI  string `json:"docker_api,omitempty"`
+	Image      string `json:"image,omitempty"`
+	OCIRuntime string `json:"oci_runtime,omitempty"`
+	// DockerError says why the engine's part is missing, when it is.
+	DockerError string `json:"docker_error,omitempty"`
+}
+
+// handleVersion reports the service's build and the engine behind it. The
+// service's own version is answered even when Docker is down.
+func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	resp := versionResponse{VersionInfo: s.Version}
+	info, err := s.Runner.Info(ctx)
+	if err != nil {
+		resp.DockerError = "the container engine did not answer"
+		s.Log.Warn("version: engine info", "err", err)
+	}
+	resp.Docker, resp.DockerAPI, resp.Image, resp.OCIRuntime = info.Engine, info.EngineAPI, info.Image, info.OCIRuntime
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// resourceURL is the public URL of the call, as quoted in payment terms. A
+// reverse proxy's X-Forwarded-Proto and X-Forwarded-Host are honoured.
+func resourceURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+		scheme = p
+	}
+	host := r.Host
+	if h := r.Header.Get("X-Forwarded-Host"); h != "" {
+		host = h
+	}
+	return scheme + "://" + host + r.URL.Path
+}
+
+// contextFor returns a context for settling or releasing a payment: it
+// outlives the caller hanging up, since money must never be left half-done.
+// The settlers bound their own calls with timeouts.
+func contextFor(r *http.Request) context.Context {
+	return context.WithoutCancel(r.Context())
+}
+
+// newJobID returns a short random identifier for logs and labels.
+func newJobID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,52 @@
+// Package httpapi serves the HTTP API: it decodes and validates requests,
+// admits them, passes them through the payment gate to the runner, and maps
+// every error to its HTTP status in one place (errors.go). It knows only the
+// interfaces of package sandboxd, never Docker or go-ethereum.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"sandboxd"
+)
+
+// VersionInfo describes the build of the service.
+type VersionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go"`
+}
+
+// Server holds what the handlers need. All fields are required.
+type Server struct {
+	Runner   sandboxd.Runner
+	Admitter sandboxd.Admitter
+	Gate     sandboxd.PaymentGate
+	Log      *slog.Logger
+	// MaxBodyBytes caps the request body; a larger one is answered 413.
+	MaxBodyBytes int64
+	// MaxCodeBytes caps the code field; a larger one is answered 413.
+	MaxCodeBytes int
+	// Version is reported by GET /v1/version.
+	Version VersionInfo
+}
+
+// Handler returns the routes of the API.
+func (s *Server) Handler() http.Handler {
+	r := mux.NewRouter()
+	r.HandleFunc("/v1/code", s.handleCode).Methods(http.MethodPost)
+	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
+			"no such endpoint %s; the API has POST /v1/code, GET /v1/health and GET /v1/version", r.URL.Path))
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeMethod, "httpapi.route",
+			"method %s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	return r
+}

@@ -1,0 +1,142 @@
+package payments
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"sandboxd"
+)
+
+// The x402 header names. HTTP header names are case-insensitive; these are
+// the spellings the x402 documents use.
+const (
+	// HeaderPaymentRequired carries the v2 terms on a 402.
+	HeaderPaymentRequired = "PAYMENT-REQUIRED"
+	// HeaderPaymentSignature carries a v2 payment on the retry.
+	HeaderPaymentSignature = "PAYMENT-SIGNATURE"
+	// HeaderPaymentResponse carries a v2 settlement report.
+	HeaderPaymentResponse = "PAYMENT-RESPONSE"
+	// HeaderXPayment carries a v1 payment.
+	HeaderXPayment = "X-PAYMENT"
+	// HeaderXPaymentResponse carries a v1 settlement report.
+	HeaderXPaymentResponse = "X-PAYMENT-RESPONSE"
+)
+
+// maxHeaderBytes bounds a payment header before decoding; a real one is
+// well under 2 KB.
+const maxHeaderBytes = 16 << 10
+
+// DecodePaymentHeader finds and decodes the payment in h: PAYMENT-SIGNATURE
+// (v2) first, else X-PAYMENT (v1). It returns (nil, nil) when neither is
+// present, and a CodeInvalid *sandboxd.Error when the header is not base64 of
+// a JSON payment object. The payload's own x402Version decides its shape, so
+// a client that sends a v1 payload in the v2 header still decodes.
+func DecodePaymentHeader(h http.Header) (*Payment, error) {
+	name := HeaderPaymentSignature
+	value := h.Get(name)
+	if value == "" {
+		name = HeaderXPayment
+		value = h.Get(name)
+	}
+	if value == "" {
+		return nil, nil
+	}
+	p, err := decodePayment(value)
+	if err != nil {
+		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "payments.decode", err,
+			fmt.Sprintf("the %s header does not decode: %v; it must be base64 of an x402 payment JSON object", name, err))
+	}
+	return p, nil
+}
+
+// decodePayment decodes one header value into a Payment.
+func decodePayment(value string) (*Payment, error) {
+	if len(value) > maxHeaderBytes {
+		return nil, fmt.Errorf("%d bytes, over the limit of %d", len(value), maxHeaderBytes)
+	}
+	raw, err := decodeBase64(value)
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		X402Version *int `json:"x402Version"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if probe.X402Version == nil {
+		return nil, errors.New("no x402Version field")
+	}
+	p := &Payment{Version: *probe.X402Version, Raw: raw}
+	if p.Version == 1 {
+		var v1 PaymentPayloadV1
+		if err := json.Unmarshal(raw, &v1); err != nil {
+			return nil, fmt.Errorf("not a v1 payment: %w", err)
+		}
+		p.Scheme, p.Network, p.Exact = v1.Scheme, v1.Network, v1.Payload
+		return p, nil
+	}
+	var v2 PaymentPayload
+	if err := json.Unmarshal(raw, &v2); err != nil {
+		return nil, fmt.Errorf("not a v2 payment: %w", err)
+	}
+	p.Scheme, p.Network, p.Exact = v2.Accepted.Scheme, v2.Accepted.Network, v2.Payload
+	p.Accepted, p.Resource = &v2.Accepted, v2.Resource
+	return p, nil
+}
+
+// decodeBase64 accepts standard base64 (what the official clients send)
+// with or without padding, and the URL-safe alphabet.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	return nil, errors.New("not base64")
+}
+
+// EncodeHeader returns v as base64 of its JSON, the encoding of every x402
+// header.
+func EncodeHeader(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// DecodeHeader decodes an x402 header value (base64 of JSON) into v.
+func DecodeHeader(value string, v any) error {
+	raw, err := decodeBase64(value)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	return nil
+}
+
+// settleHeader returns the settlement report header for a payer of the
+// given version: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE with the v1
+// network name for v1.
+func settleHeader(version int, r SettleResponse) (http.Header, error) {
+	name := HeaderPaymentResponse
+	if version == 1 {
+		name = HeaderXPaymentResponse
+		r.Network = V1Network(r.Network)
+	}
+	v, err := EncodeHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	h.Set(name, v)
+	return h, nil
+}

@@ -1,0 +1,68 @@
+package payments
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The x402 error codes this package answers with, as used across the x402
+// ecosystem in invalidReason and errorReason.
+const (
+	ReasonInvalidVersion     = "invalid_x402_version"
+	ReasonUnsupportedScheme  = "unsupported_scheme"
+	ReasonInvalidNetwork     = "invalid_network"
+	ReasonInvalidPayload     = "invalid_payload"
+	ReasonAssetMismatch      = "invalid_payment_requirements"
+	ReasonRecipientMismatch  = "invalid_exact_evm_payload_recipient_mismatch"
+	ReasonValueMismatch      = "invalid_exact_evm_payload_authorization_value"
+	ReasonValidAfter         = "invalid_exact_evm_payload_authorization_valid_after"
+	ReasonValidBefore        = "invalid_exact_evm_payload_authorization_valid_before"
+	ReasonMissingDomain      = "invalid_exact_evm_missing_eip712_domain"
+	ReasonSignature          = "invalid_exact_evm_payload_signature"
+	ReasonNonceUsed          = "invalid_exact_evm_nonce_already_used"
+	ReasonInsufficientFunds  = "insufficient_funds"
+	ReasonTransactionState   = "invalid_transaction_state"
+	ReasonUnexpectedSettle   = "unexpected_settle_error"
+	ReasonUnexpectedVerify   = "unexpected_verify_error"
+	ReasonSettlementReverted = "invalid_exact_evm_transaction_failed"
+)
+
+// RejectError is a payment refused for a reason the payer can act on: it
+// failed a check, or the chain or facilitator refused it. Its Reason is the
+// x402 error code; the gate turns it into a CodePayment *sandboxd.Error with
+// the terms attached.
+type RejectError struct {
+	// Reason is the x402 error code, e.g. "invalid_exact_evm_payload_signature".
+	Reason string
+	// Check says, for a person, which check failed and why.
+	Check string
+	// Err is an underlying cause, if any.
+	Err error
+}
+
+// Error implements the error interface.
+func (e *RejectError) Error() string {
+	msg := fmt.Sprintf("%s (%s)", e.Check, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *RejectError) Unwrap() error { return e.Err }
+
+// reject returns a *RejectError with a formatted check description.
+func reject(reason, format string, args ...any) *RejectError {
+	return &RejectError{Reason: reason, Check: fmt.Sprintf(format, args...)}
+}
+
+// rejectReason returns the x402 code of the first *RejectError in err's
+// chain, or fallback when there is none.
+func rejectReason(err error, fallback string) string {
+	var r *RejectError
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return fallback
+}

@@ -1,0 +1,172 @@
+// Package runtime runs programs in hardened, throwaway Docker containers
+// through the Docker Engine API: one container per run, created, attached,
+// fed the code on stdin, watched against its limits, and always removed.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/client"
+
+	"sandboxd"
+)
+
+// cleanupTimeout bounds the calls that clean up after a run (kill, remove,
+// inspect). They run on a fresh context, so a cancelled request still cleans.
+const cleanupTimeout = 15 * time.Second
+
+// Docker runs each job in a fresh container of one image. It is safe for
+// concurrent use.
+type Docker struct {
+	cli      *client.Client
+	cfg      Config
+	log      *slog.Logger
+	inflight inflight
+}
+
+var _ sandboxd.Runner = (*Docker)(nil)
+
+// New returns a Docker runner for cfg, talking to the daemon that the
+// standard DOCKER_* environment variables name (the local socket by default).
+// It does not contact the daemon: Health does. A nil log discards.
+func New(cfg Config, log *slog.Logger) (*Docker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = defaultInstance
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("runtime: docker client: %w", err)
+	}
+	return &Docker{
+		cli:      cli,
+		cfg:      cfg,
+		log:      log.With("instance", cfg.Instance),
+		inflight: inflight{runs: map[*flight]struct{}{}},
+	}, nil
+}
+
+// Health reports nil when runs can start: the daemon answers, the image is
+// present, and the configured OCI runtime is registered. Otherwise it returns
+// an *sandboxd.Error with CodeUnavailable whose message says what to do.
+func (d *Docker) Health(ctx context.Context) error {
+	const op = "runtime.health"
+	if _, err := d.cli.Ping(ctx); err != nil {
+		return d.fail(ctx, op, err)
+	}
+	if _, err := d.cli.ImageInspect(ctx, d.cfg.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return d.missingImage(op, err)
+		}
+		return d.fail(ctx, op, err)
+	}
+	if d.cfg.OCIRuntime == "" {
+		return nil
+	}
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return d.fail(ctx, op, err)
+	}
+	if _, ok := info.Runtimes[d.cfg.OCIRuntime]; !ok {
+		have := make([]string, 0, len(info.Runtimes))
+		for name := range info.Runtimes {
+			have = append(have, name)
+		}
+		slices.Sort(have)
+		return sandboxd.Errorf(sandboxd.CodeUnavailable, op,
+			"OCI runtime %q is not registered with Docker (it has %v): register it in /etc/docker/daemon.json or change runtime.oci_runtime",
+			d.cfg.OCIRuntime, have)
+	}
+	return nil
+}
+
+// Info describes the engine, the negotiated API version, the image and the
+// OCI runtime (the daemon's default when none is configured).
+func (d *Docker) Info(ctx context.Context) (sandboxd.RunnerInfo, error) {
+	const op = "runtime.info"
+	v, err := d.cli.ServerVersion(ctx)
+	if err != nil {
+		return sandboxd.RunnerInfo{}, d.fail(ctx, op, err)
+	}
+	rt := d.cfg.OCIRuntime
+	if rt == "" {
+		info, err := d.cli.Info(ctx)
+		if err != nil {
+			return sandboxd.RunnerInfo{}, d.fail(ctx, op, err)
+		}
+		rt = info.DefaultRuntime
+	}
+	return sandboxd.RunnerInfo{
+		Engine:     "docker " + v.Version,
+		EngineAPI:  d.cli.ClientVersion(),
+		Image:      d.cfg.Image,
+		OCIRuntime: rt,
+	}, nil
+}
+
+// Close ends the runner at shutdown, after the grace period: it cancels the
+// runs still in flight, kills and removes their containers, waits (until ctx
+// ends) for those runs to return, and closes the client. Runs after Close
+// fail with CodeUnavailable.
+func (d *Docker) Close(ctx context.Context) error {
+	flights := d.inflight.close()
+	var errs []error
+	for _, f := range flights {
+		f.cancel(errClosing)
+	}
+	for _, f := range flights {
+		if id := f.containerID(); id != "" {
+			d.log.Info("killing in-flight run at close", "container", shortID(id))
+			errs = append(errs, d.remove(ctx, id))
+		}
+	}
+	if err := d.inflight.wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("runtime: waiting for %d runs: %w", len(flights), err))
+	}
+	errs = append(errs, d.cli.Close())
+	return errors.Join(errs...)
+}
+
+// fail turns a failed Engine API call into the service's error: the context's
+// own error when ctx ended, CodeUnavailable when the daemon is unreachable,
+// CodeInternal for anything else.
+func (d *Docker) fail(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx, op)
+	}
+	if client.IsErrConnectionFailed(err) {
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(
+			"Docker is unreachable at %s: start it (scripts/docker-up.sh) and check the socket's permissions",
+			d.cli.DaemonHost()))
+	}
+	return sandboxd.Wrap(sandboxd.CodeInternal, op, err, "Docker Engine API call failed")
+}
+
+// missingImage is the error for an image that is not there, with the fix.
+func (d *Docker) missingImage(op string, err error) error {
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(
+		"image %s is missing: run `make image`", d.cfg.Image))
+}
+
+// errClosing is the cause of the contexts of runs that Close cancelled.
+var errClosing = errors.New("runtime: closing")
+
+// ctxError is the error of a run whose context ended: the service shutting
+// down is CodeUnavailable; the caller going away is the context's own error.
+func ctxError(ctx context.Context, op string) error {
+	if errors.Is(context.Cause(ctx), errClosing) {
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, op, errClosing, "the service is shutting down")
+	}
+	return fmt.Errorf("%s: %w", op, ctx.Err())
+}

@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+
+	"sandboxd"
+)
+
+// inflight is the registry of runs in progress, so Close can end them.
+type inflight struct {
+	mu     sync.Mutex
+	closed bool
+	runs   map[*flight]struct{}
+	wg     sync.WaitGroup
+}
+
+// flight is one run in progress: its cancel, and its container once created.
+type flight struct {
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	id     string
+}
+
+// setContainer records the run's container, for Close to kill.
+func (f *flight) setContainer(id string) {
+	f.mu.Lock()
+	f.id = id
+	f.mu.Unlock()
+}
+
+// containerID is the run's container, or "" before it is created.
+func (f *flight) containerID() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.id
+}
+
+// begin registers a run. It returns the run's context (cancelled by Close
+// with errClosing) and the function that unregisters it; or an error when
+// the runner is closed.
+func (in *inflight) begin(ctx context.Context) (context.Context, *flight, func(), error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return nil, nil, nil, sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.run", "the service is shutting down")
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	f := &flight{cancel: cancel}
+	in.runs[f] = struct{}{}
+	in.wg.Add(1)
+	end := func() {
+		in.mu.Lock()
+		delete(in.runs, f)
+		in.mu.Unlock()
+		cancel(nil)
+		in.wg.Done()
+	}
+	return ctx, f, end, nil
+}
+
+// close refuses new runs and returns those in flight.
+func (in *inflight) close() []*flight {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.closed = true
+	flights := make([]*flight, 0, len(in.runs))
+	for f := range in.runs {
+		flights = append(flights, f)
+	}
+	return flights
+}
+
+// wait returns when every run has ended, or with ctx's error when ctx ends first.
+func (in *inflight) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		in.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"sandboxd"
+)
+
+// The labels that mark a container as ours. Reap and Close find containers
+// by them, never by name.
+const (
+	// LabelManaged is set to "true" on every container this package creates.
+	LabelManaged = "io.sandboxd.managed"
+	// LabelInstance holds Config.Instance.
+	LabelInstance = "io.sandboxd.instance"
+	// LabelJob holds the job's ID.
+	LabelJob = "io.sandboxd.job"
+)
+
+// sandboxUser is the image's unprivileged user (see images/python/build.sh).
+// It is set here too, so a rebuilt image can never make a run root.
+const sandboxUser = "10001:10001"
+
+// spec is everything ContainerCreate needs for one run.
+type spec struct {
+	name   string
+	config *container.Config
+	host   *container.HostConfig
+}
+
+// newSpec builds the hardened container for one job. Every field here is a
+// limit or an isolation: nothing about it depends on the program.
+func newSpec(cfg Config, job sandboxd.Job) spec {
+	pids := cfg.PidsLimit
+	tmpfs := strconv.FormatInt(cfg.TmpfsBytes, 10)
+	return spec{
+		name: "sandboxd-" + randomHex(6),
+		config: &container.Config{
+			Image:  cfg.Image,
+			User:   sandboxUser,
+			Labels: labels(cfg.Instance, job.ID),
+			// The code goes in on stdin, attached before start; StdinOnce
+			// closes the program's stdin when we close our end.
+			OpenStdin:    true,
+			StdinOnce:    true,
+			AttachStdin:  true,
+			AttachStdout: true,
+			AttachStderr: true,
+			Tty:          false,
+		},
+		host: &container.HostConfig{
+			NetworkMode:    "none",
+			ReadonlyRootfs: true,
+			Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,mode=1777,size=" + tmpfs},
+			CapDrop:        []string{"ALL"},
+			SecurityOpt:    []string{"no-new-privileges"},
+			IpcMode:        container.IPCModePrivate,
+			LogConfig:      container.LogConfig{Type: "none"},
+			AutoRemove:     false,
+			Runtime:        cfg.OCIRuntime,
+			Resources: container.Resources{
+				Memory:     cfg.MemoryBytes,
+				MemorySwap: cfg.MemoryBytes,
+				NanoCPUs:   cfg.NanoCPUs,
+				PidsLimit:  &pids,
+				// No nproc: it counts every process of uid 10001 on the host,
+				// so one run's fork bomb would starve the others. PidsLimit
+				// is per container.
+				Ulimits: []*container.Ulimit{
+					{Name: "nofile", Soft: nofileLimit, Hard: nofileLimit},
+					{Name: "fsize", Soft: cfg.TmpfsBytes, Hard: cfg.TmpfsBytes},
+				},
+			},
+		},
+	}
+}
+
+// labels returns the labels of a container of the instance running the job.
+func labels(instance, jobID string) map[string]string {
+	return map[string]string{
+		LabelManaged:  "true",
+		LabelInstance: instance,
+		LabelJob:      jobID,
+	}
+}
+
+// instanceFilter selects the containers of one instance.
+func instanceFilter(instance string) filters.Args {
+	return filters.NewArgs(
+		filters.Arg("label", LabelManaged+"=true"),
+		filters.Arg("label", LabelInstance+"="+instance),
+	)
+}
+
+// randomHex returns n random bytes in hex, for unique container names.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// shortID is the 12-character container ID Docker's CLI shows.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
