@@ -9,6 +9,9 @@ import (
 // AssetDecimals is the number of decimals of the priced asset (USDC has 6).
 const AssetDecimals = 6
 
+// unitsPerToken is 10^AssetDecimals, the atomic units in one asset unit.
+var unitsPerToken = new(big.Int).Exp(big.NewInt(10), big.NewInt(AssetDecimals), nil)
+
 // ParsePrice converts a decimal price in asset units ("0.005") to atomic
 // units (5000). It rejects signs, exponents, more than AssetDecimals
 // decimals, and anything not above zero.
@@ -37,7 +40,7 @@ func ParsePrice(s string) (*big.Int, error) {
 // FormatPrice renders atomic units as a decimal in asset units, the inverse
 // of ParsePrice ("5000" -> "0.005").
 func FormatPrice(atomic *big.Int) string {
-	q, r := new(big.Int).QuoRem(atomic, big.NewInt(1_000_000), new(big.Int))
+	q, r := new(big.Int).QuoRem(atomic, unitsPerToken, new(big.Int))
 	if r.Sign() == 0 {
 		return q.String()
 	}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestServeRunsPython(t *testing.T) {
+	mustIntegration(t)
+	s := startService(t, uniqueInstance(t))
+	status, a, _ := s.post(t, "print(6*7)")
+	if status != 200 || a.Stdout != "42\n" || a.ExitCode != 0 || a.Status != "ok" || a.Lang != "python" {
+		t.Fatalf("got %d %+v", status, a)
+	}
+	for _, path := range []string{"/v1/health", "/v1/version"} {
+		resp, err := http.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+		}
+		if path == "/v1/version" && !strings.Contains(string(body), `"image":"sandbox-python:3.11"`) {
+			t.Fatalf("version does not name the image: %s", body)
+		}
+	}
+}
+
+func TestCodeSizeLimitOverHTTP(t *testing.T) {
+	mustIntegration(t)
+	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_MAX_CODE_BYTES=1000")
+	prog := "print('ok')\n"
+	atLimit := prog + "#" + strings.Repeat("x", 1000-len(prog)-1)
+	if status, a, _ := s.post(t, atLimit); status != 200 || a.Stdout != "ok\n" {
+		t.Fatalf("code at the limit: %d %+v", status, a)
+	}
+	if status, a, _ := s.post(t, atLimit+"x"); status != 413 || !strings.Contains(a.Error, "1000 bytes") {
+		t.Fatalf("one byte over: %d %+v", status, a)
+	}
+}
+
+func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
+	mustIntegration(t)
+	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
+	first := make(chan answer, 1)
+	go func() {
+		_, a, _ := s.post(t, "import time; time.sleep(2); print('slow')")
+		first <- a
+	}()
+	waitFor(t, 10*time.Second, "the first run's container", func() bool { return len(containers(t, s.instance)) > 0 })
+	start := time.Now()
+	status, a, h := s.post(t, "print(1)")
+	if status != 429 || h.Get("Retry-After") == "" || !strings.Contains(a.Error, "busy") {
+		t.Fatalf("over capacity: %d %+v Retry-After=%q", status, a, h.Get("Retry-After"))
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Fatalf("429 after %v, before queue_wait", waited)
+	}
+	if a := <-first; a.Stdout != "slow\n" {
+		t.Fatalf("the admitted run: %+v", a)
+	}
+}
+
+func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
+	mustIntegration(t)
+	s := startService(t, uniqueInstance(t))
+	done := make(chan answer, 1)
+	go func() {
+		_, a, _ := s.post(t, "import time; time.sleep(1.5); print('finished')")
+		done <- a
+	}()
+	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	if a := <-done; a.Stdout != "finished\n" {
+		t.Fatalf("the run in flight at SIGTERM: %+v", a)
+	}
+	if code := s.waitExit(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, s.logs())
+	}
+	if left := containers(t, s.instance); len(left) != 0 {
+		t.Fatalf("containers left after SIGTERM: %v", left)
+	}
+}
+
+func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
+	mustIntegration(t)
+	s := startService(t, uniqueInstance(t), "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
+	go s.post(t, "import time; time.sleep(25)")
+	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.waitExit(t, 15*time.Second); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, s.logs())
+	}
+	if left := containers(t, s.instance); len(left) != 0 {
+		t.Fatalf("containers left after the grace: %v", left)
+	}
+}
+
+func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
+	mustIntegration(t)
+	instance := uniqueInstance(t)
+	s := startService(t, instance, "SANDBOX_RUNTIME_TIMEOUT=60s")
+	go func() { _, _ = http.Post(s.url+"/v1/code", "", strings.NewReader(`{"code":"import time; time.sleep(50)"}`)) }()
+	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, instance)) > 0 })
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	s.waitExit(t, 10*time.Second)
+	if left := containers(t, instance); len(left) == 0 {
+		t.Fatal("a SIGKILLed service left no container; the test proves nothing")
+	}
+	startService(t, instance)
+	if left := containers(t, instance); len(left) != 0 {
+		t.Fatalf("leftovers not removed at start: %v", left)
+	}
+}
