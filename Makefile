@@ -37,5 +37,8 @@ test: build image interop-deps ## every test: unit, integration (real Docker), i
 test-unit: ## only the tests that need neither Docker nor npm
 	$(GO) test -count=1 ./...
 
+bench: build image ## measure latency and throughput against docker run and the engine's ceiling
+	$(GO) run ./bench $(BENCHFLAGS)
+
 clean:
 	rm -rf bin

@@ -3,12 +3,12 @@
 // @x402/evm's exact scheme, v2 on eip155:84532 and v1 on base-sepolia) over HTTP on
 // 127.0.0.1, settling with a viem wallet on a local chain:
 //
-//   node facilitator.mjs --rpc URL --key-file FILE [--port 0]
+//   node facilitator.mjs --rpc URL --key-file FILE [--port 0] [--watch-stdin]
 //
 // Routes: POST /verify, POST /settle (body {x402Version, paymentPayload, paymentRequirements}),
 // GET /supported. It prints {"event":"listening","url":...} on stdout once it listens, one
-// JSON line per verify/settle outcome on stderr, and exits when stdin closes (its parent
-// died) or on SIGTERM/SIGINT.
+// JSON line per verify/settle outcome on stderr, and exits on SIGTERM/SIGINT, or with
+// --watch-stdin when its stdin closes (the parent that holds it died).
 import { createServer } from "node:http";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorEvmSigner } from "@x402/evm";
@@ -20,11 +20,12 @@ import { chainFor, readKeyFile } from "./chain.mjs";
 const MAX_BODY = 1 << 20;
 
 function parseArgs(argv) {
-  const out = { rpc: "", keyFile: "", port: 0 };
+  const out = { rpc: "", keyFile: "", port: 0, watchStdin: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--rpc") out.rpc = argv[++i];
     else if (argv[i] === "--key-file") out.keyFile = argv[++i];
     else if (argv[i] === "--port") out.port = Number(argv[++i]);
+    else if (argv[i] === "--watch-stdin") out.watchStdin = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   if (!out.rpc || !out.keyFile) throw new Error("usage: facilitator.mjs --rpc URL --key-file FILE [--port N]");
@@ -125,10 +126,11 @@ function main() {
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
-  // The parent holds our stdin: when it goes away, so do we.
-  process.stdin.on("end", stop);
-  process.stdin.on("error", stop);
-  process.stdin.resume();
+  if (args.watchStdin) {
+    process.stdin.on("end", stop);
+    process.stdin.on("error", stop);
+    process.stdin.resume();
+  }
   server.listen(args.port, "127.0.0.1", () => {
     const { port } = server.address();
     process.stdout.write(JSON.stringify({ event: "listening", url: `http://127.0.0.1:${port}`, signer: address }) + "\n");

@@ -46,10 +46,10 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 	defer d.cleanup(ctx, id, log)
 
 	r := &run{d: d, id: id, log: log}
+	defer r.release()
 	if err := r.start(ctx); err != nil {
 		return sandboxd.Result{}, err
 	}
-	defer r.release()
 	res, err := r.supervise(ctx, job.Code)
 	if err != nil {
 		return sandboxd.Result{}, err
@@ -145,8 +145,10 @@ func (r *run) start(ctx context.Context) error {
 // release closes the attach connection and, when the exit was never
 // received, drains the wait so the client's goroutine can end.
 func (r *run) release() {
-	r.s.close()
-	if !r.waited {
+	if r.s != nil {
+		r.s.close()
+	}
+	if r.waitC != nil && !r.waited {
 		go func() {
 			select {
 			case <-r.waitC:

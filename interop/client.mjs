@@ -1,0 +1,201 @@
+#!/usr/bin/env node
+// client.mjs drives sandboxd with the official x402 client (@x402/fetch's
+// wrapFetchWithPayment, @x402/evm's exact scheme, a viem account) and prints one JSON
+// line per scenario on stdout for the Go interop test to assert on:
+//
+//   node client.mjs SCENARIO --url URL/v1/code [--key-file FILE] [--code SRC] [--n N] [--free-url URL]
+//
+// Scenarios:
+//   terms       an unpaid call: the 402 and the terms the official client parses from it
+//   pay         one paid call (v2, PAYMENT-SIGNATURE), with the header it sent, for replays
+//   concurrent  one payment signed once and sent on --n requests at the same time
+//   v1          one paid call by a v1-only client (terms from the body, X-PAYMENT header)
+//   latency     --n free calls (--free-url) and --n paid calls, each timed; medians in ms
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { ExactEvmSchemeV1 } from "@x402/evm/v1";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { privateKeyToAccount } from "viem/accounts";
+import { readKeyFile } from "./chain.mjs";
+
+const REQUEST_TIMEOUT_MS = 30_000;
+
+function parseArgs(argv) {
+  const out = { scenario: argv[0], url: "", keyFile: "", code: "print(6*7)", n: 10, freeUrl: "" };
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--url") out.url = argv[++i];
+    else if (a === "--key-file") out.keyFile = argv[++i];
+    else if (a === "--code") out.code = argv[++i];
+    else if (a === "--n") out.n = Number(argv[++i]);
+    else if (a === "--free-url") out.freeUrl = argv[++i];
+    else throw new Error(`unknown argument ${a}`);
+  }
+  if (!out.url) throw new Error("--url is required");
+  return out;
+}
+
+// timedFetch is fetch with a deadline, so no scenario can hang its caller.
+function timedFetch(input, init) {
+  return fetch(input, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+}
+
+function codeRequest(code) {
+  return { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ language: "python", code }) };
+}
+
+async function bodyOf(res) {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+// recordingFetch wraps fetch and remembers the payment header of the last request sent.
+function recordingFetch(transform) {
+  const sent = { name: "", value: "" };
+  const f = async (input, init) => {
+    const req = new Request(input, init);
+    for (const name of ["PAYMENT-SIGNATURE", "X-PAYMENT"]) {
+      const v = req.headers.get(name);
+      if (v) Object.assign(sent, { name, value: v });
+    }
+    const res = await timedFetch(req);
+    return transform ? transform(res) : res;
+  };
+  return { fetch: f, sent };
+}
+
+// settlement decodes PAYMENT-RESPONSE (or X-PAYMENT-RESPONSE) the way the official client does.
+function settlement(httpClient, res) {
+  try {
+    return httpClient.getPaymentSettleResponse((n) => res.headers.get(n));
+  } catch {
+    return null;
+  }
+}
+
+async function terms(args) {
+  const res = await timedFetch(args.url, codeRequest(args.code));
+  const body = await bodyOf(res);
+  const httpClient = new x402HTTPClient(new x402Client());
+  let parsed = null;
+  let parseError = "";
+  try {
+    parsed = httpClient.getPaymentRequiredResponse((n) => res.headers.get(n), body);
+  } catch (err) {
+    parseError = err.message;
+  }
+  // A v1-only client reads the body alone.
+  let v1 = null;
+  try {
+    v1 = httpClient.getPaymentRequiredResponse(() => null, body);
+  } catch {
+    v1 = null;
+  }
+  return { status: res.status, hasPaymentRequired: res.headers.has("PAYMENT-REQUIRED"), parsed, parseError, v1 };
+}
+
+function v2Client(account) {
+  return new x402Client().register("eip155:84532", new ExactEvmScheme(account));
+}
+
+async function paidCall(args, client, transform) {
+  const httpClient = new x402HTTPClient(client);
+  const rec = recordingFetch(transform);
+  const paidFetch = wrapFetchWithPayment(rec.fetch, httpClient);
+  const started = performance.now();
+  const res = await paidFetch(args.url, codeRequest(args.code));
+  const ms = performance.now() - started;
+  return {
+    status: res.status,
+    body: await bodyOf(res),
+    settlement: settlement(httpClient, res),
+    sentHeader: rec.sent,
+    ms,
+  };
+}
+
+async function pay(args, account) {
+  return paidCall(args, v2Client(account));
+}
+
+// v1 hides the v2 header from the client, as a server speaking only v1 would, so the
+// official client pays from the v1 terms in the body with an X-PAYMENT header.
+async function v1(args, account) {
+  const client = new x402Client().registerV1("base-sepolia", new ExactEvmSchemeV1(account));
+  const hideV2 = (res) => {
+    if (res.status !== 402) return res;
+    const headers = new Headers(res.headers);
+    headers.delete("PAYMENT-REQUIRED");
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  };
+  return paidCall(args, client, hideV2);
+}
+
+async function concurrent(args, account) {
+  const client = v2Client(account);
+  const httpClient = new x402HTTPClient(client);
+  const first = await timedFetch(args.url, codeRequest(args.code));
+  const required = httpClient.getPaymentRequiredResponse((n) => first.headers.get(n), await bodyOf(first));
+  const payload = await client.createPaymentPayload(required);
+  const headers = httpClient.encodePaymentSignatureHeader(payload);
+  const one = async () => {
+    const req = codeRequest(args.code);
+    const res = await timedFetch(args.url, { ...req, headers: { ...req.headers, ...headers } });
+    const body = await bodyOf(res);
+    return { status: res.status, settlement: settlement(httpClient, res), stdout: body?.stdout, error: body?.error };
+  };
+  const results = await Promise.all(Array.from({ length: args.n }, one));
+  return { n: args.n, nonce: payload.payload.authorization.nonce, results };
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// latency alternates free and paid calls so drift in the host affects both alike.
+async function latency(args, account) {
+  if (!args.freeUrl) throw new Error("latency needs --free-url");
+  const free = [];
+  const paid = [];
+  const client = v2Client(account);
+  for (let i = 0; i < args.n; i++) {
+    let t = performance.now();
+    const res = await timedFetch(args.freeUrl, codeRequest(args.code));
+    await res.text();
+    if (res.status !== 200) throw new Error(`free call ${i}: status ${res.status}`);
+    free.push(performance.now() - t);
+    const r = await paidCall(args, client);
+    if (r.status !== 200 || !r.settlement?.success) throw new Error(`paid call ${i}: status ${r.status}`);
+    paid.push(r.ms);
+  }
+  const mf = median(free);
+  const mp = median(paid);
+  return { n: args.n, freeMedianMs: mf, paidMedianMs: mp, addedMedianMs: mp - mf };
+}
+
+const scenarios = { terms, pay, v1, concurrent, latency };
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const run = scenarios[args.scenario];
+  if (!run) throw new Error(`unknown scenario ${args.scenario}: ${Object.keys(scenarios).join(" | ")}`);
+  const account = args.keyFile ? privateKeyToAccount(readKeyFile(args.keyFile)) : null;
+  if (!account && args.scenario !== "terms") throw new Error(`${args.scenario} needs --key-file`);
+  const result = await run(args, account);
+  process.stdout.write(JSON.stringify({ scenario: args.scenario, payer: account?.address, ...result }) + "\n");
+}
+
+setTimeout(() => {
+  process.stderr.write("client.mjs: timed out after 240s\n");
+  process.exit(2);
+}, 240_000).unref();
+main().catch((err) => {
+  process.stdout.write(JSON.stringify({ scenario: process.argv[2], error: err.message }) + "\n");
+  process.exit(1);
+});

@@ -1,0 +1,193 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"sandboxd"
+)
+
+// testInstance is this test binary's instance label: test binaries sharing
+// a daemon never reap each other's containers.
+var testInstance = fmt.Sprintf("test-%d", os.Getpid())
+
+// testImage is the image the integration tests run.
+const testImage = "sandbox-python:3.11"
+
+// TestMain runs the tests, then checks that none of them left a container.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if left := leftovers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: containers left behind by the tests: %s\n", strings.Join(left, ", "))
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// leftovers lists (and removes) containers of this binary's instances, or
+// nothing when Docker cannot be reached (the tests then skipped or failed).
+func leftovers() []string {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := cli.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=true")),
+	})
+	if err != nil {
+		return nil
+	}
+	var left []string
+	for _, c := range list {
+		inst := c.Labels[LabelInstance]
+		if inst != testInstance && !strings.HasPrefix(inst, testInstance+"-") {
+			continue
+		}
+		left = append(left, fmt.Sprintf("%s (instance %s, job %s, %s)", shortID(c.ID), inst, c.Labels[LabelJob], c.State))
+		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	}
+	return left
+}
+
+// testConfig is the configuration of the integration tests: the service's
+// defaults, with this binary's instance.
+func testConfig() Config {
+	return Config{
+		Image:          testImage,
+		Timeout:        5 * time.Second,
+		MemoryBytes:    128 << 20,
+		NanoCPUs:       1e9,
+		PidsLimit:      64,
+		TmpfsBytes:     16 << 20,
+		MaxOutputBytes: 64 << 10,
+		Instance:       testInstance,
+	}
+}
+
+// testLogger logs to stderr when SANDBOXD_TEST_LOG=1, else nowhere.
+func testLogger() *slog.Logger {
+	if os.Getenv("SANDBOXD_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// integrationRequired reports whether a missing Docker or image is a failure
+// (in CI, or when asked) rather than a reason to skip.
+func integrationRequired() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1"
+}
+
+// mustDocker returns a healthy runner with the test configuration, changed
+// by mods, closed when the test ends. Without Docker or the image it skips
+// the test, or fails it when integration tests are required.
+func mustDocker(tb testing.TB, mods ...func(*Config)) *Docker {
+	tb.Helper()
+	cfg := testConfig()
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	d, err := New(cfg, testLogger())
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Health(ctx); err != nil {
+		_ = d.Close(ctx)
+		if integrationRequired() {
+			tb.Fatalf("Docker or the image is unavailable: %v", err)
+		}
+		tb.Skipf("Docker or the image is unavailable (SANDBOXD_INTEGRATION=1 makes this a failure): %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return d
+}
+
+// mustRun runs code as a job named after the test and fails the test on an
+// error: every program here must produce an answer.
+func mustRun(tb testing.TB, d *Docker, code string) sandboxd.Result {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := d.Run(ctx, sandboxd.Job{ID: jobID(tb), Language: sandboxd.LanguagePython, Code: code})
+	if err != nil {
+		tb.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+// jobID names a job after the test that runs it.
+func jobID(tb testing.TB) string {
+	return strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name())
+}
+
+// containersOf lists the containers (any state) carrying a job's label.
+func containersOf(tb testing.TB, d *Docker, job string) []container.Summary {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelJob+"="+job)),
+	})
+	if err != nil {
+		tb.Fatalf("ContainerList: %v", err)
+	}
+	return list
+}
+
+// assertGone fails the test when a container of the job still exists.
+func assertGone(tb testing.TB, d *Docker, job string) {
+	tb.Helper()
+	if list := containersOf(tb, d, job); len(list) > 0 {
+		tb.Errorf("job %s left %d container(s), first %s in state %s", job, len(list), shortID(list[0].ID), list[0].State)
+	}
+}
+
+// want is the expected answer of a run; Duration is checked apart.
+type want struct {
+	stdout, stderr string
+	exit           int
+	status         sandboxd.Status
+	timedOut, oom  bool
+	truncated      bool
+}
+
+// check compares a result with the expected answer, field by field.
+func check(tb testing.TB, got sandboxd.Result, w want) {
+	tb.Helper()
+	if got.Stdout != w.stdout {
+		tb.Errorf("stdout = %q, want %q", got.Stdout, w.stdout)
+	}
+	if got.Stderr != w.stderr {
+		tb.Errorf("stderr = %q, want %q", got.Stderr, w.stderr)
+	}
+	if got.ExitCode != w.exit || got.Status != w.status {
+		tb.Errorf("exit %d status %q, want exit %d status %q", got.ExitCode, got.Status, w.exit, w.status)
+	}
+	if got.TimedOut != w.timedOut || got.OOMKilled != w.oom || got.Truncated != w.truncated {
+		tb.Errorf("timed_out=%v oom_killed=%v truncated=%v, want %v %v %v",
+			got.TimedOut, got.OOMKilled, got.Truncated, w.timedOut, w.oom, w.truncated)
+	}
+}
