@@ -7,6 +7,7 @@
 //       at its canonical address, mints USDC (atomic units, 6 decimals) and gives ETH.
 //   node chain.mjs balance --rpc URL ADDR...       USDC balances (atomic units)
 //   node chain.mjs tx --rpc URL HASH               a receipt: status and USDC transfers
+//   node chain.mjs transfers --rpc URL ADDR        every USDC transfer to ADDR, with its tx
 //   node chain.mjs newkey                          a fresh private key and its address
 //   node chain.mjs address KEY_FILE                the address of the key in KEY_FILE
 // Every command prints one JSON line on stdout.
@@ -81,6 +82,15 @@ async function receipt(rpc, hash) {
   return { hash, status: r.status, block: Number(r.blockNumber), from: r.from, to: r.to, gasUsed: r.gasUsed.toString(), transfers };
 }
 
+async function transfersTo(rpc, to) {
+  const pub = createPublicClient({ chain: chainFor(rpc), transport: http(rpc) });
+  const event = token.abi.find((e) => e.type === "event" && e.name === "Transfer");
+  const logs = await pub.getLogs({ address: USDC, event, args: { to: getAddress(to) }, fromBlock: 0n, toBlock: "latest" });
+  return logs.map((l) => ({
+    tx: l.transactionHash, block: Number(l.blockNumber), from: l.args.from, to: l.args.to, value: l.args.value.toString(),
+  }));
+}
+
 function parseArgs(argv) {
   const out = { rpc: "", mint: [], eth: [], rest: [] };
   for (let i = 0; i < argv.length; i++) {
@@ -114,6 +124,9 @@ async function main() {
     case "tx":
       result = await receipt(needRpc(), args.rest[0]);
       break;
+    case "transfers":
+      result = { transfers: await transfersTo(needRpc(), args.rest[0]) };
+      break;
     case "newkey": {
       const key = generatePrivateKey();
       result = { key, address: privateKeyToAccount(key).address };
@@ -123,7 +136,7 @@ async function main() {
       result = { address: privateKeyToAccount(readKeyFile(args.rest[0])).address };
       break;
     default:
-      throw new Error(`unknown command ${JSON.stringify(cmd)}: setup | balance | tx | newkey | address`);
+      throw new Error(`unknown command ${JSON.stringify(cmd)}: setup | balance | tx | transfers | newkey | address`);
   }
   process.stdout.write(JSON.stringify(result) + "\n");
 }

@@ -27,8 +27,11 @@ type RecoverReport struct {
 // reserved and is logged: that refuses a retry of the payment rather than
 // risk running twice for one collected payment, and the payer's
 // authorization simply expires if it was never settled. Only a ledger
-// failure is returned as an error.
+// failure is returned as an error. A nil log discards the events.
 func (l *Ledger) Recover(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	var rep RecoverReport
 	pending, err := l.Pending(ctx)
 	if err != nil {

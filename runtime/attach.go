@@ -16,13 +16,17 @@ import (
 // The connection must be read or closed: dockerd 20.10 copies the program's
 // output into it synchronously, so a connection nobody reads stalls that
 // copy, the container never reaches "exited", and even a forced remove hangs.
-// Hence every way of no longer reading (cap, deadline, cancel) ends in close.
+// Hence every way of no longer reading (cap, deadline, cancel) ends in close;
+// after a cap is hit, reading goes on (discarding the flood) only until the
+// kill has gone through.
 type stream struct {
 	hj     types.HijackedResponse
 	stdout capBuffer
 	stderr capBuffer
+	// capHit is closed when stdout or stderr first passes its cap.
+	capHit chan struct{}
 	// done is closed when reading ends; err then says why (nil at a clean
-	// end of stream, errCapHit, or a read error).
+	// end of stream, else a read error).
 	done      chan struct{}
 	err       error
 	closeOnce sync.Once
@@ -45,6 +49,7 @@ func (d *Docker) attach(ctx context.Context, id string) (*stream, error) {
 		hj:     hj,
 		stdout: capBuffer{max: limit},
 		stderr: capBuffer{max: limit},
+		capHit: make(chan struct{}),
 		done:   make(chan struct{}),
 	}, nil
 }
@@ -62,13 +67,13 @@ func (s *stream) start(code string) {
 	}()
 	go func() {
 		defer close(s.done)
-		s.err = demux(s.hj.Reader, &s.stdout, &s.stderr)
+		s.err = demux(s.hj.Reader, &s.stdout, &s.stderr, func() { close(s.capHit) })
 	}()
 }
 
-// drain lets reading go on for at most grace more, then ends it: after the
-// kill at the deadline, what the program printed before it died is still
-// wanted, but an end of stream is not waited for forever.
+// drain lets reading go on for at most grace more, then ends it: after a
+// kill, what the program printed before it died is still wanted, but an end
+// of stream is not waited for forever.
 func (s *stream) drain(grace time.Duration) {
 	_ = s.hj.Conn.SetReadDeadline(time.Now().Add(grace))
 }

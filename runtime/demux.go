@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,9 +16,6 @@ const (
 	frameHeaderSize = 8
 )
 
-// errCapHit reports that a stream wrote past its cap; reading stopped there.
-var errCapHit = errors.New("runtime: output cap reached")
-
 // capBuffer keeps at most max bytes of one stream.
 type capBuffer struct {
 	buf       []byte
@@ -27,36 +23,42 @@ type capBuffer struct {
 	truncated bool
 }
 
-// readFrame reads a payload of size bytes from r, keeping what fits. When the
-// payload does not fit, it reads only up to the cap and returns errCapHit:
-// the rest is never read, so a flood costs nothing past the cap.
+// readFrame reads a payload of size bytes from r, keeping what fits under
+// the cap and discarding the rest, so a flood costs no memory past the cap.
 func (b *capBuffer) readFrame(r io.Reader, size int) error {
 	take := min(size, b.max-len(b.buf))
-	start := len(b.buf)
-	if cap(b.buf) < start+take {
-		grown := make([]byte, start, max(min(2*cap(b.buf), b.max), start+take))
-		copy(grown, b.buf)
-		b.buf = grown
+	if take > 0 {
+		start := len(b.buf)
+		if cap(b.buf) < start+take {
+			grown := make([]byte, start, max(min(2*cap(b.buf), b.max), start+take))
+			copy(grown, b.buf)
+			b.buf = grown
+		}
+		b.buf = b.buf[:start+take]
+		n, err := io.ReadFull(r, b.buf[start:])
+		b.buf = b.buf[:start+n]
+		if err != nil {
+			return unexpected(err)
+		}
 	}
-	b.buf = b.buf[:start+take]
-	n, err := io.ReadFull(r, b.buf[start:])
-	b.buf = b.buf[:start+n]
-	if err != nil {
-		return unexpected(err)
-	}
-	if size > take {
+	if rest := int64(size - take); rest > 0 {
 		b.truncated = true
-		return errCapHit
+		if _, err := io.CopyN(io.Discard, r, rest); err != nil {
+			return unexpected(err)
+		}
 	}
 	return nil
 }
 
-// demux reads attach frames from r into stdout and stderr. It returns nil at
-// a clean end of stream, errCapHit as soon as either stream passes its cap,
-// io.ErrUnexpectedEOF when the stream ends inside a frame, or the read error.
-// Whatever was read before an error is kept in the buffers.
-func demux(r io.Reader, stdout, stderr *capBuffer) error {
+// demux reads attach frames from r into stdout and stderr until the stream
+// ends. The first time either stream passes its cap it calls onCap, and goes
+// on reading: the other stream's output still counts, and a connection that
+// is read never stalls the daemon. It returns nil at a clean end of stream,
+// io.ErrUnexpectedEOF when the stream ends inside a frame, or the read error;
+// whatever was read before is kept in the buffers.
+func demux(r io.Reader, stdout, stderr *capBuffer, onCap func()) error {
 	var hdr [frameHeaderSize]byte
+	capped := false
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			if err == io.EOF {
@@ -65,21 +67,26 @@ func demux(r io.Reader, stdout, stderr *capBuffer) error {
 			return unexpected(err)
 		}
 		size := int(binary.BigEndian.Uint32(hdr[4:]))
+		var dst *capBuffer
 		switch hdr[0] {
 		case streamStdout:
-			if err := stdout.readFrame(r, size); err != nil {
-				return err
-			}
+			dst = stdout
 		case streamStderr:
-			if err := stderr.readFrame(r, size); err != nil {
-				return err
-			}
+			dst = stderr
 		case streamSystemErr:
 			msg := make([]byte, min(size, 4096))
 			n, _ := io.ReadFull(r, msg)
 			return fmt.Errorf("runtime: daemon error on the attach stream: %s", msg[:n])
 		default:
 			return fmt.Errorf("runtime: attach frame with unknown stream %d", hdr[0])
+		}
+		err := dst.readFrame(r, size)
+		if dst.truncated && !capped {
+			capped = true
+			onCap()
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

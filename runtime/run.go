@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -12,8 +11,8 @@ import (
 	"sandboxd"
 )
 
-// drainGrace bounds how long output is still read after the kill at the
-// deadline: long enough for what the program printed before it died, short
+// drainGrace bounds how long output is still read after a kill (cap or
+// deadline): long enough for what the program printed before it died, short
 // enough that a timeout answers within a second of the limit.
 const drainGrace = 500 * time.Millisecond
 
@@ -89,10 +88,11 @@ func (d *Docker) cleanup(ctx context.Context, id string, log *slog.Logger) {
 	}
 }
 
-// remove force-removes a container; one already gone is no error.
+// remove force-removes a container. One already gone, or being removed by
+// another call (Close and the run's own cleanup may race), is no error.
 func (d *Docker) remove(ctx context.Context, id string) error {
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err == nil || cerrdefs.IsNotFound(err) {
+	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 		return nil
 	}
 	return err
@@ -189,34 +189,39 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 	defer r.s.close()
 	select {
 	case <-r.s.done:
-		switch {
-		case errors.Is(r.s.err, errCapHit):
-			// Close first: the kill waits for the exit, which a stalled
-			// output copy would hold up.
-			r.s.close()
-			r.kill(ctx)
-		case r.s.err != nil:
+		if r.s.err != nil {
 			r.log.Warn("attach stream ended with an error", "err", r.s.err)
 		}
+		if r.s.stdout.truncated || r.s.stderr.truncated {
+			r.kill(ctx) // the stream ended right after the cap: it is done
+		}
+	case <-r.s.capHit:
+		r.killAndDrain(ctx)
 	case <-deadline:
 		r.res.TimedOut = true
-		// Keep reading while the kill goes through: the kill waits for the
-		// exit, and the exit for the output copy we are reading.
-		killed := make(chan struct{})
-		go func() {
-			defer close(killed)
-			r.kill(ctx)
-		}()
-		r.s.drain(drainGrace)
-		<-r.s.done
-		r.s.close()
-		<-killed
+		r.killAndDrain(ctx)
 	case <-ctx.Done():
 		r.s.close()
 		r.kill(ctx)
 		return ctxError(ctx, "runtime.run")
 	}
 	return nil
+}
+
+// killAndDrain kills the container while reading on: the kill call waits for
+// the exit, the exit for the daemon's output copy, and the copy for us. What
+// the program wrote before it died is kept; reading stops at the end of the
+// stream or after drainGrace, whichever comes first.
+func (r *run) killAndDrain(ctx context.Context) {
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		r.kill(ctx)
+	}()
+	r.s.drain(drainGrace)
+	<-r.s.done
+	r.s.close()
+	<-killed
 }
 
 // watchExit waits for the container's exit status. A program that closed

@@ -59,10 +59,13 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 			Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,mode=1777,size=" + tmpfs},
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges"},
-			IpcMode:        container.IPCModePrivate,
-			LogConfig:      container.LogConfig{Type: "none"},
-			AutoRemove:     false,
-			Runtime:        cfg.OCIRuntime,
+			// A private /dev/shm (multiprocessing needs it), sized like /tmp
+			// instead of Docker's 64 MiB; Docker mounts it noexec,nosuid,nodev.
+			IpcMode:    container.IPCModePrivate,
+			ShmSize:    cfg.TmpfsBytes,
+			LogConfig:  container.LogConfig{Type: "none"},
+			AutoRemove: false,
+			Runtime:    cfg.OCIRuntime,
 			Resources: container.Resources{
 				Memory:     cfg.MemoryBytes,
 				MemorySwap: cfg.MemoryBytes,

@@ -147,18 +147,40 @@ type answer struct {
 // post sends code and decodes the answer.
 func (s *service) post(t *testing.T, code string) (int, answer, http.Header) {
 	t.Helper()
+	status, a, h, err := s.send(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, a, h
+}
+
+// postAsync sends code from another goroutine; the answer (or an error
+// in its Error field) arrives on the channel.
+func (s *service) postAsync(code string) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		_, a, _, err := s.send(code)
+		if err != nil {
+			a.Error = err.Error()
+		}
+		ch <- a
+	}()
+	return ch
+}
+
+func (s *service) send(code string) (int, answer, http.Header, error) {
 	body, _ := json.Marshal(map[string]string{"language": "python", "code": code})
 	resp, err := http.Post(s.url+"/v1/code", "", bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("POST /v1/code: %v", err)
+		return 0, answer{}, nil, fmt.Errorf("POST /v1/code: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	var a answer
 	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("answer is not JSON (%d): %q", resp.StatusCode, raw)
+		return resp.StatusCode, a, resp.Header, fmt.Errorf("answer is not JSON (%d): %q", resp.StatusCode, raw)
 	}
-	return resp.StatusCode, a, resp.Header
+	return resp.StatusCode, a, resp.Header, nil
 }
 
 // containers lists the containers labelled with the instance.

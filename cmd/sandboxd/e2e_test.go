@@ -48,11 +48,7 @@ func TestCodeSizeLimitOverHTTP(t *testing.T) {
 func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 	mustIntegration(t)
 	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
-	first := make(chan answer, 1)
-	go func() {
-		_, a, _ := s.post(t, "import time; time.sleep(2); print('slow')")
-		first <- a
-	}()
+	first := s.postAsync("import time; time.sleep(2); print('slow')")
 	waitFor(t, 10*time.Second, "the first run's container", func() bool { return len(containers(t, s.instance)) > 0 })
 	start := time.Now()
 	status, a, h := s.post(t, "print(1)")
@@ -70,11 +66,7 @@ func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 	mustIntegration(t)
 	s := startService(t, uniqueInstance(t))
-	done := make(chan answer, 1)
-	go func() {
-		_, a, _ := s.post(t, "import time; time.sleep(1.5); print('finished')")
-		done <- a
-	}()
+	done := s.postAsync("import time; time.sleep(1.5); print('finished')")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	if a := <-done; a.Stdout != "finished\n" {
@@ -91,7 +83,7 @@ func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
 	mustIntegration(t)
 	s := startService(t, uniqueInstance(t), "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
-	go s.post(t, "import time; time.sleep(25)")
+	s.postAsync("import time; time.sleep(25)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	if code := s.waitExit(t, 15*time.Second); code != 0 {
@@ -106,7 +98,7 @@ func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
 	mustIntegration(t)
 	instance := uniqueInstance(t)
 	s := startService(t, instance, "SANDBOX_RUNTIME_TIMEOUT=60s")
-	go func() { _, _ = http.Post(s.url+"/v1/code", "", strings.NewReader(`{"code":"import time; time.sleep(50)"}`)) }()
+	s.postAsync("import time; time.sleep(50)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, instance)) > 0 })
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	s.waitExit(t, 10*time.Second)

@@ -1,0 +1,52 @@
+package interop
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestPaidLatency measures what paying adds to a call: the median over n calls of a
+// free service and of a paid one settling on anvil (onchain mode), both on the same
+// Docker engine, alternated. The paid figure is the official client's whole exchange:
+// the 402, signing, the paid retry with verification and settlement. It is a
+// measurement, not a check: it runs only with SANDBOXD_INTEROP_LATENCY=1
+// (scripts/paid-latency.sh), n from SANDBOXD_LATENCY_N (default 50).
+func TestPaidLatency(t *testing.T) {
+	if os.Getenv("SANDBOXD_INTEROP_LATENCY") != "1" {
+		t.Skip("set SANDBOXD_INTEROP_LATENCY=1 (scripts/paid-latency.sh) to measure")
+	}
+	mustInterop(t)
+	n := 50
+	if v, err := strconv.Atoi(os.Getenv("SANDBOXD_LATENCY_N")); err == nil && v > 0 {
+		n = v
+	}
+	c := startAnvil(t)
+	c.setup(t, map[string]int64{payer.address: int64(n+10) * price})
+	paid := startService(t, instance("latency-paid"), true, paymentEnv([]string{
+		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
+		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
+		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
+	})...)
+	free := startService(t, instance("latency-free"), true, "SANDBOX_PAYMENTS_ENABLED=false")
+	var r struct {
+		N             int     `json:"n"`
+		FreeMedianMs  float64 `json:"freeMedianMs"`
+		PaidMedianMs  float64 `json:"paidMedianMs"`
+		AddedMedianMs float64 `json:"addedMedianMs"`
+		Error         string  `json:"error"`
+	}
+	runNode(t, time.Duration(n)*4*time.Second+time.Minute, &r, "client.mjs", "latency",
+		"--url", paid.url+"/v1/code", "--free-url", free.url+"/v1/code",
+		"--key-file", writeKey(t, "payer.key", payer.key), "--n", strconv.Itoa(n))
+	if r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	if got, want := c.balance(t, payee.address), int64(n)*price; got != want {
+		t.Errorf("payee holds %d after %d paid calls, want %d", got, n, want)
+	}
+	fmt.Printf("paid-latency: n=%d free median %.1f ms, paid median %.1f ms (onchain, anvil): paying adds %.1f ms\n",
+		r.N, r.FreeMedianMs, r.PaidMedianMs, r.AddedMedianMs)
+}

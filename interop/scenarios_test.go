@@ -1,0 +1,257 @@
+package interop
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clientTimeout bounds one run of interop/client.mjs.
+const clientTimeout = 120 * time.Second
+
+var txHash = regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`)
+
+// termsResult is what client.mjs prints for the terms scenario.
+type termsResult struct {
+	Status             int    `json:"status"`
+	HasPaymentRequired bool   `json:"hasPaymentRequired"`
+	ParseError         string `json:"parseError"`
+	Parsed             *struct {
+		X402Version int `json:"x402Version"`
+		Resource    struct {
+			URL string `json:"url"`
+		} `json:"resource"`
+		Accepts []struct {
+			Scheme            string            `json:"scheme"`
+			Network           string            `json:"network"`
+			Amount            string            `json:"amount"`
+			Asset             string            `json:"asset"`
+			PayTo             string            `json:"payTo"`
+			MaxTimeoutSeconds int               `json:"maxTimeoutSeconds"`
+			Extra             map[string]string `json:"extra"`
+		} `json:"accepts"`
+	} `json:"parsed"`
+	V1 *struct {
+		X402Version int `json:"x402Version"`
+		Accepts     []struct {
+			Network           string `json:"network"`
+			MaxAmountRequired string `json:"maxAmountRequired"`
+			PayTo             string `json:"payTo"`
+			Asset             string `json:"asset"`
+		} `json:"accepts"`
+	} `json:"v1"`
+}
+
+// settleResponse is a decoded PAYMENT-RESPONSE (or X-PAYMENT-RESPONSE).
+type settleResponse struct {
+	Success     bool   `json:"success"`
+	Transaction string `json:"transaction"`
+	Network     string `json:"network"`
+	Payer       string `json:"payer"`
+	ErrorReason string `json:"errorReason"`
+}
+
+// payResult is what client.mjs prints for the pay and v1 scenarios.
+type payResult struct {
+	Status int `json:"status"`
+	Body   struct {
+		Stdout   *string `json:"stdout"`
+		ExitCode int     `json:"exit_code"`
+		Error    string  `json:"error"`
+	} `json:"body"`
+	Settlement *settleResponse `json:"settlement"`
+	SentHeader struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"sentHeader"`
+}
+
+func runClient(t *testing.T, out any, scenario, url, keyFile string, extra ...string) {
+	t.Helper()
+	args := []string{scenario, "--url", url}
+	if keyFile != "" {
+		args = append(args, "--key-file", keyFile)
+	}
+	runNode(t, clientTimeout, out, "client.mjs", append(args, extra...)...)
+}
+
+func testTerms(t *testing.T, url string) {
+	var r termsResult
+	runClient(t, &r, "terms", url, "")
+	if r.Status != http.StatusPaymentRequired || !r.HasPaymentRequired {
+		t.Fatalf("unpaid call: status %d, PAYMENT-REQUIRED present %v; want 402 with it", r.Status, r.HasPaymentRequired)
+	}
+	if r.Parsed == nil || len(r.Parsed.Accepts) == 0 {
+		t.Fatalf("the official client could not parse the terms: %s", r.ParseError)
+	}
+	if r.Parsed.X402Version != 2 || !strings.HasSuffix(r.Parsed.Resource.URL, "/v1/code") {
+		t.Errorf("terms: version %d, resource %q", r.Parsed.X402Version, r.Parsed.Resource.URL)
+	}
+	a := r.Parsed.Accepts[0]
+	if a.Scheme != "exact" || a.Network != "eip155:84532" || a.Amount != "5000" ||
+		!strings.EqualFold(a.Asset, usdc) || !strings.EqualFold(a.PayTo, payee.address) ||
+		a.Extra["name"] != "USDC" || a.Extra["version"] != "2" || a.MaxTimeoutSeconds <= 0 {
+		t.Errorf("v2 terms: %+v", a)
+	}
+	if r.V1 == nil || r.V1.X402Version != 1 || len(r.V1.Accepts) == 0 {
+		t.Fatalf("no v1 terms in the 402 body")
+	}
+	if v := r.V1.Accepts[0]; v.Network != "base-sepolia" || v.MaxAmountRequired != "5000" ||
+		!strings.EqualFold(v.PayTo, payee.address) || !strings.EqualFold(v.Asset, usdc) {
+		t.Errorf("v1 terms: %+v", v)
+	}
+}
+
+func testPaid(t *testing.T, c *chain, url, keyFile string) payResult {
+	before := snapshot(t, c)
+	var r payResult
+	runClient(t, &r, "pay", url, keyFile)
+	if r.Status != http.StatusOK || r.Body.Stdout == nil || *r.Body.Stdout != "42\n" {
+		t.Fatalf("paid call: status %d, body %+v; want 200 with stdout 42", r.Status, r.Body)
+	}
+	s := r.Settlement
+	if s == nil || !s.Success || !txHash.MatchString(s.Transaction) || s.Network != "eip155:84532" ||
+		!strings.EqualFold(s.Payer, payer.address) {
+		t.Fatalf("PAYMENT-RESPONSE as the client decodes it: %+v", s)
+	}
+	if r.SentHeader.Name != "PAYMENT-SIGNATURE" {
+		t.Errorf("the client paid with %q, want PAYMENT-SIGNATURE", r.SentHeader.Name)
+	}
+	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	hash := expectMoved(t, c, before, payer.address)
+	if !strings.EqualFold(hash, s.Transaction) {
+		t.Errorf("the transfer is in %s, PAYMENT-RESPONSE names %s", hash, s.Transaction)
+	}
+	if st := c.receiptStatus(t, s.Transaction); st != "0x1" {
+		t.Errorf("receipt status of %s: %s", s.Transaction, st)
+	}
+	if d := before.payer - c.balance(t, payer.address); d != price {
+		t.Errorf("payer paid %d, want %d", d, price)
+	}
+	return r
+}
+
+// testReplay sends the header of the paid call again, byte for byte.
+func testReplay(t *testing.T, c *chain, url string, paid payResult) {
+	if paid.SentHeader.Value == "" {
+		t.Skip("no paid call to replay")
+	}
+	before := snapshot(t, c)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(paid.SentHeader.Name, paid.SentHeader.Value)
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusPaymentRequired {
+		t.Errorf("replayed payment: status %d (%s), want 402", res.StatusCode, body)
+	}
+	if strings.Contains(string(body), `"stdout"`) {
+		t.Errorf("replayed payment got a run: %s", body)
+	}
+	time.Sleep(300 * time.Millisecond)
+	expectUnmoved(t, c, before)
+}
+
+// concurrentResult is what client.mjs prints for the concurrent scenario.
+type concurrentResult struct {
+	N       int `json:"n"`
+	Results []struct {
+		Status     int             `json:"status"`
+		Settlement *settleResponse `json:"settlement"`
+		Stdout     *string         `json:"stdout"`
+		Error      string          `json:"error"`
+	} `json:"results"`
+}
+
+// testConcurrent sends one signed payment on ten requests at once.
+func testConcurrent(t *testing.T, c *chain, url, keyFile string) {
+	before := snapshot(t, c)
+	var r concurrentResult
+	runClient(t, &r, "concurrent", url, keyFile, "--n", "10")
+	ok, refused := 0, 0
+	statuses := map[int]int{}
+	for _, res := range r.Results {
+		statuses[res.Status]++
+		switch res.Status {
+		case http.StatusOK:
+			ok++
+			if res.Settlement == nil || !res.Settlement.Success {
+				t.Errorf("the 200 carries no successful PAYMENT-RESPONSE: %+v", res.Settlement)
+			}
+		case http.StatusPaymentRequired:
+			refused++
+			if res.Stdout != nil {
+				t.Errorf("a refused request got output %q", *res.Stdout)
+			}
+		}
+	}
+	if len(r.Results) != 10 || ok != 1 || refused != 9 {
+		t.Errorf("statuses of ten requests with one payment: %v; want one 200 and nine 402", statuses)
+	}
+	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	time.Sleep(300 * time.Millisecond) // room for a second transfer, were there one
+	expectMoved(t, c, before, payer.address)
+}
+
+func testUnfunded(t *testing.T, c *chain, url, keyFile string) {
+	before := snapshot(t, c)
+	var r payResult
+	runClient(t, &r, "pay", url, keyFile)
+	if r.Status != http.StatusPaymentRequired {
+		t.Errorf("unfunded payer: status %d, want 402", r.Status)
+	}
+	if r.Body.Stdout != nil {
+		t.Errorf("unfunded payer got a run: %q", *r.Body.Stdout)
+	}
+	if r.SentHeader.Value == "" {
+		t.Errorf("the client sent no payment, so the refusal proves nothing")
+	}
+	time.Sleep(300 * time.Millisecond)
+	expectUnmoved(t, c, before)
+}
+
+func testV1(t *testing.T, c *chain, url, keyFile string) {
+	before := snapshot(t, c)
+	var r payResult
+	runClient(t, &r, "v1", url, keyFile)
+	if r.SentHeader.Name != "X-PAYMENT" {
+		t.Errorf("the v1 client paid with %q, want X-PAYMENT", r.SentHeader.Name)
+	}
+	if r.Status != http.StatusOK || r.Body.Stdout == nil || *r.Body.Stdout != "42\n" {
+		t.Fatalf("v1 paid call: status %d, body %+v", r.Status, r.Body)
+	}
+	s := r.Settlement
+	if s == nil || !s.Success || !txHash.MatchString(s.Transaction) || s.Network != "base-sepolia" {
+		t.Errorf("X-PAYMENT-RESPONSE as the client decodes it: %+v", s)
+	}
+	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	expectMoved(t, c, before, payer.address)
+}
+
+// testDockerDown pays a service whose Docker engine is unreachable: it must answer 503
+// and charge nothing.
+func testDockerDown(t *testing.T, c *chain, url, keyFile string) {
+	before := snapshot(t, c)
+	var r payResult
+	runClient(t, &r, "pay", url, keyFile)
+	if r.SentHeader.Value == "" {
+		t.Fatalf("the client never paid (status %d): the service must quote terms even with Docker down", r.Status)
+	}
+	if r.Status != http.StatusServiceUnavailable {
+		b, _ := json.Marshal(r.Body)
+		t.Errorf("paid call with Docker down: status %d (%s), want 503", r.Status, b)
+	}
+	if r.Settlement != nil && r.Settlement.Success {
+		t.Errorf("a successful settlement came with the failure: %+v", r.Settlement)
+	}
+	time.Sleep(300 * time.Millisecond)
+	expectUnmoved(t, c, before)
+}

@@ -1,0 +1,129 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"sandboxd"
+)
+
+// gateServer serves a paid endpoint through g, mapping errors to statuses
+// the way httpapi does. With v1Only it drops the v2 terms header, as a v1
+// server would.
+func gateServer(t *testing.T, g *Gate, v1Only bool) *httptest.Server {
+	t.Helper()
+	writeErr := func(w http.ResponseWriter, err error) {
+		var e *sandboxd.Error
+		if !errors.As(err, &e) {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		for k, v := range e.Header {
+			if !(v1Only && k == http.CanonicalHeaderKey(HeaderPaymentRequired)) {
+				w.Header()[k] = v
+			}
+		}
+		status := map[sandboxd.Code]int{sandboxd.CodePayment: 402, sandboxd.CodeInvalid: 400, sandboxd.CodeUnavailable: 503}[e.Code]
+		if status == 0 {
+			status = 500
+		}
+		var body any = map[string]string{"error": e.Message}
+		if e.Body != nil {
+			body = e.Body
+		}
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(body)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := g.Begin(r.Context(), sandboxd.PaymentRequest{ResourceURL: "http://" + r.Host + r.URL.Path, Header: r.Header})
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		h, err := c.Settle(r.Context(), sandboxd.Result{Status: sandboxd.StatusOK})
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		for k, v := range h {
+			w.Header()[k] = v
+		}
+		w.Write([]byte(`{"stdout":"1\n"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newLiveGate is a test gate on the real clock, as the client signs with it.
+func newLiveGate(t *testing.T, s Settler) *Gate {
+	t.Helper()
+	g, _ := newTestGate(t, s)
+	g.now = time.Now
+	return g
+}
+
+func TestPay(t *testing.T) {
+	ctx := context.Background()
+	key := mustKey(t)
+	payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
+	for _, v1Only := range []bool{false, true} {
+		srv := gateServer(t, newLiveGate(t, &fakeSettler{settleTx: "0x77"}), v1Only)
+		resp, err := Pay(ctx, srv.Client(), key, srv.URL+"/v1/code", []byte(`{"code":"print(1)"}`))
+		if err != nil {
+			t.Fatalf("v1Only=%v: %v", v1Only, err)
+		}
+		if resp.StatusCode != 200 || string(resp.Body) != `{"stdout":"1\n"}` {
+			t.Fatalf("answer %d %s", resp.StatusCode, resp.Body)
+		}
+		network := "eip155:84532"
+		if v1Only {
+			network = "base-sepolia"
+		}
+		want := SettleResponse{Success: true, Transaction: "0x77", Network: network, Payer: payer}
+		if resp.Settlement == nil || *resp.Settlement != want {
+			t.Fatalf("v1Only=%v: settlement %+v, want %+v", v1Only, resp.Settlement, want)
+		}
+		if resp.Requirements == nil || resp.Requirements.Amount != "5000" {
+			t.Fatalf("requirements %+v", resp.Requirements)
+		}
+	}
+}
+
+func TestPayRefused(t *testing.T) {
+	srv := gateServer(t, newLiveGate(t, &fakeSettler{settleErr: reject(ReasonInsufficientFunds, "balance short")}), false)
+	_, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`))
+	var pe *PaymentRefusedError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Pay = %v, want a *PaymentRefusedError", err)
+	}
+	if pe.Settlement == nil || pe.Settlement.ErrorReason != ReasonInsufficientFunds || pe.Message == "" {
+		t.Fatalf("refusal %+v", pe)
+	}
+}
+
+func TestPayFree(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("free")) }))
+	defer srv.Close()
+	resp, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil)
+	if err != nil || string(resp.Body) != "free" || resp.Settlement != nil || resp.Requirements != nil {
+		t.Fatalf("Pay = %+v, %v", resp, err)
+	}
+}
+
+func TestPayNoTerms(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(402)
+		w.Write([]byte(`{"error":"pay"}`))
+	}))
+	defer srv.Close()
+	if _, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil); err == nil {
+		t.Fatal("Pay succeeded without terms")
+	}
+}

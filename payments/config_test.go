@@ -1,0 +1,79 @@
+package payments
+
+import (
+	"math/big"
+	"strings"
+	"testing"
+)
+
+func TestParsePrice(t *testing.T) {
+	good := map[string]string{"0.005": "5000", "1": "1000000", "1.5": "1500000", "0.000001": "1", "12.345678": "12345678", "007": "7000000"}
+	for in, want := range good {
+		got, err := ParsePrice(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParsePrice(%q) = %v, %v; want %s", in, got, err, want)
+		}
+		if back, _ := ParsePrice(FormatPrice(got)); back.Cmp(got) != 0 {
+			t.Errorf("FormatPrice(%s) = %q does not parse back", got, FormatPrice(got))
+		}
+	}
+	for _, in := range []string{"", "0", "0.000000", "-1", "+1", "1e3", "0.0000001", ".5", "5.", "1,5", "abc", "1.2.3", "0x10"} {
+		if got, err := ParsePrice(in); err == nil {
+			t.Errorf("ParsePrice(%q) = %v, want an error", in, got)
+		}
+	}
+	if got := FormatPrice(mustPrice(t, "0.005")); got != "0.005" {
+		t.Errorf("FormatPrice = %q", got)
+	}
+}
+
+func mustPrice(t *testing.T, s string) *big.Int {
+	t.Helper()
+	p, err := ParsePrice(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := testConfig(t).Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	tests := []struct {
+		key    string
+		change func(*Config)
+	}{
+		{"payments.network", func(c *Config) { c.Network = "solana:1" }},
+		{"payments.asset", func(c *Config) { c.Asset = "USDC" }},
+		{"payments.asset_name", func(c *Config) { c.AssetName = " " }},
+		{"payments.asset_version", func(c *Config) { c.AssetVersion = "" }},
+		{"payments.price", func(c *Config) { c.Price = "0.0000001" }},
+		{"payments.price", func(c *Config) { c.Price = "0" }},
+		{"payments.pay_to", func(c *Config) { c.PayTo = "" }},
+		{"payments.pay_to", func(c *Config) { c.PayTo = "0x0000000000000000000000000000000000000000" }},
+		{"payments.pay_to", func(c *Config) { c.PayTo = "0x123" }},
+		{"payments.max_timeout_seconds", func(c *Config) { c.MaxTimeoutSeconds = 5 }},
+		{"payments.settlement", func(c *Config) { c.Settlement = "magic" }},
+		{"payments.facilitator_url", func(c *Config) { c.FacilitatorURL = "x402.org" }},
+		{"payments.rpc_url", func(c *Config) { c.Settlement = SettleOnchain; c.RelayerKeyFile = "k" }},
+		{"payments.relayer_key_file", func(c *Config) { c.Settlement = SettleOnchain; c.RPCURL = "http://localhost:8545" }},
+		{"payments.ledger", func(c *Config) { c.Ledger = "" }},
+	}
+	for _, tt := range tests {
+		c := testConfig(t)
+		tt.change(&c)
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), tt.key+": ") {
+			t.Errorf("%s: Validate = %v, want a message starting with the key", tt.key, err)
+		}
+	}
+	c := testConfig(t)
+	c.Network = "base-sepolia"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("v1 network name: %v", err)
+	}
+	if req, _ := c.Requirements(); req.Network != "eip155:84532" {
+		t.Fatalf("network %q, want the CAIP-2 id", req.Network)
+	}
+}

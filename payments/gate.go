@@ -1,0 +1,194 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"sandboxd"
+)
+
+// Gate is the x402 payment gate: it quotes terms to unpaid requests, and
+// admits a request whose payment verifies locally, passes the settler's
+// on-chain check, and reserves in the ledger.
+type Gate struct {
+	req         Requirements
+	description string
+	settler     Settler
+	ledger      *Ledger
+	log         *slog.Logger
+	now         func() time.Time
+	closers     []io.Closer
+}
+
+var _ sandboxd.PaymentGate = (*Gate)(nil)
+
+// Options are the parts of a Gate that NewGate builds from the
+// configuration, given directly (tests pass a fake settler and a clock).
+type Options struct {
+	// Settler checks and collects payments. Required.
+	Settler Settler
+	// Ledger records payments. Required; the Gate does not close it.
+	Ledger *Ledger
+	// Log receives the gate's events; nil discards them.
+	Log *slog.Logger
+	// Now is the clock verification uses; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewGateWith returns a Gate quoting the terms of cfg with the given parts.
+// It validates cfg but opens nothing and runs no recovery.
+func NewGateWith(cfg Config, o Options) (*Gate, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Settler == nil || o.Ledger == nil {
+		return nil, errors.New("payments: a gate needs a settler and a ledger")
+	}
+	req, err := cfg.Requirements()
+	if err != nil {
+		return nil, err
+	}
+	g := &Gate{req: req, description: cfg.description(), settler: o.Settler, ledger: o.Ledger, log: o.Log, now: o.Now}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	return g, nil
+}
+
+// NewGate builds the gate of cfg: it validates cfg, opens the ledger, builds
+// the settler (facilitator or onchain), and resolves the payments a crash
+// left reserved. Close releases what it opened.
+func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	req, err := cfg.Requirements()
+	if err != nil {
+		return nil, err
+	}
+	ledger, err := OpenLedger(ctx, cfg.Ledger)
+	if err != nil {
+		return nil, err
+	}
+	settler, closer, err := newSettler(ctx, cfg, req, log)
+	if err != nil {
+		ledger.Close()
+		return nil, err
+	}
+	g, err := NewGateWith(cfg, Options{Settler: settler, Ledger: ledger, Log: log})
+	if err == nil {
+		g.closers = []io.Closer{ledger}
+		if closer != nil {
+			g.closers = append(g.closers, closer)
+		}
+		var rep RecoverReport
+		if rep, err = ledger.Recover(ctx, settler, log); err == nil {
+			log.Info("payments: gate ready", "network", req.Network, "asset", req.Asset, "price", g.priceText(),
+				"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", cfg.Ledger,
+				"recovered_settled", rep.Settled, "recovered_released", rep.Released, "left_reserved", rep.Left)
+			return g, nil
+		}
+		g.Close()
+		return nil, err
+	}
+	ledger.Close()
+	if closer != nil {
+		closer.Close()
+	}
+	return nil, err
+}
+
+// newSettler builds the settler cfg names; the closer, if any, releases its
+// connection.
+func newSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Logger) (Settler, io.Closer, error) {
+	switch cfg.Settlement {
+	case SettleFacilitator:
+		return NewFacilitatorSettler(FacilitatorConfig{
+			URL: cfg.FacilitatorURL, VerifyTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(),
+		}), nil, nil
+	case SettleOnchain:
+		s, err := DialChainSettler(ctx, cfg, req, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s, nil
+	}
+	return nil, nil, fmt.Errorf("payments.settlement: %q is not one of facilitator, onchain", cfg.Settlement)
+}
+
+// Close closes the ledger and the chain connection NewGate opened.
+func (g *Gate) Close() error {
+	var errs []error
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		errs = append(errs, g.closers[i].Close())
+	}
+	g.closers = nil
+	return errors.Join(errs...)
+}
+
+// Requirements returns the terms entry the gate quotes.
+func (g *Gate) Requirements() Requirements { return g.req }
+
+// Begin admits a paid request: it decodes the payment header, verifies it
+// locally, asks the settler whether it would settle, and reserves it in the
+// ledger. See sandboxd.PaymentGate for the errors.
+func (g *Gate) Begin(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+	const op = "payments.begin"
+	p, err := DecodePaymentHeader(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
+			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
+	}
+	if err := Verify(g.req, p, g.now()); err != nil {
+		g.log.Info("payments: payment refused", "check", "verify", "reason", rejectReason(err, ""),
+			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	t := p.Transfer
+	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
+	if err := g.settler.Check(ctx, p); err != nil {
+		log.Info("payments: payment refused", "check", "settler", "reason", rejectReason(err, ""), "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	err = g.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
+		Network: g.req.Network, Asset: g.req.Asset})
+	if errors.Is(err, ErrAlreadyUsed) {
+		log.Info("payments: payment refused", "check", "ledger", "reason", ReasonNonceUsed)
+		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
+			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", ReasonNonceUsed), err)
+	}
+	if err != nil {
+		log.Error("payments: cannot reserve the payment", "err", err)
+		return nil, err
+	}
+	log.Info("payments: payment reserved", "value", t.Value.String())
+	return &charge{g: g, p: p, resourceURL: r.ResourceURL, log: log}, nil
+}
+
+// refusal turns a verification or check failure into the gate's error: a
+// *RejectError becomes CodePayment with the terms; a *sandboxd.Error
+// (unavailable) and a context error pass through.
+func (g *Gate) refusal(op, resourceURL string, err error) error {
+	var r *RejectError
+	if errors.As(err, &r) {
+		return g.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
+	}
+	var se *sandboxd.Error
+	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
+}

@@ -1,0 +1,433 @@
+package payments
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"sandboxd"
+)
+
+const testResource = "https://sandbox.example/v1/code"
+
+// fakeSettler records its calls and answers as told.
+type fakeSettler struct {
+	mu        sync.Mutex
+	calls     []string
+	onCheck   func(*Payment)
+	checkErr  error
+	settleErr error
+	settleTx  string
+	settles   atomic.Int32
+}
+
+func (f *fakeSettler) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+func (f *fakeSettler) Check(_ context.Context, p *Payment) error {
+	f.record("check")
+	if f.onCheck != nil {
+		f.onCheck(p)
+	}
+	return f.checkErr
+}
+
+func (f *fakeSettler) Settle(_ context.Context, p *Payment) (string, error) {
+	f.record("settle")
+	f.settles.Add(1)
+	return f.settleTx, f.settleErr
+}
+
+func (f *fakeSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
+	return false, ErrNonceStateUnknown
+}
+
+// newTestGate returns a gate at testNow over a fresh ledger and s.
+func newTestGate(tb testing.TB, s Settler) (*Gate, *Ledger) {
+	tb.Helper()
+	cfg := testConfig(tb)
+	l := mustLedger(tb, cfg.Ledger)
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g, l
+}
+
+func paidRequest(h http.Header) sandboxd.PaymentRequest {
+	return sandboxd.PaymentRequest{ResourceURL: testResource, Header: h}
+}
+
+// wantPaymentError asserts err is CodePayment carrying the terms, with a
+// message holding each of parts.
+func wantPaymentError(tb testing.TB, err error, parts ...string) *sandboxd.Error {
+	tb.Helper()
+	var e *sandboxd.Error
+	if !errors.As(err, &e) || e.Code != sandboxd.CodePayment {
+		tb.Fatalf("error %v, want CodePayment", err)
+	}
+	if e.Header.Get(HeaderPaymentRequired) == "" {
+		tb.Fatal("no PAYMENT-REQUIRED header")
+	}
+	if _, ok := e.Body.(PaymentRequiredV1); !ok {
+		tb.Fatalf("body %T, want PaymentRequiredV1", e.Body)
+	}
+	for _, part := range parts {
+		if !strings.Contains(e.Message, part) {
+			tb.Fatalf("message %q does not contain %q", e.Message, part)
+		}
+	}
+	return e
+}
+
+func TestGateUnpaid(t *testing.T) {
+	g, _ := newTestGate(t, &fakeSettler{})
+	_, err := g.Begin(context.Background(), paidRequest(http.Header{}))
+	e := wantPaymentError(t, err, "payment required", "0.005 USDC")
+
+	raw, err := base64.StdEncoding.DecodeString(e.Header.Get(HeaderPaymentRequired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v2 map[string]any
+	if err := json.Unmarshal(raw, &v2); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"x402Version": 2.0,
+		"error":       e.Message,
+		"resource":    map[string]any{"url": testResource, "description": DefaultDescription, "mimeType": "application/json"},
+		"accepts": []any{map[string]any{
+			"scheme": "exact", "network": "eip155:84532", "amount": "5000", "asset": testAsset,
+			"payTo": testPayTo, "maxTimeoutSeconds": 60.0, "extra": map[string]any{"name": "USDC", "version": "2"},
+		}},
+		"extensions": map[string]any{},
+	}
+	if got, _ := json.Marshal(v2); string(got) != mustJSON(t, want) {
+		t.Fatalf("PAYMENT-REQUIRED\n got %s\nwant %s", got, mustJSON(t, want))
+	}
+
+	body := mustJSON(t, e.Body)
+	wantBody := mustJSON(t, map[string]any{
+		"x402Version": 1, "error": e.Message,
+		"accepts": []any{map[string]any{
+			"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "5000", "resource": testResource,
+			"description": DefaultDescription, "mimeType": "application/json", "payTo": testPayTo,
+			"maxTimeoutSeconds": 60, "asset": testAsset, "extra": map[string]any{"name": "USDC", "version": "2"},
+		}},
+	})
+	if body != wantBody {
+		t.Fatalf("v1 body\n got %s\nwant %s", body, wantBody)
+	}
+}
+
+// mustJSON returns v as canonical JSON (object keys sorted).
+func mustJSON(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		tb.Fatal(err)
+	}
+	b, _ = json.Marshal(generic)
+	return string(b)
+}
+
+func TestGateBadHeader(t *testing.T) {
+	g, _ := newTestGate(t, &fakeSettler{})
+	h := http.Header{}
+	h.Set(HeaderPaymentSignature, "***")
+	_, err := g.Begin(context.Background(), paidRequest(h))
+	if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+		t.Fatalf("Begin = %v, want CodeInvalid", err)
+	}
+}
+
+func TestGateRefusesBeforeCheck(t *testing.T) {
+	s := &fakeSettler{}
+	g, _ := newTestGate(t, s)
+	pp := mustPayload(t, mustKey(t), g.Requirements(), func(a *Authorization) { a.Value = "1" })
+	_, err := g.Begin(context.Background(), paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	wantPaymentError(t, err, "payment refused", ReasonValueMismatch)
+	if len(s.calls) != 0 {
+		t.Fatalf("settler called (%v) for a payment that failed verification", s.calls)
+	}
+}
+
+func TestGateOrder(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{}
+	g, l := newTestGate(t, s)
+	s.onCheck = func(p *Payment) {
+		// Verified before the check, reserved after it.
+		if p.Transfer == nil {
+			t.Error("Check called before Verify")
+			return
+		}
+		if _, err := l.Get(ctx, p.Transfer.Payer(), p.Transfer.NonceHex()); err == nil {
+			t.Error("reserved before Check")
+		}
+	}
+	key := mustKey(t)
+	pp := mustPayload(t, key, g.Requirements(), nil)
+	c, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release(ctx)
+	e := Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
+	wantStatus(t, l, e, StatusReserved)
+	if strings.Join(s.calls, ",") != "check" {
+		t.Fatalf("calls %v, want [check]", s.calls)
+	}
+}
+
+func TestGateCheckFailures(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		err  error
+		code sandboxd.Code
+	}{
+		{"nonce used", reject(ReasonNonceUsed, "used on chain"), sandboxd.CodePayment},
+		{"insufficient funds", reject(ReasonInsufficientFunds, "balance short"), sandboxd.CodePayment},
+		{"chain down", sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "down"), sandboxd.CodeUnavailable},
+		{"other", errors.New("boom"), sandboxd.CodeUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &fakeSettler{checkErr: tt.err}
+			g, l := newTestGate(t, s)
+			key := mustKey(t)
+			pp := mustPayload(t, key, g.Requirements(), nil)
+			_, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+			if code := sandboxd.ErrorCode(err); code != tt.code {
+				t.Fatalf("code %s (%v), want %s", code, err, tt.code)
+			}
+			if tt.code == sandboxd.CodePayment {
+				wantPaymentError(t, err, rejectReason(tt.err, "?"))
+			}
+			if _, err := l.Get(ctx, crypto.PubkeyToAddress(key.PublicKey).Hex(), pp.Payload.Authorization.Nonce); err == nil {
+				t.Fatal("a refused payment was reserved")
+			}
+		})
+	}
+}
+
+func TestGateSettle(t *testing.T) {
+	ctx := context.Background()
+	for _, version := range []int{1, 2} {
+		t.Run(map[int]string{1: "v1", 2: "v2"}[version], func(t *testing.T) {
+			s := &fakeSettler{settleTx: "0xabc"}
+			g, l := newTestGate(t, s)
+			key := mustKey(t)
+			pp := mustPayload(t, key, g.Requirements(), nil)
+			h, respHeader, network := mustHeader(t, HeaderPaymentSignature, pp), HeaderPaymentResponse, "eip155:84532"
+			if version == 1 {
+				h, respHeader, network = mustHeader(t, HeaderXPayment, v1Of(pp)), HeaderXPaymentResponse, "base-sepolia"
+			}
+			c, err := g.Begin(ctx, paidRequest(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusError})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sr SettleResponse
+			if err := DecodeHeader(out.Get(respHeader), &sr); err != nil {
+				t.Fatalf("%s: %v (headers %v)", respHeader, err, out)
+			}
+			payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
+			if sr != (SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
+				t.Fatalf("settle response %+v", sr)
+			}
+			row := wantStatus(t, l, Entry{Payer: payer, Nonce: pp.Payload.Authorization.Nonce}, StatusSettled)
+			if row.TxHash != "0xabc" || row.RunStatus != "error" {
+				t.Fatalf("row %+v", row)
+			}
+		})
+	}
+}
+
+func TestGateSettleFailure(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleErr: reject(ReasonInsufficientFunds, "balance short"), settleTx: ""}
+	g, l := newTestGate(t, s)
+	key := mustKey(t)
+	pp := mustPayload(t, key, g.Requirements(), nil)
+	h := mustHeader(t, HeaderPaymentSignature, pp)
+	c, err := g.Begin(ctx, paidRequest(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+	if out != nil {
+		t.Fatalf("headers %v on a failed settlement", out)
+	}
+	e := wantPaymentError(t, err, "could not be settled", ReasonInsufficientFunds)
+	var sr SettleResponse
+	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil {
+		t.Fatal(err)
+	}
+	if sr.Success || sr.ErrorReason != ReasonInsufficientFunds || sr.Network != "eip155:84532" {
+		t.Fatalf("settle response %+v", sr)
+	}
+	row := wantStatus(t, l, Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, StatusFailed)
+	if row.Reason != ReasonInsufficientFunds {
+		t.Fatalf("row %+v", row)
+	}
+	// A payment whose settlement failed is not admitted again.
+	_, err = g.Begin(ctx, paidRequest(h))
+	wantPaymentError(t, err, "already used", ReasonNonceUsed)
+
+	// An outage during settlement is a failed settlement too.
+	s.settleErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "the chain is down")
+	pp = mustPayload(t, key, g.Requirements(), nil)
+	c, err = g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Settle(ctx, sandboxd.Result{})
+	e = wantPaymentError(t, err, "the chain is down")
+	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil || sr.ErrorReason != ReasonUnexpectedSettle {
+		t.Fatalf("settle response %+v, %v", sr, err)
+	}
+}
+
+func TestGateReleaseAllowsRetry(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleTx: "0x1"}
+	g, l := newTestGate(t, s)
+	key := mustKey(t)
+	pp := mustPayload(t, key, g.Requirements(), nil)
+	h := mustHeader(t, HeaderPaymentSignature, pp)
+	c, err := g.Begin(ctx, paidRequest(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release(ctx)
+	e := Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
+	wantStatus(t, l, e, StatusReleased)
+	if s.settles.Load() != 0 {
+		t.Fatal("Release settled")
+	}
+	c, err = g.Begin(ctx, paidRequest(h))
+	if err != nil {
+		t.Fatalf("Begin after release: %v", err)
+	}
+	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, l, e, StatusSettled)
+}
+
+func TestGateSettleOnce(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleTx: "0x1"}
+	g, l := newTestGate(t, s)
+	key := mustKey(t)
+	pp := mustPayload(t, key, g.Requirements(), nil)
+	c, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for range 10 {
+		wg.Go(func() {
+			if _, err := c.Settle(ctx, sandboxd.Result{}); err == nil {
+				ok.Add(1)
+			} else if sandboxd.ErrorCode(err) != sandboxd.CodeInternal {
+				t.Errorf("second Settle = %v, want CodeInternal", err)
+			}
+		})
+	}
+	wg.Wait()
+	c.Release(ctx)
+	if ok.Load() != 1 || s.settles.Load() != 1 {
+		t.Fatalf("%d Settle calls succeeded, settler called %d times; want 1 and 1", ok.Load(), s.settles.Load())
+	}
+	wantStatus(t, l, Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, StatusSettled)
+}
+
+func TestGateDuplicatePayment(t *testing.T) {
+	ctx := context.Background()
+	g, _ := newTestGate(t, &fakeSettler{})
+	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	var wg sync.WaitGroup
+	var admitted, refused atomic.Int32
+	for range 20 {
+		wg.Go(func() {
+			_, err := g.Begin(ctx, paidRequest(h))
+			switch {
+			case err == nil:
+				admitted.Add(1)
+			case strings.Contains(sandboxd.ErrorMessage(err), "this payment was already used ("+ReasonNonceUsed+")"):
+				refused.Add(1)
+				wantPaymentError(t, err)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if admitted.Load() != 1 || refused.Load() != 19 {
+		t.Fatalf("%d admitted, %d refused; want 1 and 19", admitted.Load(), refused.Load())
+	}
+}
+
+func TestGateLedgerDown(t *testing.T) {
+	g, l := newTestGate(t, &fakeSettler{})
+	l.Close()
+	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	_, err := g.Begin(context.Background(), paidRequest(h))
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("Begin = %v, want CodeUnavailable", err)
+	}
+}
+
+func TestNewGate(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	// A row a crash left reserved stays reserved under a facilitator.
+	l, err := OpenLedger(ctx, cfg.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reserve(ctx, testEntry(1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	g, err := NewGate(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := g.ledger.Pending(ctx); err != nil || len(pending) != 1 {
+		t.Fatalf("Pending = %v, %v; want the one row", pending, err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.PayTo = ""
+	if _, err := NewGate(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "payments.pay_to") {
+		t.Fatalf("NewGate without pay_to = %v", err)
+	}
+}

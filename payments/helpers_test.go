@@ -1,0 +1,102 @@
+package payments
+
+import (
+	"crypto/ecdsa"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+)
+
+// testNow is the fixed clock of the unit tests.
+var testNow = time.Unix(1_800_000_000, 0)
+
+const (
+	testAsset = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+	testPayTo = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
+)
+
+// testConfig is a valid facilitator configuration with its ledger in a
+// temporary directory.
+func testConfig(tb testing.TB) Config {
+	tb.Helper()
+	return Config{
+		Network:           "eip155:84532",
+		Asset:             testAsset,
+		AssetName:         "USDC",
+		AssetVersion:      "2",
+		Price:             "0.005",
+		PayTo:             testPayTo,
+		MaxTimeoutSeconds: 60,
+		Settlement:        SettleFacilitator,
+		FacilitatorURL:    "http://127.0.0.1:1/facilitator",
+		Ledger:            filepath.Join(tb.TempDir(), "sub", "ledger.db"),
+	}
+}
+
+func testRequirements(tb testing.TB) Requirements {
+	tb.Helper()
+	req, err := testConfig(tb).Requirements()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return req
+}
+
+func mustKey(tb testing.TB) *ecdsa.PrivateKey {
+	tb.Helper()
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// mustPayload returns a valid v2 payment of req by key at testNow, after
+// mutate (if any) changed its authorization before signing.
+func mustPayload(tb testing.TB, key *ecdsa.PrivateKey, req Requirements, mutate func(*Authorization)) PaymentPayload {
+	tb.Helper()
+	a, err := NewAuthorization(key, req, testNow)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(&a)
+	}
+	exact, err := SignAuthorization(key, req, a)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return PaymentPayload{X402Version: 2, Resource: &Resource{URL: "http://x/v1/code"}, Accepted: req, Payload: exact}
+}
+
+// mustHeader encodes a payment into the header it travels in.
+func mustHeader(tb testing.TB, name string, payment any) http.Header {
+	tb.Helper()
+	v, err := EncodeHeader(payment)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set(name, v)
+	return h
+}
+
+// mustDecode decodes a payment header value, failing the test on error.
+func mustDecode(tb testing.TB, h http.Header) *Payment {
+	tb.Helper()
+	p, err := DecodePaymentHeader(h)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if p == nil {
+		tb.Fatal("no payment header")
+	}
+	return p
+}
+
+func v1Of(p PaymentPayload) PaymentPayloadV1 {
+	return PaymentPayloadV1{X402Version: 1, Scheme: p.Accepted.Scheme, Network: V1Network(p.Accepted.Network), Payload: p.Payload}
+}

@@ -1,0 +1,273 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"sandboxd"
+)
+
+func mustLedger(tb testing.TB, path string) *Ledger {
+	tb.Helper()
+	l, err := OpenLedger(context.Background(), path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	return l
+}
+
+func testEntry(i int) Entry {
+	return Entry{
+		Payer:   "0xAbCdEf0000000000000000000000000000000001",
+		Nonce:   fmt.Sprintf("0x%064X", i),
+		Amount:  "5000",
+		Network: "eip155:84532",
+		Asset:   testAsset,
+	}
+}
+
+func wantStatus(tb testing.TB, l *Ledger, e Entry, status string) Entry {
+	tb.Helper()
+	got, err := l.Get(context.Background(), e.Payer, e.Nonce)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if got.Status != status {
+		tb.Fatalf("status %q, want %q", got.Status, status)
+	}
+	return got
+}
+
+func TestLedgerLifecycle(t *testing.T) {
+	ctx := context.Background()
+	l := mustLedger(t, filepath.Join(t.TempDir(), "a", "b", "ledger.db"))
+	e := testEntry(1)
+
+	if err := l.Reserve(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	got := wantStatus(t, l, e, StatusReserved)
+	if got.Payer != "0xabcdef0000000000000000000000000000000001" || got.Nonce != fmt.Sprintf("0x%064x", 1) {
+		t.Fatalf("key not lower-cased: %s %s", got.Payer, got.Nonce)
+	}
+	if got.Created.IsZero() || got.Amount != "5000" || got.Network != "eip155:84532" || got.Asset != testAsset {
+		t.Fatalf("row %+v", got)
+	}
+	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("second Reserve = %v, want ErrAlreadyUsed", err)
+	}
+	// The key is case-insensitive.
+	upper := e
+	upper.Nonce = fmt.Sprintf("0x%064X", 1)
+	upper.Payer = "0XABCDEF0000000000000000000000000000000001"
+	if err := l.Reserve(ctx, upper); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("Reserve in other case = %v, want ErrAlreadyUsed", err)
+	}
+
+	// Released rows may be reserved again; settled ones may not.
+	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, l, e, StatusReleased)
+	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, ErrNotReserved) {
+		t.Fatalf("second release = %v, want ErrNotReserved", err)
+	}
+	if err := l.Reserve(ctx, e); err != nil {
+		t.Fatalf("Reserve after release: %v", err)
+	}
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	got = wantStatus(t, l, e, StatusSettled)
+	if got.TxHash != "0xtx" || got.RunStatus != "ok" {
+		t.Fatalf("settled row %+v", got)
+	}
+	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("Reserve after settle = %v, want ErrAlreadyUsed", err)
+	}
+	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, ErrNotReserved) {
+		t.Fatalf("release after settle = %v, want ErrNotReserved", err)
+	}
+
+	f := testEntry(2)
+	if err := l.Reserve(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", ReasonSettlementReverted); err != nil {
+		t.Fatal(err)
+	}
+	got = wantStatus(t, l, f, StatusFailed)
+	if got.Reason != ReasonSettlementReverted || got.TxHash != "0xbad" {
+		t.Fatalf("failed row %+v", got)
+	}
+	if err := l.Reserve(ctx, f); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("Reserve after failure = %v, want ErrAlreadyUsed", err)
+	}
+}
+
+func TestLedgerConcurrentReserve(t *testing.T) {
+	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	e := testEntry(7)
+	var wins, used atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 50 {
+		wg.Go(func() {
+			<-start
+			err := l.Reserve(context.Background(), e)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, ErrAlreadyUsed):
+				used.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if wins.Load() != 1 || used.Load() != 49 {
+		t.Fatalf("%d reserved, %d refused; want 1 and 49", wins.Load(), used.Load())
+	}
+}
+
+func TestLedgerConcurrentReserveTwoHandles(t *testing.T) {
+	// Two handles on one file stand for two processes.
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ls := []*Ledger{mustLedger(t, path), mustLedger(t, path)}
+	e := testEntry(8)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			err := ls[i%2].Reserve(context.Background(), e)
+			if err == nil {
+				wins.Add(1)
+			} else if !errors.Is(err, ErrAlreadyUsed) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d reserved, want 1", wins.Load())
+	}
+}
+
+func TestLedgerSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := OpenLedger(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := testEntry(3)
+	if err := l.Reserve(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = mustLedger(t, path)
+	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("Reserve after reopen = %v, want ErrAlreadyUsed", err)
+	}
+	wantStatus(t, l, e, StatusReserved)
+}
+
+// nonceOracle is a Settler whose NonceUsed answers from a map.
+type nonceOracle struct {
+	fakeSettler
+	used map[string]bool
+	err  error
+}
+
+func (o *nonceOracle) NonceUsed(_ context.Context, from common.Address, nonce [32]byte) (bool, error) {
+	if o.err != nil {
+		return false, o.err
+	}
+	return o.used[common.Hash(nonce).Hex()], nil
+}
+
+func TestLedgerPendingAndRecover(t *testing.T) {
+	ctx := context.Background()
+	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	for i := 1; i <= 4; i++ {
+		if err := l.Reserve(ctx, testEntry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.MarkSettled(ctx, testEntry(4).Payer, testEntry(4).Nonce, "0x1", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := l.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 3 {
+		t.Fatalf("%d pending, want 3", len(pending))
+	}
+
+	log := slog.New(slog.DiscardHandler)
+	// A settler that cannot tell leaves every row reserved.
+	rep, err := l.Recover(ctx, &nonceOracle{err: ErrNonceStateUnknown}, log)
+	if err != nil || rep.Left != 3 {
+		t.Fatalf("Recover = %+v, %v; want 3 left", rep, err)
+	}
+	// So does a chain that cannot be reached.
+	down := sandboxd.Errorf(sandboxd.CodeUnavailable, "test", "down")
+	if rep, err := l.Recover(ctx, &nonceOracle{err: down}, log); err != nil || rep.Left != 3 {
+		t.Fatalf("Recover = %+v, %v; want 3 left", rep, err)
+	}
+
+	used := map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}
+	rep, err = l.Recover(ctx, &nonceOracle{used: used}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep != (RecoverReport{Settled: 1, Released: 2}) {
+		t.Fatalf("Recover = %+v, want 1 settled, 2 released", rep)
+	}
+	wantStatus(t, l, testEntry(1), StatusSettled)
+	wantStatus(t, l, testEntry(2), StatusReleased)
+	wantStatus(t, l, testEntry(3), StatusReleased)
+	if pending, _ := l.Pending(ctx); len(pending) != 0 {
+		t.Fatalf("%d pending after Recover", len(pending))
+	}
+	// The released payment may be offered again.
+	if err := l.Reserve(ctx, testEntry(2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLedgerWriteFailureIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	l.Close() // every write now fails, as on a broken disk
+	err := l.Reserve(ctx, testEntry(1))
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("Reserve on a closed ledger = %v, want CodeUnavailable", err)
+	}
+}
+
+func TestOpenLedgerUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The parent "directory" is a file.
+	_, err := OpenLedger(context.Background(), filepath.Join(file, "ledger.db"))
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("OpenLedger = %v, want CodeUnavailable", err)
+	}
+}

@@ -1,0 +1,368 @@
+package payments
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/json"
+	"log/slog"
+	"math/big"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient/simulated"
+
+	"sandboxd"
+)
+
+// testChain is an in-process chain (id 1337) with the test EIP-3009 token
+// deployed. A goroutine seals a block whenever transactions are pending, so
+// the chain's clock stays on the wall clock.
+type testChain struct {
+	sim     *simulated.Backend
+	client  simulated.Client
+	funder  *ecdsa.PrivateKey
+	relayer *ecdsa.PrivateKey
+	token   common.Address
+	abi     abi.ABI
+	nonceMu sync.Mutex
+}
+
+func newTestChain(t *testing.T) *testChain {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/token.json")
+	if err != nil {
+		t.Fatalf("the test token (testdata/token.json): %v", err)
+	}
+	var artifact struct {
+		ABI      json.RawMessage `json:"abi"`
+		Bytecode string          `json:"bytecode"`
+	}
+	if err := json.Unmarshal(raw, &artifact); err != nil {
+		t.Fatal(err)
+	}
+	c := &testChain{funder: mustKey(t), relayer: mustKey(t)}
+	if c.abi, err = abi.JSON(strings.NewReader(string(artifact.ABI))); err != nil {
+		t.Fatal(err)
+	}
+	eth := new(big.Int).Exp(big.NewInt(10), big.NewInt(21), nil)
+	c.sim = simulated.NewBackend(types.GenesisAlloc{
+		crypto.PubkeyToAddress(c.funder.PublicKey):  {Balance: eth},
+		crypto.PubkeyToAddress(c.relayer.PublicKey): {Balance: eth},
+	})
+	t.Cleanup(func() { c.sim.Close() })
+	c.client = c.sim.Client()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if n, err := c.client.PendingTransactionCount(ctx); err == nil && n > 0 {
+					c.sim.Commit()
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	receipt := c.send(t, nil, hexutil.MustDecode(artifact.Bytecode))
+	c.token = receipt.ContractAddress
+	return c
+}
+
+// send sends a transaction from the funder and waits for its receipt.
+func (c *testChain) send(t *testing.T, to *common.Address, data []byte) *types.Receipt {
+	t.Helper()
+	ctx := context.Background()
+	from := crypto.PubkeyToAddress(c.funder.PublicKey)
+	c.nonceMu.Lock()
+	nonce, err := c.client.PendingNonceAt(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.client.HeaderByNumber(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := types.SignNewTx(c.funder, types.LatestSignerForChainID(big.NewInt(1337)), &types.DynamicFeeTx{
+		ChainID: big.NewInt(1337), Nonce: nonce, GasTipCap: big.NewInt(1e9),
+		GasFeeCap: new(big.Int).Add(big.NewInt(1e9), new(big.Int).Mul(head.BaseFee, big.NewInt(2))),
+		Gas:       5_000_000, To: to, Data: data,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.client.SendTransaction(ctx, tx)
+	c.nonceMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.waitReceipt(t, tx.Hash())
+}
+
+func (c *testChain) waitReceipt(t *testing.T, hash common.Hash) *types.Receipt {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		r, err := c.client.TransactionReceipt(context.Background(), hash)
+		if err == nil {
+			if r.Status != types.ReceiptStatusSuccessful {
+				t.Fatalf("transaction %s reverted", hash.Hex())
+			}
+			return r
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("transaction %s not mined", hash.Hex())
+	return nil
+}
+
+func (c *testChain) mint(t *testing.T, to common.Address, amount int64) {
+	t.Helper()
+	data, err := c.abi.Pack("mint", to, big.NewInt(amount))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send(t, &c.token, data)
+}
+
+func (c *testChain) balance(t *testing.T, who common.Address) int64 {
+	t.Helper()
+	data, _ := c.abi.Pack("balanceOf", who)
+	out, err := c.client.CallContract(context.Background(), ethereum.CallMsg{To: &c.token, Data: data}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return new(big.Int).SetBytes(out).Int64()
+}
+
+// config is the gate configuration for the test chain.
+func (c *testChain) config(t *testing.T) Config {
+	cfg := testConfig(t)
+	cfg.Network, cfg.Asset = "eip155:1337", c.token.Hex()
+	cfg.Settlement, cfg.RPCURL, cfg.RelayerKeyFile = SettleOnchain, "http://simulated", "unused"
+	return cfg
+}
+
+func (c *testChain) settler(t *testing.T) *ChainSettler {
+	t.Helper()
+	s, err := NewChainSettler(context.Background(), c.client, c.relayer, ChainConfig{
+		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// gate returns a gate on the real clock settling on the test chain.
+func (c *testChain) gate(t *testing.T) (*Gate, *ChainSettler, *Ledger) {
+	t.Helper()
+	cfg := c.config(t)
+	s := c.settler(t)
+	l := mustLedger(t, cfg.Ledger)
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, s, l
+}
+
+func TestChainSettler(t *testing.T) {
+	ctx := context.Background()
+	c := newTestChain(t)
+	g, s, _ := c.gate(t)
+	req := g.Requirements()
+	payTo := common.HexToAddress(req.PayTo)
+	payer := mustKey(t)
+	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
+
+	// A real settlement moves the price.
+	pp := mustPayload(t, payer, req, func(a *Authorization) {
+		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+	})
+	h := mustHeader(t, HeaderPaymentSignature, pp)
+	charge, err := g.Begin(ctx, paidRequest(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr SettleResponse
+	if err := DecodeHeader(out.Get(HeaderPaymentResponse), &sr); err != nil || !sr.Success {
+		t.Fatalf("settle response %+v, %v", sr, err)
+	}
+	if got := c.balance(t, payTo); got != 5000 {
+		t.Fatalf("payee balance %d, want 5000", got)
+	}
+	receipt, err := c.client.TransactionReceipt(ctx, common.HexToHash(sr.Transaction))
+	if err != nil || receipt.Status != 1 {
+		t.Fatalf("receipt %+v, %v", receipt, err)
+	}
+
+	// A replay is refused by the ledger, and by the chain when the ledger
+	// does not know it (a second server, a lost ledger).
+	_, err = g.Begin(ctx, paidRequest(h))
+	wantPaymentError(t, err, "already used")
+	g2, _, _ := c.gate(t)
+	_, err = g2.Begin(ctx, paidRequest(h))
+	wantPaymentError(t, err, ReasonNonceUsed)
+	p := mustDecode(t, h)
+	if err := Verify(req, p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if tx, err := s.Settle(ctx, p); rejectReason(err, "") != ReasonNonceUsed || tx != "" {
+		t.Fatalf("Settle of a used authorization = %q, %v; want nonce used and no transaction", tx, err)
+	}
+	if used, err := s.NonceUsed(ctx, p.Transfer.From, p.Transfer.Nonce); err != nil || !used {
+		t.Fatalf("NonceUsed = %v, %v", used, err)
+	}
+
+	// An unfunded payer is refused before the run.
+	poor := mustKey(t)
+	_, err = g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, poor, req, func(a *Authorization) {
+		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+	}))))
+	wantPaymentError(t, err, ReasonInsufficientFunds)
+
+	// An expired authorization (verified on a stale clock) is refused by the chain.
+	past := time.Now().Add(-time.Hour)
+	pp = mustPayload(t, payer, req, func(a *Authorization) {
+		a.ValidBefore = strconv.FormatInt(past.Unix()+60, 10)
+	})
+	p = mustDecode(t, mustHeader(t, HeaderPaymentSignature, pp))
+	if err := Verify(req, p, past); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx, p); rejectReason(err, "") != ReasonValidBefore {
+		t.Fatalf("Check of an expired authorization = %v", err)
+	}
+	if _, err := s.Settle(ctx, p); rejectReason(err, "") != ReasonValidBefore {
+		t.Fatalf("Settle of an expired authorization = %v", err)
+	}
+	if used, err := s.NonceUsed(ctx, p.Transfer.From, p.Transfer.Nonce); err != nil || used {
+		t.Fatalf("NonceUsed of an unused nonce = %v, %v", used, err)
+	}
+}
+
+func TestChainSettlerConcurrent(t *testing.T) {
+	ctx := context.Background()
+	c := newTestChain(t)
+	g, _, _ := c.gate(t)
+	req := g.Requirements()
+	const n = 5
+	headers := make([]*SettleResponse, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		payer := mustKey(t)
+		c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
+		h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+		}))
+		wg.Go(func() {
+			charge, err := g.Begin(ctx, paidRequest(h))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			out, err := charge.Settle(ctx, sandboxd.Result{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var sr SettleResponse
+			if err := DecodeHeader(out.Get(HeaderPaymentResponse), &sr); err != nil {
+				t.Error(err)
+			}
+			headers[i] = &sr
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	nonces := map[uint64]bool{}
+	for _, sr := range headers {
+		tx, _, err := c.client.TransactionByHash(ctx, common.HexToHash(sr.Transaction))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nonces[tx.Nonce()] = true
+		if r, err := c.client.TransactionReceipt(ctx, tx.Hash()); err != nil || r.Status != 1 {
+			t.Fatalf("receipt %+v, %v", r, err)
+		}
+	}
+	if len(nonces) != n {
+		t.Fatalf("%d distinct relayer nonces for %d settlements", len(nonces), n)
+	}
+	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != n*5000 {
+		t.Fatalf("payee balance %d, want %d", got, n*5000)
+	}
+}
+
+func TestChainRecover(t *testing.T) {
+	ctx := context.Background()
+	c := newTestChain(t)
+	g, s, l := c.gate(t)
+	req := g.Requirements()
+	payer := mustKey(t)
+	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
+
+	// Two payments reserved, one of them settled on chain, then a "crash"
+	// before the ledger heard of either outcome.
+	var ps []*Payment
+	for range 2 {
+		p := mustDecode(t, mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+		})))
+		if err := Verify(req, p, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Reserve(ctx, Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	if _, err := s.Settle(ctx, ps[0]); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := l.Recover(ctx, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep != (RecoverReport{Settled: 1, Released: 1}) {
+		t.Fatalf("Recover = %+v", rep)
+	}
+	wantStatus(t, l, Entry{Payer: ps[0].Transfer.Payer(), Nonce: ps[0].Transfer.NonceHex()}, StatusSettled)
+	wantStatus(t, l, Entry{Payer: ps[1].Transfer.Payer(), Nonce: ps[1].Transfer.NonceHex()}, StatusReleased)
+}
+
+func TestNewChainSettlerChecks(t *testing.T) {
+	ctx := context.Background()
+	c := newTestChain(t)
+	_, err := NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
+	if err == nil || !strings.Contains(err.Error(), "chain 1337") {
+		t.Fatalf("wrong chain id: %v", err)
+	}
+	_, err = NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: common.HexToAddress(testPayTo)})
+	if err == nil || !strings.Contains(err.Error(), "no contract code") {
+		t.Fatalf("asset without code: %v", err)
+	}
+}

@@ -1,0 +1,185 @@
+package payments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"sandboxd"
+)
+
+// maxFacilitatorBody bounds a facilitator's answer.
+const maxFacilitatorBody = 1 << 20
+
+// FacilitatorConfig configures a FacilitatorSettler.
+type FacilitatorConfig struct {
+	// URL is the facilitator's base URL; /verify and /settle are appended.
+	URL string
+	// HTTPClient makes the calls; nil means a client with no overall
+	// timeout (each call is bounded by the timeouts below).
+	HTTPClient *http.Client
+	// VerifyTimeout bounds /verify; zero means DefaultVerifyTimeout.
+	VerifyTimeout time.Duration
+	// SettleTimeout bounds /settle; zero means DefaultSettleTimeout.
+	SettleTimeout time.Duration
+}
+
+// FacilitatorSettler checks and settles payments through an x402
+// facilitator's /verify and /settle. It cannot tell whether a nonce was
+// used (NonceUsed returns ErrNonceStateUnknown).
+type FacilitatorSettler struct {
+	url                          string
+	client                       *http.Client
+	verifyTimeout, settleTimeout time.Duration
+}
+
+var _ Settler = (*FacilitatorSettler)(nil)
+
+// NewFacilitatorSettler returns a settler calling the facilitator of c.
+func NewFacilitatorSettler(c FacilitatorConfig) *FacilitatorSettler {
+	f := &FacilitatorSettler{url: strings.TrimRight(c.URL, "/"), client: c.HTTPClient,
+		verifyTimeout: c.VerifyTimeout, settleTimeout: c.SettleTimeout}
+	if f.client == nil {
+		f.client = &http.Client{}
+	}
+	if f.verifyTimeout <= 0 {
+		f.verifyTimeout = DefaultVerifyTimeout
+	}
+	if f.settleTimeout <= 0 {
+		f.settleTimeout = DefaultSettleTimeout
+	}
+	return f
+}
+
+// facilitatorRequest is the body of /verify and /settle.
+type facilitatorRequest struct {
+	X402Version         int             `json:"x402Version"`
+	PaymentPayload      json.RawMessage `json:"paymentPayload"`
+	PaymentRequirements Requirements    `json:"paymentRequirements"`
+}
+
+// facilitatorAnswer holds the fields of a /verify or /settle answer.
+type facilitatorAnswer struct {
+	IsValid        bool   `json:"isValid"`
+	InvalidReason  string `json:"invalidReason"`
+	InvalidMessage string `json:"invalidMessage"`
+	Success        bool   `json:"success"`
+	ErrorReason    string `json:"errorReason"`
+	ErrorMessage   string `json:"errorMessage"`
+	Transaction    string `json:"transaction"`
+}
+
+// Check asks the facilitator's /verify whether p would settle now.
+func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
+	var a facilitatorAnswer
+	status, err := f.post(ctx, "/verify", f.verifyTimeout, p, &a)
+	if err != nil {
+		return err
+	}
+	if a.IsValid {
+		return nil
+	}
+	if a.InvalidReason == "" {
+		return f.unavailable("/verify", fmt.Errorf("status %d, isValid false, no invalidReason", status))
+	}
+	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment" + detail(a.InvalidMessage)}
+}
+
+// Settle asks the facilitator's /settle to collect p. It is never retried:
+// a retry could collect twice.
+func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, error) {
+	var a facilitatorAnswer
+	status, err := f.post(ctx, "/settle", f.settleTimeout, p, &a)
+	if err != nil {
+		return "", err
+	}
+	if a.Success {
+		return a.Transaction, nil
+	}
+	if a.ErrorReason == "" {
+		return a.Transaction, f.unavailable("/settle", fmt.Errorf("status %d, success false, no errorReason", status))
+	}
+	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment" + detail(a.ErrorMessage)}
+}
+
+// NonceUsed returns ErrNonceStateUnknown: a facilitator has no query for
+// it. Recover leaves such rows reserved.
+func (f *FacilitatorSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
+	return false, ErrNonceStateUnknown
+}
+
+// post sends p to the facilitator's path and decodes the answer into out.
+// A facilitator answers a refusal with 200 or 4xx and a JSON body; only an
+// answer that does not decode is an outage.
+func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time.Duration, p *Payment, out *facilitatorAnswer) (int, error) {
+	body, err := json.Marshal(facilitatorRequest{X402Version: 2, PaymentPayload: facilitatorPayload(p), PaymentRequirements: p.Requirements})
+	if err != nil {
+		return 0, sandboxd.Wrap(sandboxd.CodeInternal, "payments.facilitator", err, "cannot encode the facilitator request")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, f.unavailable(path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s: %w", timeout, err)
+		}
+		return 0, f.unavailable(path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxFacilitatorBody))
+	if err != nil {
+		return resp.StatusCode, f.unavailable(path, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return resp.StatusCode, f.unavailable(path, fmt.Errorf("status %d, body %q", resp.StatusCode, snippet(raw)))
+	}
+	if resp.StatusCode >= 500 && !out.IsValid && !out.Success && out.InvalidReason == "" && out.ErrorReason == "" {
+		return resp.StatusCode, f.unavailable(path, fmt.Errorf("status %d, body %q", resp.StatusCode, snippet(raw)))
+	}
+	return resp.StatusCode, nil
+}
+
+// facilitatorPayload is the payment as the facilitator gets it: a v2
+// payer's payload exactly as sent; a v1 payer's signed authorization put
+// into a v2 payload against the matched terms (the signature covers only
+// the authorization, which is unchanged).
+func facilitatorPayload(p *Payment) json.RawMessage {
+	if p.Version == 2 && json.Valid(p.Raw) {
+		return p.Raw
+	}
+	b, _ := json.Marshal(PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact})
+	return b
+}
+
+func (f *FacilitatorSettler) unavailable(path string, err error) error {
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err,
+		fmt.Sprintf("the payment facilitator at %s cannot be reached or gave no usable answer; try again later", f.url+path))
+}
+
+func detail(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+func snippet(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
+}
