@@ -53,6 +53,9 @@ func decodeObject(body []byte, v any) error {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
 			`request body must be a JSON object such as {"language":"python","code":"print(1)"}`)
 	}
+	if err := checkDuplicateKeys(trimmed); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -60,6 +63,34 @@ func decodeObject(body []byte, v any) error {
 	}
 	if dec.More() {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
+	}
+	return nil
+}
+
+// checkDuplicateKeys refuses an object that names a field twice: the JSON
+// decoder would silently keep the last one, and the caller could not tell
+// which program ran. Field names match case-insensitively, as in decoding.
+// Syntax errors are left for the decoder to describe.
+func checkDuplicateKeys(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		if seen[strings.ToLower(key)] {
+			return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "field %q appears more than once", key)
+		}
+		seen[strings.ToLower(key)] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
 	}
 	return nil
 }

@@ -106,15 +106,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
 	}
-	m.server = &http.Server{
-		Handler:           api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      rt.Timeout + 2*time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelDebug),
-	}
+	m.server = httpapi.NewHTTPServer(api.Handler(), httpapi.DefaultTimeouts(rt.Timeout), m.Log.With("component", "http"))
 	m.served = make(chan struct{})
 	go func() {
 		defer close(m.served)
