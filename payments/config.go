@@ -20,9 +20,12 @@ const (
 
 // Defaults for the optional fields of Config.
 const (
+	// DefaultVerifyTimeout bounds a facilitator /verify or an on-chain check.
 	DefaultVerifyTimeout = 10 * time.Second
+	// DefaultSettleTimeout bounds a settlement, up to its receipt.
 	DefaultSettleTimeout = 60 * time.Second
-	DefaultDescription   = "Run a short Python program"
+	// DefaultDescription describes the paid resource in the terms.
+	DefaultDescription = "Run a short Python program"
 )
 
 // Config is the payments section of the service's configuration, copied

@@ -1,9 +1,18 @@
 package payments
 
 import (
+	"context"
+	"encoding/hex"
 	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"sandboxd"
 )
 
 func TestParsePrice(t *testing.T) {
@@ -75,5 +84,31 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if req, _ := c.Requirements(); req.Network != "eip155:84532" {
 		t.Fatalf("network %q, want the CAIP-2 id", req.Network)
+	}
+}
+
+func TestNewGateOnchainErrors(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Settlement, cfg.RPCURL = SettleOnchain, "http://127.0.0.1:1"
+	cfg.RelayerKeyFile = filepath.Join(t.TempDir(), "missing.key")
+	if _, err := NewGate(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "payments.relayer_key_file") {
+		t.Fatalf("missing key file: %v", err)
+	}
+	key := mustKey(t)
+	if err := os.WriteFile(cfg.RelayerKeyFile, []byte("0x"+hex.EncodeToString(crypto.FromECDSA(key))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadKey(cfg.RelayerKeyFile)
+	if err != nil || !loaded.Equal(key) {
+		t.Fatalf("LoadKey = %v", err)
+	}
+	cfg.VerifyTimeout = time.Second
+	_, err = NewGate(ctx, cfg, nil)
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "payments.rpc_url") {
+		t.Fatalf("unreachable RPC: %v", err)
+	}
+	if _, err := ParseKey("not a key"); err == nil {
+		t.Fatal("ParseKey accepted garbage")
 	}
 }

@@ -80,32 +80,33 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
+	closers := []io.Closer{ledger}
+	fail := func(err error) (*Gate, error) {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i].Close()
+		}
+		return nil, err
+	}
 	settler, closer, err := newSettler(ctx, cfg, req, log)
 	if err != nil {
-		ledger.Close()
-		return nil, err
+		return fail(err)
+	}
+	if closer != nil {
+		closers = append(closers, closer)
 	}
 	g, err := NewGateWith(cfg, Options{Settler: settler, Ledger: ledger, Log: log})
-	if err == nil {
-		g.closers = []io.Closer{ledger}
-		if closer != nil {
-			g.closers = append(g.closers, closer)
-		}
-		var rep RecoverReport
-		if rep, err = ledger.Recover(ctx, settler, log); err == nil {
-			log.Info("payments: gate ready", "network", req.Network, "asset", req.Asset, "price", g.priceText(),
-				"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", cfg.Ledger,
-				"recovered_settled", rep.Settled, "recovered_released", rep.Released, "left_reserved", rep.Left)
-			return g, nil
-		}
-		g.Close()
-		return nil, err
+	if err != nil {
+		return fail(err)
 	}
-	ledger.Close()
-	if closer != nil {
-		closer.Close()
+	rep, err := ledger.Recover(ctx, settler, log)
+	if err != nil {
+		return fail(err)
 	}
-	return nil, err
+	g.closers = closers
+	log.Info("payments: gate ready", "network", req.Network, "asset", req.Asset, "price", g.priceText(),
+		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", cfg.Ledger,
+		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "left_reserved", rep.Left)
+	return g, nil
 }
 
 // newSettler builds the settler cfg names; the closer, if any, releases its

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum"
-	"github.com/ethereum/go-ethereum/accounts/abi"
 	bind "github.com/ethereum/go-ethereum/accounts/abi/bind/v2"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -25,27 +24,6 @@ import (
 
 // gasMarginPercent is added to the estimated gas of a settlement.
 const gasMarginPercent = 20
-
-// eip3009ABI is the part of an EIP-3009 token the settler calls.
-const eip3009ABI = `[
-{"type":"function","name":"transferWithAuthorization","stateMutability":"nonpayable","outputs":[],"inputs":[
- {"name":"from","type":"address"},{"name":"to","type":"address"},{"name":"value","type":"uint256"},
- {"name":"validAfter","type":"uint256"},{"name":"validBefore","type":"uint256"},{"name":"nonce","type":"bytes32"},
- {"name":"v","type":"uint8"},{"name":"r","type":"bytes32"},{"name":"s","type":"bytes32"}]},
-{"type":"function","name":"authorizationState","stateMutability":"view","outputs":[{"name":"","type":"bool"}],"inputs":[
- {"name":"authorizer","type":"address"},{"name":"nonce","type":"bytes32"}]},
-{"type":"function","name":"balanceOf","stateMutability":"view","outputs":[{"name":"","type":"uint256"}],"inputs":[
- {"name":"account","type":"address"}]}
-]`
-
-// tokenABI is eip3009ABI parsed.
-var tokenABI = func() abi.ABI {
-	a, err := abi.JSON(strings.NewReader(eip3009ABI))
-	if err != nil {
-		panic(err)
-	}
-	return a
-}()
 
 // ChainBackend is what a ChainSettler needs of a chain client. Both
 // *ethclient.Client and the client of ethclient/simulated have it.
@@ -79,16 +57,16 @@ type ChainConfig struct {
 // ChainSettler settles payments itself: it sends transferWithAuthorization
 // to the token from a relayer account that pays the gas.
 type ChainSettler struct {
-	backend      ChainBackend
-	key          *ecdsa.PrivateKey
-	relayer      common.Address
-	asset        common.Address
-	chainID      *big.Int
-	signer       types.Signer
-	checkTimeout time.Duration
-	settleTimout time.Duration
-	log          *slog.Logger
-	close        func()
+	backend       ChainBackend
+	key           *ecdsa.PrivateKey
+	relayer       common.Address
+	asset         common.Address
+	chainID       *big.Int
+	signer        types.Signer
+	checkTimeout  time.Duration
+	settleTimeout time.Duration
+	log           *slog.Logger
+	close         func()
 
 	// mu serializes the relayer's account nonces across concurrent
 	// settlements; next is valid only when known is set.
@@ -104,12 +82,12 @@ var _ Settler = (*ChainSettler)(nil)
 func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.PrivateKey, c ChainConfig) (*ChainSettler, error) {
 	const op = "payments.chain"
 	s := &ChainSettler{backend: backend, key: key, relayer: crypto.PubkeyToAddress(key.PublicKey), asset: c.Asset,
-		checkTimeout: c.CheckTimeout, settleTimout: c.SettleTimeout, log: c.Log}
+		checkTimeout: c.CheckTimeout, settleTimeout: c.SettleTimeout, log: c.Log}
 	if s.checkTimeout <= 0 {
 		s.checkTimeout = DefaultVerifyTimeout
 	}
-	if s.settleTimout <= 0 {
-		s.settleTimout = DefaultSettleTimeout
+	if s.settleTimeout <= 0 {
+		s.settleTimeout = DefaultSettleTimeout
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -192,7 +170,7 @@ func (s *ChainSettler) Check(ctx context.Context, p *Payment) error {
 
 // Settle sends the transfer, waits for its receipt and requires success.
 func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.settleTimout)
+	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	t := p.Transfer
 	data, err := packTransfer(t)
@@ -207,12 +185,13 @@ func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 		return "", s.unavailable("estimate gas", err)
 	}
 	gas += gas * gasMarginPercent / 100
-	tx, err := s.send(ctx, gas, data)
+	log := s.log.With("payer", t.Payer(), "nonce", t.NonceHex())
+	tx, err := s.sendRetry(ctx, log, gas, data)
 	if err != nil {
 		return "", s.unavailable("send", err)
 	}
 	hash := tx.Hash().Hex()
-	log := s.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "tx", hash, "relayer_nonce", tx.Nonce())
+	log = log.With("tx", hash, "relayer_nonce", tx.Nonce())
 	log.Info("payments: settlement sent")
 	receipt, err := bind.WaitMined(ctx, s.backend, tx.Hash())
 	if err != nil {
@@ -259,6 +238,19 @@ func (s *ChainSettler) send(ctx context.Context, gas uint64, data []byte) (*type
 	}
 	s.next++
 	return signed, nil
+}
+
+// sendRetry is send, tried once more with a fresh relayer nonce when the
+// node refused the first for its nonce (another sender used the relayer
+// account). A retry cannot collect twice: the token accepts each
+// authorization once.
+func (s *ChainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
+	tx, err := s.send(ctx, gas, data)
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "nonce") {
+		log.Warn("payments: relayer nonce was stale; retrying with the pending nonce", "err", err)
+		tx, err = s.send(ctx, gas, data)
+	}
+	return tx, err
 }
 
 // fees returns an unsigned transaction body carrying the fee fields: an
@@ -315,16 +307,6 @@ func (s *ChainSettler) diagnose(ctx context.Context, t *Transfer, cause error) e
 	return &RejectError{Reason: ReasonTransactionState, Check: "the token refused the transfer", Err: cause}
 }
 
-// revertReasons map the revert messages of USDC (FiatToken v2) to x402
-// codes, for refusals the state queries do not explain.
-var revertReasons = []struct{ text, reason, check string }{
-	{"authorization is expired", ReasonValidBefore, "the authorization is expired at the chain's time"},
-	{"authorization is not yet valid", ReasonValidAfter, "the authorization is not yet valid at the chain's time"},
-	{"invalid signature", ReasonSignature, "the signature is invalid for this token"},
-	{"used or canceled", ReasonNonceUsed, "the authorization was used or canceled"},
-	{"exceeds balance", ReasonInsufficientFunds, "the payer's balance is too low"},
-}
-
 func (s *ChainSettler) authorizationState(ctx context.Context, from common.Address, nonce [32]byte, pending bool) (bool, error) {
 	data, err := tokenABI.Pack("authorizationState", from, nonce)
 	if err != nil {
@@ -369,19 +351,6 @@ func (s *ChainSettler) unavailable(what string, err error) error {
 	}
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err,
 		fmt.Sprintf("the chain (id %s) could not %s; try again later", s.chainID, what))
-}
-
-// packTransfer encodes transferWithAuthorization for t, splitting its
-// signature into v, r, s.
-func packTransfer(t *Transfer) ([]byte, error) {
-	if len(t.Signature) != 65 {
-		return nil, errSigLength
-	}
-	var r, sv [32]byte
-	copy(r[:], t.Signature[:32])
-	copy(sv[:], t.Signature[32:64])
-	return tokenABI.Pack("transferWithAuthorization", t.From, t.To, t.Value, t.ValidAfter, t.ValidBefore,
-		t.Nonce, t.Signature[64], r, sv)
 }
 
 // isNodeError reports whether the node answered with an error (a revert,

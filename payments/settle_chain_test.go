@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
-	"log/slog"
 	"math/big"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -25,8 +25,9 @@ import (
 )
 
 // testChain is an in-process chain (id 1337) with the test EIP-3009 token
-// deployed. A goroutine seals a block whenever transactions are pending, so
-// the chain's clock stays on the wall clock.
+// deployed. A goroutine seals a block whenever a transaction waits in the
+// pool, so the chain's clock stays on the wall clock (each sealed block
+// moves it at least one second).
 type testChain struct {
 	sim     *simulated.Backend
 	client  simulated.Client
@@ -73,7 +74,7 @@ func newTestChain(t *testing.T) *testChain {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if n, err := c.client.PendingTransactionCount(ctx); err == nil && n > 0 {
+				if c.pending(ctx) {
 					c.sim.Commit()
 				}
 			}
@@ -86,11 +87,32 @@ func newTestChain(t *testing.T) *testChain {
 	return c
 }
 
+// pending reports whether the funder or the relayer has a transaction in
+// the pool. (The pool's nonce is current at once; the pending block's
+// transaction count lags by seconds.)
+func (c *testChain) pending(ctx context.Context) bool {
+	for _, key := range []*ecdsa.PrivateKey{c.funder, c.relayer} {
+		addr := crypto.PubkeyToAddress(key.PublicKey)
+		pool, err1 := c.client.PendingNonceAt(ctx, addr)
+		mined, err2 := c.client.NonceAt(ctx, addr, nil)
+		if err1 == nil && err2 == nil && pool > mined {
+			return true
+		}
+	}
+	return false
+}
+
 // send sends a transaction from the funder and waits for its receipt.
 func (c *testChain) send(t *testing.T, to *common.Address, data []byte) *types.Receipt {
 	t.Helper()
+	return c.sendFrom(t, c.funder, to, data)
+}
+
+// sendFrom sends a transaction from key and waits for its receipt.
+func (c *testChain) sendFrom(t *testing.T, key *ecdsa.PrivateKey, to *common.Address, data []byte) *types.Receipt {
+	t.Helper()
 	ctx := context.Background()
-	from := crypto.PubkeyToAddress(c.funder.PublicKey)
+	from := crypto.PubkeyToAddress(key.PublicKey)
 	c.nonceMu.Lock()
 	nonce, err := c.client.PendingNonceAt(ctx, from)
 	if err != nil {
@@ -100,7 +122,7 @@ func (c *testChain) send(t *testing.T, to *common.Address, data []byte) *types.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, err := types.SignNewTx(c.funder, types.LatestSignerForChainID(big.NewInt(1337)), &types.DynamicFeeTx{
+	tx, err := types.SignNewTx(key, types.LatestSignerForChainID(big.NewInt(1337)), &types.DynamicFeeTx{
 		ChainID: big.NewInt(1337), Nonce: nonce, GasTipCap: big.NewInt(1e9),
 		GasFeeCap: new(big.Int).Add(big.NewInt(1e9), new(big.Int).Mul(head.BaseFee, big.NewInt(2))),
 		Gas:       5_000_000, To: to, Data: data,
@@ -176,7 +198,7 @@ func (c *testChain) gate(t *testing.T) (*Gate, *ChainSettler, *Ledger) {
 	cfg := c.config(t)
 	s := c.settler(t)
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +206,7 @@ func (c *testChain) gate(t *testing.T) (*Gate, *ChainSettler, *Ledger) {
 }
 
 func TestChainSettler(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
 	g, s, _ := c.gate(t)
@@ -263,20 +286,26 @@ func TestChainSettler(t *testing.T) {
 }
 
 func TestChainSettlerConcurrent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
 	g, _, _ := c.gate(t)
 	req := g.Requirements()
 	const n = 5
 	headers := make([]*SettleResponse, n)
-	var wg sync.WaitGroup
+	payments := make([]http.Header, n)
 	for i := range n {
 		payer := mustKey(t)
 		c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
-		h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+		payments[i] = mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
 			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
 		}))
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, h := range payments {
 		wg.Go(func() {
+			<-start
 			charge, err := g.Begin(ctx, paidRequest(h))
 			if err != nil {
 				t.Error(err)
@@ -294,6 +323,7 @@ func TestChainSettlerConcurrent(t *testing.T) {
 			headers[i] = &sr
 		})
 	}
+	close(start)
 	wg.Wait()
 	if t.Failed() {
 		return
@@ -318,6 +348,7 @@ func TestChainSettlerConcurrent(t *testing.T) {
 }
 
 func TestChainRecover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
 	g, s, l := c.gate(t)
@@ -355,6 +386,7 @@ func TestChainRecover(t *testing.T) {
 }
 
 func TestNewChainSettlerChecks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
 	_, err := NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
@@ -364,5 +396,37 @@ func TestNewChainSettlerChecks(t *testing.T) {
 	_, err = NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: common.HexToAddress(testPayTo)})
 	if err == nil || !strings.Contains(err.Error(), "no contract code") {
 		t.Fatalf("asset without code: %v", err)
+	}
+}
+
+func TestChainSettlerStaleRelayerNonce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newTestChain(t)
+	g, _, _ := c.gate(t)
+	req := g.Requirements()
+	payer := mustKey(t)
+	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
+	pay := func() {
+		t.Helper()
+		h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+		}))
+		charge, err := g.Begin(ctx, paidRequest(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := charge.Settle(ctx, sandboxd.Result{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pay()
+	// Someone else spends from the relayer account: the settler's next
+	// nonce is now stale.
+	to := crypto.PubkeyToAddress(c.funder.PublicKey)
+	c.sendFrom(t, c.relayer, &to, nil)
+	pay()
+	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
+		t.Fatalf("payee balance %d, want 10000", got)
 	}
 }

@@ -1,7 +1,6 @@
 package payments
 
 import (
-	"fmt"
 	"math/big"
 	"strings"
 	"time"
@@ -129,7 +128,7 @@ func parseAuthorization(a Authorization) (*Transfer, error) {
 }
 
 func parseAddress(field, s string) (common.Address, error) {
-	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") || !common.IsHexAddress(s) {
+	if !isAddress(s) {
 		return common.Address{}, reject(ReasonInvalidPayload, "authorization %s %q is not a 0x-prefixed address", field, s)
 	}
 	return common.HexToAddress(s), nil
@@ -141,9 +140,4 @@ func parseUint256(field, s string) (*big.Int, error) {
 		return nil, reject(ReasonInvalidPayload, "authorization %s %q is not a decimal uint256", field, s)
 	}
 	return n, nil
-}
-
-// String describes a transfer for logs.
-func (t *Transfer) String() string {
-	return fmt.Sprintf("%s -> %s value %s nonce %s", t.From.Hex(), t.To.Hex(), t.Value, t.NonceHex())
 }

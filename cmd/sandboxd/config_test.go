@@ -69,6 +69,9 @@ func TestConfigValidation(t *testing.T) {
 		{"addr", "server:\n  addr: 8080\n", "server.addr"},
 		{"log level", "server:\n  log_level: loud\n", "server.log_level"},
 		{"sizes with units", "runtime:\n  tmpfs: 32m\n  max_output_bytes: 1MiB\n", ""},
+		{"payments need pay_to", "payments:\n  enabled: true\n", "payments.pay_to"},
+		{"payments bad price", "payments:\n  enabled: true\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\n  price: \"0.0000001\"\n", "payments.price"},
+		{"payments off ignore their keys", "payments:\n  price: \"free\"\n", ""},
 		{"enabled not bool", "payments:\n  enabled: maybe\n", "payments.enabled: maybe is not true or false"},
 	}
 	for _, tc := range cases {

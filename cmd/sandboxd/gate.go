@@ -2,15 +2,53 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"sandboxd"
 	"sandboxd/payments"
 )
 
-// openGate builds the payment gate: the free gate when payments are off.
+// paymentsConfig copies the payments.* keys into the payments package's
+// own configuration.
+func (p PaymentsConfig) paymentsConfig() payments.Config {
+	return payments.Config{
+		Network:           p.Network,
+		Asset:             p.Asset,
+		AssetName:         p.AssetName,
+		AssetVersion:      p.AssetVersion,
+		Price:             p.Price,
+		PayTo:             p.PayTo,
+		MaxTimeoutSeconds: int(p.MaxTimeoutSeconds),
+		Settlement:        p.Settlement,
+		FacilitatorURL:    p.FacilitatorURL,
+		RPCURL:            p.RPCURL,
+		RelayerKeyFile:    p.RelayerKeyFile,
+		Ledger:            p.Ledger,
+	}
+}
+
+// validate checks the payments.* keys when payments are on; when they are
+// off none of them is used.
+func (p PaymentsConfig) validate() error {
+	if !p.Enabled {
+		return nil
+	}
+	if err := p.paymentsConfig().Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// openGate builds the payment gate: the free gate when payments are off,
+// else the x402 gate with its ledger and settler (which also resolves
+// payments a crash left reserved).
 func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error, error) {
 	if !m.Config.Payments.Enabled {
 		return payments.FreeGate{}, func() error { return nil }, nil
 	}
-	return nil, nil, errPaymentsNotBuilt
+	g, err := payments.NewGate(ctx, m.Config.Payments.paymentsConfig(), m.Log.With("component", "payments"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("payments: %w", err)
+	}
+	return g, g.Close, nil
 }

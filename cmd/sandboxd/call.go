@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"sandboxd/payments"
+)
+
+// callCommand pays for one run over x402 and prints the answer and the
+// settlement.
+func callCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	keyFile := fs.String("key-file", "", "file holding the payer's hex private key (required)")
+	url := fs.String("url", "http://127.0.0.1:8080/v1/code", "the service's /v1/code URL")
+	code := fs.String("c", "", "the program's source (instead of FILE.py)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	src, err := programSource(*code, fs.Args())
+	if err != nil || *keyFile == "" {
+		if err == nil {
+			err = errors.New("--key-file is required")
+		}
+		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]\n", err)
+		return 2
+	}
+	key, err := payments.LoadKey(*keyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+		return 2
+	}
+	body, _ := json.Marshal(map[string]string{"language": "python", "code": src})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	resp, err := payments.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body)
+	var refused *payments.PaymentRefusedError
+	switch {
+	case errors.As(err, &refused):
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", refused)
+		return 1
+	case err != nil:
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+		return 1
+	}
+	printAnswer(stdout, resp)
+	if resp.StatusCode != http.StatusOK {
+		return 1
+	}
+	return 0
+}
+
+// programSource returns -c's code, or the contents of the one file named.
+func programSource(code string, files []string) (string, error) {
+	switch {
+	case code != "" && len(files) == 0:
+		return code, nil
+	case code == "" && len(files) == 1:
+		b, err := os.ReadFile(files[0])
+		return string(b), err
+	}
+	return "", errors.New("give the program with -c CODE or as one FILE.py")
+}
+
+// printAnswer prints the answer's JSON, indented, then what was paid.
+func printAnswer(w io.Writer, resp *payments.PaidResponse) {
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, resp.Body, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(resp.Body)
+	}
+	fmt.Fprintf(w, "HTTP %d\n%s\n", resp.StatusCode, bytes.TrimSpace(pretty.Bytes()))
+	switch {
+	case resp.Settlement != nil && resp.Settlement.Success:
+		amount := ""
+		if resp.Requirements != nil {
+			amount = resp.Requirements.Amount + " atomic units of " + resp.Requirements.Asset
+		}
+		fmt.Fprintf(w, "paid: payer %s, amount %s, network %s, transaction %s\n",
+			resp.Settlement.Payer, amount, resp.Settlement.Network, resp.Settlement.Transaction)
+	case resp.Requirements == nil:
+		fmt.Fprintln(w, "paid: nothing (the service asked for no payment)")
+	default:
+		fmt.Fprintln(w, "paid: nothing was settled")
+	}
+}

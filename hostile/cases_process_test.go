@@ -1,0 +1,74 @@
+package hostile
+
+import (
+	"testing"
+	"time"
+
+	"sandboxd"
+)
+
+// processCases try to outlive the answer, hang it, or break exec.
+func processCases() []hostileCase {
+	return []hostileCase{
+		{
+			// A daemon (double fork, setsid) and a child in its own session,
+			// both holding stdout open, both running forever: the answer
+			// still comes when the program itself ends, and neither survives.
+			name: "setsid-background-children",
+			code: "import os, subprocess, sys\n" +
+				"sleeper = [sys.executable, '-c', 'import time\\nwhile True: time.sleep(1)', '" + markerPlaceholder + "']\n" +
+				"if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execv(sys.executable, sleeper)\n    os._exit(0)\n" +
+				"os.wait()\nsubprocess.Popen(sleeper, start_new_session=True)\n" +
+				"import time\ntime.sleep(0.5)\nprint('parent done')\n",
+			want: answer{status: statuses(sandboxd.StatusOK), stdout: []string{"parent done\n"}, check: promptly},
+		},
+		{
+			// The program is the container's PID 1, which the kernel shields
+			// from SIGSTOP sent inside its own namespace: it runs on.
+			name: "sigstop-self-as-pid1",
+			code: "import os, signal\nprint(os.getpid(), flush=True)\nos.kill(os.getpid(), signal.SIGSTOP)\nprint('not stopped')\n",
+			want: answer{status: statuses(sandboxd.StatusOK), stdout: []string{"1\nnot stopped\n"}},
+		},
+		{
+			// A child that stops itself while the parent waits for it: the
+			// whole container is killed at the deadline, stopped or not.
+			name: "sigstop-self-child",
+			code: "import os, signal\npid = os.fork()\nif pid == 0:\n    print('stopping', flush=True)\n" +
+				"    os.kill(os.getpid(), signal.SIGSTOP)\n    print('resumed')\nelse:\n    os.waitpid(pid, 0)\n",
+			killed: true,
+			want:   answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}, stdout: []string{"stopping\n"}},
+		},
+		{
+			name:   "close-stdout-then-loop",
+			code:   "import os\nprint('closing', flush=True)\nos.close(1)\nos.close(2)\nwhile True:\n    pass\n",
+			killed: true,
+			want:   answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}, stdout: []string{"closing\n"}},
+		},
+		{
+			name: "close-stdout-then-exit",
+			code: "import os, sys, time\nprint('closing', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(0.5)\nsys.exit(3)\n",
+			want: answer{status: statuses(sandboxd.StatusError), exit: []int{3}, stdout: []string{"closing\n"}, check: promptly},
+		},
+		{
+			// Arguments and environments past the kernel's limits: exec
+			// refuses them (E2BIG), the program goes on and answers.
+			name: "huge-argv-env",
+			code: "import errno, os, sys\nbig = 'x' * 100000\ntries = [\n" +
+				"    ('argv-total', [sys.executable, '-c', 'pass'] + [big] * 100, {}),\n" +
+				"    ('argv-one', [sys.executable, '-c', 'pass', 'x' * (1 << 20)], {}),\n" +
+				"    ('env-total', [sys.executable, '-c', 'pass'], {f'K{i}': big for i in range(100)}),\n]\n" +
+				"for name, argv, env in tries:\n    try:\n        os.execve(sys.executable, argv, env)\n" +
+				"    except OSError as e:\n        print(name, errno.errorcode[e.errno])\n",
+			want: answer{status: statuses(sandboxd.StatusOK), stdout: []string{"argv-total E2BIG\nargv-one E2BIG\nenv-total E2BIG\n"}},
+		},
+	}
+}
+
+// promptly checks that a program that ended by itself was answered well
+// before the deadline: nothing it left behind was waited for.
+func promptly(tb testing.TB, res sandboxd.Result) {
+	tb.Helper()
+	if res.Duration > 3*time.Second {
+		tb.Errorf("answered %s after the hand-over; the program ended after about half a second", res.Duration)
+	}
+}

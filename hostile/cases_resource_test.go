@@ -1,0 +1,95 @@
+package hostile
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"sandboxd"
+)
+
+// capBytes is config.yaml's max_output_bytes.
+const capBytes = 64 << 10
+
+// resourceCases exhaust a resource: processes, memory, output, /tmp, CPU,
+// the stack, or plain time.
+func resourceCases() []hostileCase {
+	timeout := answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}}
+	flood := answer{
+		status: statuses(sandboxd.StatusOutputLimit), exit: []int{137}, outLen: capBytes,
+		within: 4 * time.Second, check: onlyXs,
+	}
+	return []hostileCase{
+		{
+			name:   "fork-bomb",
+			code:   "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+			killed: true,
+			want:   timeout,
+		},
+		{
+			name: "memory-bomb-at-once",
+			code: "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n",
+			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}},
+		},
+		{
+			name: "memory-bomb-growing",
+			code: "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n",
+			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}},
+		},
+		{
+			name: "flood-lines",
+			code: "while True:\n    print('x' * 99)\n",
+			want: flood,
+		},
+		{
+			name: "flood-no-newline",
+			code: "import sys\nwhile True:\n    sys.stdout.write('x' * 1000)\n",
+			want: flood,
+		},
+		{
+			name: "flood-one-enormous-line",
+			code: "import sys\nsys.stdout.buffer.write(b'x' * (32 << 20))\nsys.stdout.flush()\nprint('\\nafter')\n",
+			want: flood,
+		},
+		{
+			name: "fill-tmp",
+			code: "import errno\ntotal, i = 0, 0\ntry:\n    while True:\n" +
+				"        with open(f'/tmp/f{i}', 'wb', buffering=0) as f:\n            for _ in range(4):\n" +
+				"                total += f.write(b'x' * (1 << 20))\n        i += 1\nexcept OSError as e:\n" +
+				"    print(errno.errorcode[e.errno], total >> 20, 'MiB')\n",
+			want: answer{status: statuses(sandboxd.StatusOK), stdout: []string{"ENOSPC 16 MiB\n"}},
+		},
+		{
+			name: "deep-recursion",
+			code: "def f(n):\n    return f(n + 1)\nf(0)\n",
+			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stderrHas: "RecursionError"},
+		},
+		{
+			name: "deep-recursion-unlimited",
+			code: "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return f(n + 1)\nf(0)\n",
+			// The C stack overflows: SIGSEGV (139), or the frames eat the
+			// memory first. Either way an answer, not a service error.
+			want: answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), exit: []int{139, 137}},
+		},
+		{
+			name:   "billion-digit-integer",
+			code:   "x = 10 ** (10 ** 9)\nprint(len(str(x)))\n",
+			killed: true,
+			want:   answer{status: statuses(sandboxd.StatusTimeout, sandboxd.StatusOOM, sandboxd.StatusError), exit: []int{137, 1}},
+		},
+		{
+			name:   "sleep-forever",
+			code:   "import time\nprint('sleeping', flush=True)\ntime.sleep(1e9)\n",
+			killed: true,
+			want:   answer{status: timeout.status, exit: timeout.exit, stdout: []string{"sleeping\n"}},
+		},
+	}
+}
+
+// onlyXs checks that a flood's kept output is nothing but the flood.
+func onlyXs(tb testing.TB, res sandboxd.Result) {
+	tb.Helper()
+	if strings.Trim(res.Stdout, "x\n") != "" {
+		tb.Errorf("the kept stdout holds something else than the flood")
+	}
+}

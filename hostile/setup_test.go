@@ -1,0 +1,160 @@
+package hostile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"sandboxd"
+	"sandboxd/runtime"
+)
+
+// ociRuntimes are the OCI runtimes every case runs under: runc always, and
+// gVisor, which the service offers as the stronger boundary.
+var ociRuntimes = []string{"runc", "runsc"}
+
+// image is the sandbox image `make image` builds.
+const image = "sandbox-python:3.11"
+
+// The wall-clock limits: config.yaml's, for programs that must end by
+// themselves, and a shorter one for programs that must be killed, so the
+// suite stays fast. Every other limit is config.yaml's default.
+const (
+	fullTimeout  = 5 * time.Second
+	shortTimeout = 2 * time.Second
+)
+
+// baseConfig is config.yaml's runtime section for one OCI runtime and instance.
+func baseConfig(oci, instance string, timeout time.Duration) runtime.Config {
+	return runtime.Config{
+		Image:          image,
+		OCIRuntime:     oci,
+		Timeout:        timeout,
+		MemoryBytes:    128 << 20,
+		NanoCPUs:       1e9,
+		PidsLimit:      64,
+		TmpfsBytes:     16 << 20,
+		MaxOutputBytes: 64 << 10,
+		Instance:       instance,
+	}
+}
+
+// instanceFor is the instance label of this test binary's runs under one
+// OCI runtime: unique, so no other test or service reaps or counts them.
+func instanceFor(oci string) string {
+	return fmt.Sprintf("hostile-%d-%s", os.Getpid(), oci)
+}
+
+// integrationRequired reports whether a missing Docker, image or runtime is
+// a failure (in CI, or when asked) rather than a reason to skip.
+func integrationRequired() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1"
+}
+
+// testLogger logs to stderr when SANDBOXD_TEST_LOG=1, else nowhere.
+func testLogger() *slog.Logger {
+	if os.Getenv("SANDBOXD_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// mustRunner returns a runner for the OCI runtime with the timeout, closed
+// when the test ends. Without Docker, the image or the OCI runtime it skips
+// the test, or fails it when integration tests are required.
+func mustRunner(tb testing.TB, oci string, timeout time.Duration) *runtime.Docker {
+	tb.Helper()
+	d, err := runtime.New(baseConfig(oci, instanceFor(oci), timeout), testLogger())
+	if err != nil {
+		tb.Fatalf("runtime.New: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Health(ctx); err != nil {
+		if integrationRequired() {
+			tb.Fatalf("%s: Docker, the image or the OCI runtime is unavailable: %v", oci, err)
+		}
+		tb.Skipf("%s: Docker, the image or the OCI runtime is unavailable (SANDBOXD_INTEGRATION=1 makes this a failure): %v", oci, err)
+	}
+	return d
+}
+
+// mustRun runs code and fails the test on an error: every hostile program
+// must end in a delivered answer, never in a failure of the service.
+func mustRun(tb testing.TB, d *runtime.Docker, jobID, code string) (sandboxd.Result, time.Duration) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := d.Run(ctx, sandboxd.Job{ID: jobID, Language: sandboxd.LanguagePython, Code: code})
+	elapsed := time.Since(start)
+	if err != nil {
+		tb.Fatalf("Run: a service error instead of an answer (%s after %s): %v", sandboxd.ErrorCode(err), elapsed, err)
+	}
+	return res, elapsed
+}
+
+// dockerClient returns a client of the daemon the runners use, closed when
+// the test ends.
+func dockerClient(tb testing.TB) *client.Client {
+	tb.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		tb.Fatalf("docker client: %v", err)
+	}
+	tb.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// containersWith lists the containers, in any state, carrying the label.
+func containersWith(tb testing.TB, cli *client.Client, key, value string) []string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := cli.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", key+"="+value)),
+	})
+	if err != nil {
+		tb.Fatalf("listing containers: %v", err)
+	}
+	var out []string
+	for _, c := range list {
+		out = append(out, fmt.Sprintf("%.12s (%s)", c.ID, c.State))
+	}
+	return out
+}
+
+// assertNoContainer fails the test when a container with the label is left.
+func assertNoContainer(tb testing.TB, cli *client.Client, key, value string) {
+	tb.Helper()
+	if left := containersWith(tb, cli, key, value); len(left) > 0 {
+		tb.Errorf("containers left with %s=%s: %s", key, value, strings.Join(left, ", "))
+	}
+}
+
+// assertHelloWorld fails the test unless a plain program still answers.
+func assertHelloWorld(tb testing.TB, d *runtime.Docker, jobID string) {
+	tb.Helper()
+	res, _ := mustRun(tb, d, jobID, "print('hello, world')\n")
+	if res.Status != sandboxd.StatusOK || res.Stdout != "hello, world\n" || res.Stderr != "" {
+		tb.Errorf("hello world afterwards: status %q exit %d stdout %q stderr %q",
+			res.Status, res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
