@@ -40,5 +40,8 @@ test-unit: ## only the tests that need neither Docker nor npm
 bench: build image ## measure latency and throughput against docker run and the engine's ceiling
 	$(GO) run ./bench $(BENCHFLAGS)
 
+demo: build image interop-deps ## the whole paid flow, offline: anvil, the service on chain, `sandboxd call`
+	scripts/demo.sh
+
 clean:
 	rm -rf bin
