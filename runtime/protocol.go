@@ -1,0 +1,114 @@
+package runtime
+
+import "strconv"
+
+// The runner protocol: how the service and the image's runner
+// (images/python/run.py) talk over a container's attach connection.
+//
+//	stdin, to the runner:     "<token> <n>\n", then the n bytes of the program
+//	stdout, from the runner:  the ack, "\x00sandboxd:<token>:go\n", once the
+//	                          program is read and before it runs
+//	stdout and stderr, both:  the end marker, "\x00sandboxd:<token>:<sss>\n",
+//	                          once the program has ended (normally, by
+//	                          SystemExit or an exception) and its output is
+//	                          flushed; <sss> is its exit status, 3 digits
+//
+// The token is random and new for every run, so no output matches it by
+// chance. A program can read it from its own process, so the most it can do
+// with it is misreport its own result: the container is killed and removed
+// after every run either way. The end marker lets a run answer as soon as
+// the program has ended, instead of when the container has exited (some 25
+// ms later, the time runc takes to tear it down); a run without it (os._exit,
+// a signal, the OOM killer, a kill at the deadline) is judged by the
+// container's exit, as before. The ack tells a program that ran from a
+// container that died before it got its program, which is retried.
+
+// runnerProtocol is the version of the protocol above. The image carries it
+// in its imageProtocolLabel; Health refuses an image that speaks another.
+const runnerProtocol = "2"
+
+// imageProtocolLabel is the image label that holds the runner's protocol
+// version (set by images/python/build.sh).
+const imageProtocolLabel = "io.sandboxd.runner"
+
+// markerMagic starts the ack and the end marker.
+const markerMagic = "\x00sandboxd:"
+
+// tokenBytes is the size of a run's token, in random bytes (hex on the wire).
+const tokenBytes = 16
+
+// statusDigits is the width of the exit status in an end marker.
+const statusDigits = 3
+
+// protocol holds one run's token and the lines made from it.
+type protocol struct {
+	token string
+	// prefix starts both the ack and the end marker: magic, token, colon.
+	prefix []byte
+	// ack is the whole ack line.
+	ack []byte
+}
+
+// newProtocol returns the protocol of one run, with a fresh token.
+func newProtocol() *protocol {
+	token := randomHex(tokenBytes)
+	prefix := []byte(markerMagic + token + ":")
+	return &protocol{token: token, prefix: prefix, ack: []byte(markerMagic + token + ":go\n")}
+}
+
+// message is what the runner reads on stdin: the header line, then the code.
+func (p *protocol) message(code string) []byte {
+	b := make([]byte, 0, len(p.token)+22+len(code))
+	b = append(b, p.token...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(code)), 10)
+	b = append(b, '\n')
+	return append(b, code...)
+}
+
+// markerLen is the length of an end marker.
+func (p *protocol) markerLen() int {
+	return len(p.prefix) + statusDigits + 1
+}
+
+// partialMarker reports whether b is the start of an end marker of this
+// run's token (or a whole one), whatever status it will carry.
+func (p *protocol) partialMarker(b []byte) bool {
+	if len(b) > p.markerLen() {
+		return false
+	}
+	for i, c := range b {
+		switch {
+		case i < len(p.prefix):
+			if c != p.prefix[i] {
+				return false
+			}
+		case i < len(p.prefix)+statusDigits:
+			if c < '0' || c > '9' {
+				return false
+			}
+		default:
+			if c != '\n' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// endStatus reports whether b ends with a whole end marker of this run's
+// token, and the exit status (0..255) it carries.
+func (p *protocol) endStatus(b []byte) (int, bool) {
+	n := p.markerLen()
+	if len(b) < n || !p.partialMarker(b[len(b)-n:]) {
+		return 0, false
+	}
+	status := 0
+	for _, c := range b[len(b)-1-statusDigits : len(b)-1] {
+		status = 10*status + int(c-'0')
+	}
+	if status > 255 {
+		return 0, false
+	}
+	return status, true
+}
