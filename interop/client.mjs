@@ -54,18 +54,22 @@ async function bodyOf(res) {
 }
 
 // recordingFetch wraps fetch and remembers the payment header of the last request sent.
+// It also times each request (ms), so a paid call splits into the 402 and the paid retry.
 function recordingFetch(transform) {
   const sent = { name: "", value: "" };
+  const times = [];
   const f = async (input, init) => {
     const req = new Request(input, init);
     for (const name of ["PAYMENT-SIGNATURE", "X-PAYMENT"]) {
       const v = req.headers.get(name);
       if (v) Object.assign(sent, { name, value: v });
     }
+    const started = performance.now();
     const res = await timedFetch(req);
+    times.push(performance.now() - started);
     return transform ? transform(res) : res;
   };
-  return { fetch: f, sent };
+  return { fetch: f, sent, times };
 }
 
 // settlement decodes PAYMENT-RESPONSE (or X-PAYMENT-RESPONSE) the way the official client does.
@@ -115,6 +119,7 @@ async function paidCall(args, client, transform) {
     settlement: settlement(httpClient, res),
     sentHeader: rec.sent,
     ms,
+    requestMs: rec.times,
   };
 }
 
@@ -163,6 +168,8 @@ async function latency(args, account) {
   if (!args.freeUrl) throw new Error("latency needs --free-url");
   const free = [];
   const paid = [];
+  const quote = [];
+  const retry = [];
   const client = v2Client(account);
   for (let i = 0; i < args.n; i++) {
     let t = performance.now();
@@ -173,10 +180,15 @@ async function latency(args, account) {
     const r = await paidCall(args, client);
     if (r.status !== 200 || !r.settlement?.success) throw new Error(`paid call ${i}: status ${r.status}`);
     paid.push(r.ms);
+    quote.push(r.requestMs[0]);
+    retry.push(r.requestMs[r.requestMs.length - 1]);
   }
   const mf = median(free);
   const mp = median(paid);
-  return { n: args.n, freeMedianMs: mf, paidMedianMs: mp, addedMedianMs: mp - mf };
+  return {
+    n: args.n, freeMedianMs: mf, paidMedianMs: mp, addedMedianMs: mp - mf,
+    quoteMedianMs: median(quote), paidRetryMedianMs: median(retry),
+  };
 }
 
 const scenarios = { terms, pay, v1, concurrent, latency };

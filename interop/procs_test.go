@@ -35,12 +35,14 @@ type proc struct {
 // startProc starts name with its own process group and a death signal, so that even a
 // killed test run leaves nothing behind. Each stdout and stderr line is kept and sent
 // on lines (dropped when nobody reads).
-func startProc(t testing.TB, name string, env []string, stdin io.Reader, argv ...string) *proc {
+func startProc(t testing.TB, name string, env []string, stdin *os.File, argv ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, exited: make(chan struct{}), lines: make(chan string, 64)}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdin = stdin
+	if stdin != nil {
+		p.cmd.Stdin = stdin
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -77,7 +79,10 @@ func (p *proc) stop() {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-p.exited
+		select {
+		case <-p.exited:
+		case <-time.After(5 * time.Second):
+		}
 	}
 }
 
@@ -178,11 +183,17 @@ func runNode(t testing.TB, timeout time.Duration, out any, script string, args .
 // in keyFile, settling on c; it returns its base URL.
 func startFacilitator(t testing.TB, c *chain, keyFile string) string {
 	t.Helper()
-	// The facilitator exits when this pipe closes, that is when the test process dies.
-	r, w := io.Pipe()
+	// The facilitator exits when this pipe's write end closes: when the test process dies
+	// if nothing else stops it. An *os.File is handed to the child as is; an io.Reader
+	// would make Wait wait for a copy that never ends.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { w.Close() })
 	p := startProc(t, "facilitator", nil, r, "node", filepath.Join(interopDir, "facilitator.mjs"),
 		"--rpc", c.rpc, "--key-file", keyFile, "--watch-stdin")
+	r.Close()
 	return p.waitLine(t, regexp.MustCompile(`"url":"([^"]+)"`), 20*time.Second)
 }
 

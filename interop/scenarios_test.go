@@ -1,7 +1,7 @@
 package interop
 
 import (
-	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -57,17 +57,30 @@ type settleResponse struct {
 
 // payResult is what client.mjs prints for the pay and v1 scenarios.
 type payResult struct {
-	Status int `json:"status"`
-	Body   struct {
-		Stdout   *string `json:"stdout"`
-		ExitCode int     `json:"exit_code"`
-		Error    string  `json:"error"`
-	} `json:"body"`
+	Status     int             `json:"status"`
+	Body       runBody         `json:"body"`
 	Settlement *settleResponse `json:"settlement"`
 	SentHeader struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"sentHeader"`
+}
+
+// runBody is the JSON answer of POST /v1/code: a run, or an error.
+type runBody struct {
+	Stdout   *string `json:"stdout"`
+	Stderr   string  `json:"stderr"`
+	ExitCode int     `json:"exit_code"`
+	Status   string  `json:"status"`
+	Error    string  `json:"error"`
+}
+
+// String shows what a failure message needs.
+func (b runBody) String() string {
+	if b.Stdout == nil {
+		return fmt.Sprintf("{error: %q}", b.Error)
+	}
+	return fmt.Sprintf("{status: %s, exit_code: %d, stdout: %q, stderr: %q}", b.Status, b.ExitCode, *b.Stdout, b.Stderr)
 }
 
 func runClient(t *testing.T, out any, scenario, url, keyFile string, extra ...string) {
@@ -111,7 +124,7 @@ func testPaid(t *testing.T, c *chain, url, keyFile string) payResult {
 	var r payResult
 	runClient(t, &r, "pay", url, keyFile)
 	if r.Status != http.StatusOK || r.Body.Stdout == nil || *r.Body.Stdout != "42\n" {
-		t.Fatalf("paid call: status %d, body %+v; want 200 with stdout 42", r.Status, r.Body)
+		t.Fatalf("paid call: status %d, body %v; want 200 with stdout 42", r.Status, r.Body)
 	}
 	s := r.Settlement
 	if s == nil || !s.Success || !txHash.MatchString(s.Transaction) || s.Network != "eip155:84532" ||
@@ -186,6 +199,9 @@ func testConcurrent(t *testing.T, c *chain, url, keyFile string) {
 			if res.Settlement == nil || !res.Settlement.Success {
 				t.Errorf("the 200 carries no successful PAYMENT-RESPONSE: %+v", res.Settlement)
 			}
+			if res.Stdout == nil || *res.Stdout != "42\n" {
+				t.Errorf("the 200 carries no run of print(6*7): stdout %v", res.Stdout)
+			}
 		case http.StatusPaymentRequired:
 			refused++
 			if res.Stdout != nil {
@@ -226,7 +242,7 @@ func testV1(t *testing.T, c *chain, url, keyFile string) {
 		t.Errorf("the v1 client paid with %q, want X-PAYMENT", r.SentHeader.Name)
 	}
 	if r.Status != http.StatusOK || r.Body.Stdout == nil || *r.Body.Stdout != "42\n" {
-		t.Fatalf("v1 paid call: status %d, body %+v", r.Status, r.Body)
+		t.Fatalf("v1 paid call: status %d, body %v; want 200 with stdout 42", r.Status, r.Body)
 	}
 	s := r.Settlement
 	if s == nil || !s.Success || !txHash.MatchString(s.Transaction) || s.Network != "base-sepolia" {
@@ -246,8 +262,7 @@ func testDockerDown(t *testing.T, c *chain, url, keyFile string) {
 		t.Fatalf("the client never paid (status %d): the service must quote terms even with Docker down", r.Status)
 	}
 	if r.Status != http.StatusServiceUnavailable {
-		b, _ := json.Marshal(r.Body)
-		t.Errorf("paid call with Docker down: status %d (%s), want 503", r.Status, b)
+		t.Errorf("paid call with Docker down: status %d (%v), want 503", r.Status, r.Body)
 	}
 	if r.Settlement != nil && r.Settlement.Success {
 		t.Errorf("a successful settlement came with the failure: %+v", r.Settlement)

@@ -19,7 +19,11 @@ usdc="0x036CbD53842c5426634e7929541eC2318f3dCF7e"
 # anvil's first default account: a public test key, worthless outside a local chain.
 relayer_key="0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
 
-say() { printf '\033[1mdemo:\033[0m %s\n' "$*"; }
+if [ -t 1 ]; then
+  say() { printf '\033[1mdemo:\033[0m %s\n' "$*"; }
+else
+  say() { printf 'demo: %s\n' "$*"; }
+fi
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/sandboxd-demo.XXXXXX")"
@@ -136,7 +140,7 @@ balances "before"
 
 # 3. The paid call.
 echo
-printf '$ sandboxd call --key-file payer.key --url %s/v1/code -c %q\n' "$url" "$code"
+printf "\$ sandboxd call --key-file payer.key --url %s/v1/code -c '%s'\n" "$url" "$code"
 "$bin" call --key-file "$work/payer.key" --url "$url/v1/code" -c "$code"
 echo
 
