@@ -30,8 +30,9 @@ type PaymentGate interface {
 //
 // Settle is called with a delivered result; it collects the payment and
 // returns headers for the answer (PAYMENT-RESPONSE). If collection fails it
-// returns an *Error with CodePayment (and a failed settlement header), and the
-// answer must be dropped.
+// returns an *Error with CodePayment (and a failed settlement header); if the
+// service cannot record the settlement it returns CodeUnavailable and
+// collects nothing. On any error the answer must be dropped.
 //
 // Release is called when the service failed to deliver: nothing is charged
 // and the same payment may be offered again.

@@ -24,6 +24,8 @@ const (
 	DefaultVerifyTimeout = 10 * time.Second
 	// DefaultSettleTimeout bounds a settlement, up to its receipt.
 	DefaultSettleTimeout = 60 * time.Second
+	// DefaultRPCTimeout bounds each JSON-RPC call to the chain.
+	DefaultRPCTimeout = 10 * time.Second
 	// DefaultDescription describes the paid resource in the terms.
 	DefaultDescription = "Run a short Python program"
 )
@@ -66,6 +68,10 @@ type Config struct {
 	VerifyTimeout time.Duration
 	// SettleTimeout bounds a settlement; zero means DefaultSettleTimeout.
 	SettleTimeout time.Duration
+	// RPCTimeout is payments.rpc_timeout: it bounds each JSON-RPC call to
+	// the chain (onchain), inside the two bounds above; zero means
+	// DefaultRPCTimeout.
+	RPCTimeout time.Duration
 }
 
 // Validate checks every field and returns one error listing each problem,
@@ -123,6 +129,9 @@ func (c Config) Validate() error {
 	if c.SettleTimeout < 0 {
 		bad("settle_timeout", "%s is negative", c.SettleTimeout)
 	}
+	if c.RPCTimeout < 0 {
+		bad("rpc_timeout", "%s is negative", c.RPCTimeout)
+	}
 	return errors.Join(errs...)
 }
 
@@ -156,6 +165,13 @@ func (c Config) settleTimeout() time.Duration {
 		return c.SettleTimeout
 	}
 	return DefaultSettleTimeout
+}
+
+func (c Config) rpcTimeout() time.Duration {
+	if c.RPCTimeout > 0 {
+		return c.RPCTimeout
+	}
+	return DefaultRPCTimeout
 }
 
 func (c Config) description() string {

@@ -68,6 +68,9 @@ func TestConfigValidate(t *testing.T) {
 		{"payments.rpc_url", func(c *Config) { c.Settlement = SettleOnchain; c.RelayerKeyFile = "k" }},
 		{"payments.relayer_key_file", func(c *Config) { c.Settlement = SettleOnchain; c.RPCURL = "http://localhost:8545" }},
 		{"payments.ledger", func(c *Config) { c.Ledger = "" }},
+		{"payments.verify_timeout", func(c *Config) { c.VerifyTimeout = -time.Second }},
+		{"payments.settle_timeout", func(c *Config) { c.SettleTimeout = -time.Second }},
+		{"payments.rpc_timeout", func(c *Config) { c.RPCTimeout = -time.Second }},
 	}
 	for _, tt := range tests {
 		c := testConfig(t)

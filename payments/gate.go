@@ -64,7 +64,8 @@ func NewGateWith(cfg Config, o Options) (*Gate, error) {
 
 // NewGate builds the gate of cfg: it validates cfg, opens the ledger, builds
 // the settler (facilitator or onchain), and resolves the payments a crash
-// left reserved. Close releases what it opened.
+// left reserved or settling (see Ledger.Recover). Close releases what it
+// opened.
 func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -105,7 +106,8 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	g.closers = closers
 	log.Info("payments: gate ready", "network", req.Network, "asset", req.Asset, "price", g.priceText(),
 		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", cfg.Ledger,
-		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "left_reserved", rep.Left)
+		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
+		"left_settling", rep.Left)
 	return g, nil
 }
 

@@ -25,6 +25,7 @@ type fakeSettler struct {
 	mu        sync.Mutex
 	calls     []string
 	onCheck   func(*Payment)
+	onSettle  func(*Payment)
 	checkErr  error
 	settleErr error
 	settleTx  string
@@ -48,6 +49,9 @@ func (f *fakeSettler) Check(_ context.Context, p *Payment) error {
 func (f *fakeSettler) Settle(_ context.Context, p *Payment) (string, error) {
 	f.record("settle")
 	f.settles.Add(1)
+	if f.onSettle != nil {
+		f.onSettle(p)
+	}
 	return f.settleTx, f.settleErr
 }
 
@@ -406,12 +410,20 @@ func TestGateLedgerDown(t *testing.T) {
 func TestNewGate(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig(t)
-	// A row a crash left reserved stays reserved under a facilitator.
+	// A crash left one payment reserved (its run in progress) and one
+	// settling (its /settle sent). Under a facilitator the first is
+	// released and the second failed: none stays open.
 	l, err := OpenLedger(ctx, cfg.Ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Reserve(ctx, testEntry(1)); err != nil {
+	running, settling := testEntry(1), testEntry(2)
+	for _, e := range []Entry{running, settling} {
+		if err := l.Reserve(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.MarkSettling(ctx, settling.Payer, settling.Nonce); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
@@ -419,8 +431,12 @@ func TestNewGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pending, err := g.ledger.Pending(ctx); err != nil || len(pending) != 1 {
-		t.Fatalf("Pending = %v, %v; want the one row", pending, err)
+	if pending, err := g.ledger.Pending(ctx); err != nil || len(pending) != 0 {
+		t.Fatalf("Pending = %v, %v; want none", pending, err)
+	}
+	wantStatus(t, g.ledger, running, StatusReleased)
+	if row := wantStatus(t, g.ledger, settling, StatusFailed); row.Reason != ReasonUnknownAfterRestart {
+		t.Fatalf("row %+v", row)
 	}
 	if err := g.Close(); err != nil {
 		t.Fatal(err)

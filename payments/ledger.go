@@ -15,27 +15,44 @@ import (
 	"sandboxd"
 )
 
-// The states of a ledger row.
+// The states of a ledger row. A row moves reserved → settling → settled or
+// failed, or (when nothing was collected) reserved or settling → released.
 const (
-	// StatusReserved: the payment was admitted and its run is in progress
-	// (or the service crashed before it was resolved).
+	// StatusReserved: the payment was admitted and its run is in progress.
+	// No settlement was sent for it yet.
 	StatusReserved = "reserved"
+	// StatusSettling: the settlement is being sent, or was sent and its
+	// outcome not yet recorded. It is written, durably, before the settler
+	// is asked to settle, so a crash can tell "never sent" (reserved) from
+	// "maybe collected" (settling).
+	StatusSettling = "settling"
 	// StatusSettled: the payment was collected.
 	StatusSettled = "settled"
-	// StatusFailed: settlement was refused or failed; the answer was dropped.
+	// StatusFailed: settlement was refused or its outcome is unknown; the
+	// answer was dropped and the payment is never admitted again.
 	StatusFailed = "failed"
-	// StatusReleased: the service failed to deliver; nothing was collected
-	// and the payment may be offered again.
+	// StatusReleased: nothing was collected (the service failed to deliver,
+	// or the settlement never left); the payment may be offered again.
 	StatusReleased = "released"
 )
+
+// ReasonUnknownAfterRestart is the reason of a row that was settling when
+// the service stopped, under a settler that cannot tell whether the
+// payment was collected (a facilitator). It is this service's own code, not
+// an x402 one: it never reaches a payer.
+const ReasonUnknownAfterRestart = "settlement_unknown_after_restart"
 
 // ErrAlreadyUsed is returned by Reserve when the payment's (payer, nonce)
 // already has a row that is not released.
 var ErrAlreadyUsed = errors.New("this payment was already used")
 
-// ErrNotReserved is returned when a row to be resolved is missing or no
-// longer reserved.
-var ErrNotReserved = errors.New("payment is not reserved in the ledger")
+// ErrNotReserved is returned when a row to be moved is missing or not in a
+// state the move starts from (see the Mark methods).
+var ErrNotReserved = errors.New("payment is not reserved or settling in the ledger")
+
+// errLedgerMoved is the cause when the ledger file was removed or replaced
+// while open: writes would land in a file nobody will read again.
+var errLedgerMoved = errors.New("the ledger file was removed or replaced while the service runs; restart it after restoring the file")
 
 // Entry is one row of the ledger: one payment, keyed by payer and nonce.
 type Entry struct {
@@ -45,14 +62,15 @@ type Entry struct {
 	Amount string
 	// Network is the CAIP-2 network and Asset the token address.
 	Network, Asset string
-	// Status is one of StatusReserved, StatusSettled, StatusFailed,
-	// StatusReleased.
+	// Status is one of StatusReserved, StatusSettling, StatusSettled,
+	// StatusFailed, StatusReleased.
 	Status string
 	// TxHash is the settlement transaction, when known.
 	TxHash string
 	// RunStatus is the delivered run's status (ok, error, timeout, ...).
 	RunStatus string
-	// Reason is the x402 error code of a failed settlement.
+	// Reason is the x402 error code of a failed settlement, or
+	// ReasonUnknownAfterRestart.
 	Reason string
 	// Created and Updated are when the row was reserved and last changed.
 	Created, Updated time.Time
@@ -62,12 +80,15 @@ type Entry struct {
 // even across concurrent requests and restarts. It is safe for concurrent
 // use.
 type Ledger struct {
-	db  *sql.DB
-	now func() time.Time
+	db   *sql.DB
+	path string
+	file os.FileInfo
+	now  func() time.Time
 }
 
-const ledgerSchema = `
-CREATE TABLE IF NOT EXISTS payments (
+// ledgerTable is the payments table, created under the name given.
+const ledgerTable = `
+CREATE TABLE IF NOT EXISTS %s (
 	payer       TEXT NOT NULL,
 	nonce       TEXT NOT NULL,
 	created_at  TEXT NOT NULL,
@@ -75,14 +96,16 @@ CREATE TABLE IF NOT EXISTS payments (
 	amount      TEXT NOT NULL,
 	network     TEXT NOT NULL,
 	asset       TEXT NOT NULL,
-	status      TEXT NOT NULL CHECK (status IN ('reserved', 'settled', 'failed', 'released')),
+	status      TEXT NOT NULL CHECK (status IN ('reserved', 'settling', 'settled', 'failed', 'released')),
 	tx_hash     TEXT NOT NULL DEFAULT '',
 	run_status  TEXT NOT NULL DEFAULT '',
 	reason      TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (payer, nonce)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS payments_status ON payments (status);
 `
+
+// ledgerIndex indexes the payments table by status, for Pending.
+const ledgerIndex = `CREATE INDEX IF NOT EXISTS payments_status ON payments (status);`
 
 // OpenLedger opens (creating it and its parent directory if needed) the
 // ledger at path, in WAL mode with full fsync on commit: a payment row must
@@ -103,11 +126,16 @@ func OpenLedger(ctx context.Context, path string) (*Ledger, error) {
 	// One connection serializes writers inside the process (SQLite allows
 	// one writer anyway); busy_timeout covers another process on the file.
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, ledgerSchema); err != nil {
+	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot prepare the ledger "+path)
 	}
-	return &Ledger{db: db, now: time.Now}, nil
+	fi, err := os.Stat(path)
+	if err != nil {
+		db.Close()
+		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot stat the ledger "+path)
+	}
+	return &Ledger{db: db, path: path, file: fi, now: time.Now}, nil
 }
 
 // Close closes the database.
@@ -117,8 +145,17 @@ func (l *Ledger) Close() error { return l.db.Close() }
 // atomic statement. It returns ErrAlreadyUsed when the same (payer, nonce)
 // has a row that is not released, whether from a concurrent request, an
 // earlier one, or before a restart; a released row is reserved again. Any
-// other failure is CodeUnavailable: a paid run must not happen unrecorded.
+// other failure (a full disk, a read-only or removed file) is
+// CodeUnavailable: a paid run must not happen unrecorded.
 func (l *Ledger) Reserve(ctx context.Context, e Entry) error {
+	const op = "payments.ledger.reserve"
+	fail := func(err error) error {
+		return ledgerErrorMsg(op, err, "the payment ledger could not record the payment, "+
+			"so the call was not run and nothing was charged; try again later")
+	}
+	if err := l.present(); err != nil {
+		return fail(err)
+	}
 	now := l.stamp()
 	res, err := l.db.ExecContext(ctx, `
 INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status)
@@ -129,11 +166,11 @@ ON CONFLICT (payer, nonce) DO UPDATE SET
 WHERE payments.status = 'released'`,
 		key(e.Payer), key(e.Nonce), now, now, e.Amount, e.Network, e.Asset)
 	if err != nil {
-		return ledgerError("payments.ledger.reserve", err)
+		return fail(err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return ledgerError("payments.ledger.reserve", err)
+		return fail(err)
 	}
 	if n == 0 {
 		return ErrAlreadyUsed
@@ -141,32 +178,50 @@ WHERE payments.status = 'released'`,
 	return nil
 }
 
-// MarkSettled records a reserved payment as collected by tx, for a run that
+// MarkSettling records that a reserved payment's settlement is about to be
+// sent. The commit is synced to disk before it returns (synchronous=FULL),
+// so after a crash a reserved row means the settlement was never sent.
+func (l *Ledger) MarkSettling(ctx context.Context, payer, nonce string) error {
+	const op = "payments.ledger.settling"
+	if err := l.present(); err != nil {
+		return ledgerError(op, err)
+	}
+	return l.move(ctx, op, payer, nonce, []string{StatusReserved}, `status = 'settling'`)
+}
+
+// MarkSettled records a settling payment as collected by tx, for a run that
 // ended with runStatus.
 func (l *Ledger) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error {
-	return l.resolve(ctx, "payments.ledger.settled", payer, nonce,
+	return l.move(ctx, "payments.ledger.settled", payer, nonce, []string{StatusSettling},
 		`status = 'settled', tx_hash = ?, run_status = ?`, tx, runStatus)
 }
 
-// MarkFailed records that a reserved payment's settlement failed, with the
-// x402 reason and the transaction hash if one was sent.
+// MarkFailed records that a settling payment's settlement was refused or
+// has an unknown outcome, with the reason and the transaction hash if one
+// was sent.
 func (l *Ledger) MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error {
-	return l.resolve(ctx, "payments.ledger.failed", payer, nonce,
+	return l.move(ctx, "payments.ledger.failed", payer, nonce, []string{StatusSettling},
 		`status = 'failed', tx_hash = ?, reason = ?`, tx, reason)
 }
 
-// MarkReleased records that nothing was collected for a reserved payment,
-// which may then be reserved again.
+// MarkReleased records that nothing was collected for a reserved payment
+// (its run failed) or a settling one (its settlement never left), which may
+// then be reserved again.
 func (l *Ledger) MarkReleased(ctx context.Context, payer, nonce string) error {
-	return l.resolve(ctx, "payments.ledger.released", payer, nonce, `status = 'released'`)
+	return l.move(ctx, "payments.ledger.released", payer, nonce, []string{StatusReserved, StatusSettling},
+		`status = 'released'`)
 }
 
-// resolve moves a reserved row to another state; set is the SET clause
-// (without updated_at) and args its arguments.
-func (l *Ledger) resolve(ctx context.Context, op, payer, nonce, set string, args ...any) error {
+// move changes a row in one of the states from to another state; set is
+// the SET clause (without updated_at) and args its arguments.
+func (l *Ledger) move(ctx context.Context, op, payer, nonce string, from []string, set string, args ...any) error {
 	args = append(args, l.stamp(), key(payer), key(nonce))
+	in := "?" + strings.Repeat(", ?", len(from)-1)
+	for _, f := range from {
+		args = append(args, f)
+	}
 	res, err := l.db.ExecContext(ctx, `UPDATE payments SET `+set+`, updated_at = ?
-WHERE payer = ? AND nonce = ? AND status = 'reserved'`, args...)
+WHERE payer = ? AND nonce = ? AND status IN (`+in+`)`, args...)
 	if err != nil {
 		return ledgerError(op, err)
 	}
@@ -192,10 +247,10 @@ func (l *Ledger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
 	return rows[0], nil
 }
 
-// Pending lists the rows still reserved, oldest first. At start these are
-// the runs a crash left unresolved.
+// Pending lists the rows still reserved or settling, oldest first. At start
+// these are the payments a crash left unresolved.
 func (l *Ledger) Pending(ctx context.Context) ([]Entry, error) {
-	return l.query(ctx, `WHERE status = 'reserved' ORDER BY created_at`)
+	return l.query(ctx, `WHERE status IN ('reserved', 'settling') ORDER BY created_at`)
 }
 
 func (l *Ledger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
@@ -223,17 +278,36 @@ func (l *Ledger) query(ctx context.Context, where string, args ...any) ([]Entry,
 	return out, nil
 }
 
+// present checks that the file opened is still at the ledger's path. SQLite
+// keeps writing to a removed file without an error, and those rows would be
+// gone at the next start.
+func (l *Ledger) present() error {
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errLedgerMoved, err)
+	}
+	if !os.SameFile(fi, l.file) {
+		return errLedgerMoved
+	}
+	return nil
+}
+
 func (l *Ledger) stamp() string { return l.now().UTC().Format(time.RFC3339Nano) }
 
 // key is the ledger's spelling of an address or nonce: lower-case hex.
 func key(s string) string { return strings.ToLower(s) }
 
-// ledgerError wraps a database failure: the ledger is down, so paid calls
-// are refused rather than run unrecorded.
+// ledgerError wraps a database failure: the ledger is down (a full disk, a
+// read-only or removed file), so paid calls are refused rather than run
+// unrecorded.
 func ledgerError(op string, err error) error {
+	return ledgerErrorMsg(op, err, "the payment ledger cannot be read or written; paid calls are refused until it can")
+}
+
+// ledgerErrorMsg is ledgerError with the message given.
+func ledgerErrorMsg(op string, err error, msg string) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err,
-		"the payment ledger cannot be written; paid calls are refused until it is fixed")
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, msg)
 }

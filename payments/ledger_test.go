@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,6 +85,23 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.Reserve(ctx, e); err != nil {
 		t.Fatalf("Reserve after release: %v", err)
 	}
+	// Settled and failed start from settling, never from reserved.
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); !errors.Is(err, ErrNotReserved) {
+		t.Fatalf("MarkSettled of a reserved row = %v, want ErrNotReserved", err)
+	}
+	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", ReasonUnexpectedSettle); !errors.Is(err, ErrNotReserved) {
+		t.Fatalf("MarkFailed of a reserved row = %v, want ErrNotReserved", err)
+	}
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, l, e, StatusSettling)
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); !errors.Is(err, ErrNotReserved) {
+		t.Fatalf("second MarkSettling = %v, want ErrNotReserved", err)
+	}
+	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
+		t.Fatalf("Reserve while settling = %v, want ErrAlreadyUsed", err)
+	}
 	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +120,9 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.Reserve(ctx, f); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.MarkSettling(ctx, f.Payer, f.Nonce); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", ReasonSettlementReverted); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +133,21 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.Reserve(ctx, f); !errors.Is(err, ErrAlreadyUsed) {
 		t.Fatalf("Reserve after failure = %v, want ErrAlreadyUsed", err)
 	}
+
+	// A settlement that never left is released from settling, and the
+	// payment may be reserved again.
+	g := testEntry(3)
+	for _, step := range []func() error{
+		func() error { return l.Reserve(ctx, g) },
+		func() error { return l.MarkSettling(ctx, g.Payer, g.Nonce) },
+		func() error { return l.MarkReleased(ctx, g.Payer, g.Nonce) },
+		func() error { return l.Reserve(ctx, g) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantStatus(t, l, g, StatusReserved)
 }
 
 func TestLedgerConcurrentReserve(t *testing.T) {
@@ -184,69 +219,21 @@ func TestLedgerSurvivesReopen(t *testing.T) {
 	wantStatus(t, l, e, StatusReserved)
 }
 
-// nonceOracle is a Settler whose NonceUsed answers from a map.
+// nonceOracle is a Settler whose NonceUsed answers from a map, and counts
+// the questions.
 type nonceOracle struct {
 	fakeSettler
-	used map[string]bool
-	err  error
+	used  map[string]bool
+	err   error
+	asked atomic.Int32
 }
 
 func (o *nonceOracle) NonceUsed(_ context.Context, from common.Address, nonce [32]byte) (bool, error) {
+	o.asked.Add(1)
 	if o.err != nil {
 		return false, o.err
 	}
 	return o.used[common.Hash(nonce).Hex()], nil
-}
-
-func TestLedgerPendingAndRecover(t *testing.T) {
-	ctx := context.Background()
-	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	for i := 1; i <= 4; i++ {
-		if err := l.Reserve(ctx, testEntry(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.MarkSettled(ctx, testEntry(4).Payer, testEntry(4).Nonce, "0x1", "ok"); err != nil {
-		t.Fatal(err)
-	}
-	pending, err := l.Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pending) != 3 {
-		t.Fatalf("%d pending, want 3", len(pending))
-	}
-
-	log := slog.New(slog.DiscardHandler)
-	// A settler that cannot tell leaves every row reserved.
-	rep, err := l.Recover(ctx, &nonceOracle{err: ErrNonceStateUnknown}, log)
-	if err != nil || rep.Left != 3 {
-		t.Fatalf("Recover = %+v, %v; want 3 left", rep, err)
-	}
-	// So does a chain that cannot be reached.
-	down := sandboxd.Errorf(sandboxd.CodeUnavailable, "test", "down")
-	if rep, err := l.Recover(ctx, &nonceOracle{err: down}, log); err != nil || rep.Left != 3 {
-		t.Fatalf("Recover = %+v, %v; want 3 left", rep, err)
-	}
-
-	used := map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}
-	rep, err = l.Recover(ctx, &nonceOracle{used: used}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep != (RecoverReport{Settled: 1, Released: 2}) {
-		t.Fatalf("Recover = %+v, want 1 settled, 2 released", rep)
-	}
-	wantStatus(t, l, testEntry(1), StatusSettled)
-	wantStatus(t, l, testEntry(2), StatusReleased)
-	wantStatus(t, l, testEntry(3), StatusReleased)
-	if pending, _ := l.Pending(ctx); len(pending) != 0 {
-		t.Fatalf("%d pending after Recover", len(pending))
-	}
-	// The released payment may be offered again.
-	if err := l.Reserve(ctx, testEntry(2)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestLedgerWriteFailureIsUnavailable(t *testing.T) {
@@ -269,5 +256,46 @@ func TestOpenLedgerUnwritable(t *testing.T) {
 	_, err := OpenLedger(context.Background(), filepath.Join(file, "ledger.db"))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 		t.Fatalf("OpenLedger = %v, want CodeUnavailable", err)
+	}
+}
+
+// TestLedgerFileRemoved: SQLite goes on writing to a ledger file removed
+// while open, rows nobody would read again; the ledger refuses paid calls
+// instead, and does not let a settlement leave unrecorded.
+func TestLedgerFileRemoved(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleTx: "0x1"}
+	g, l := newTestGate(t, s)
+	pay := func() sandboxd.PaymentRequest {
+		return paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
+	}
+	charge, err := g.Begin(ctx, pay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(l.path)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Begin(ctx, pay())
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), "removed or replaced") ||
+		!strings.Contains(sandboxd.ErrorMessage(err), "ledger could not record the payment") {
+		t.Fatalf("Begin with the ledger removed = %v, want CodeUnavailable", err)
+	}
+	if out, err := charge.Settle(ctx, sandboxd.Result{}); out != nil || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("Settle with the ledger removed = %v, %v; want CodeUnavailable", out, err)
+	}
+	if n := s.settles.Load(); n != 0 {
+		t.Fatalf("the settler was called %d times", n)
+	}
+	// A new file at the path is not the ledger either.
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reserve(ctx, testEntry(1)); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("Reserve with the ledger replaced = %v, want CodeUnavailable", err)
 	}
 }

@@ -9,25 +9,39 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 )
 
-// RecoverReport counts what Recover did with the rows it found reserved.
+// RecoverReport counts what Recover did with the rows a crash left
+// reserved or settling.
 type RecoverReport struct {
-	// Settled rows were found used on chain: the payment was collected.
+	// Settled rows were settling and found used on chain: collected.
 	Settled int
-	// Released rows were not used on chain: nothing was collected.
+	// Released rows were reserved (no settlement was sent), or settling and
+	// found unused on chain: nothing was collected.
 	Released int
-	// Left rows stay reserved: the settler could not tell, or failed.
+	// Failed rows were settling under a settler that cannot tell whether
+	// they were collected: marked failed, ReasonUnknownAfterRestart.
+	Failed int
+	// Left rows stay settling: the chain could not be asked, or the row's
+	// key is malformed. The next start tries them again.
 	Left int
 }
 
-// Recover resolves the rows a crash left reserved. For each, it asks the
-// settler whether the nonce was used on chain: if so the row becomes
-// settled (with no transaction hash, which is not known), if not released,
-// so the payer may offer the payment again. When the settler cannot tell
-// (ErrNonceStateUnknown, e.g. a facilitator) or fails, the row stays
-// reserved and is logged: that refuses a retry of the payment rather than
-// risk running twice for one collected payment, and the payer's
-// authorization simply expires if it was never settled. Only a ledger
-// failure is returned as an error. A nil log discards the events.
+// Recover resolves the rows a crash (or a stop mid-request) left open, so
+// that no payment stays reserved:
+//   - reserved: the settlement was never sent (settling is written, durably,
+//     before it is), so nobody was charged: released in every mode, and the
+//     same payment may be offered again;
+//   - settling, and the settler can ask the chain (onchain): settled when
+//     the nonce is used (with no transaction hash, which is not known),
+//     released when it is not; when the chain cannot be asked the row stays
+//     settling, which refuses the payment, until the next start;
+//   - settling, and the settler cannot tell (ErrNonceStateUnknown, a
+//     facilitator): failed with ReasonUnknownAfterRestart, logged at warn
+//     with the payer and nonce for an operator to look up. The signed
+//     authorization then never buys a second answer, whether or not it was
+//     collected.
+//
+// Only a ledger failure is returned as an error. A nil log discards the
+// events.
 func (l *Ledger) Recover(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -38,34 +52,56 @@ func (l *Ledger) Recover(ctx context.Context, s Settler, log *slog.Logger) (Reco
 		return rep, err
 	}
 	for _, e := range pending {
-		elog := log.With("payer", e.Payer, "nonce", e.Nonce, "reserved_at", e.Created)
-		nonce, err := hexutil.Decode(e.Nonce)
-		if err != nil || len(nonce) != 32 || !common.IsHexAddress(e.Payer) {
-			elog.Error("payments: ledger row has a malformed key; left reserved")
-			rep.Left++
-			continue
-		}
-		used, err := s.NonceUsed(ctx, common.HexToAddress(e.Payer), [32]byte(nonce))
-		switch {
-		case errors.Is(err, ErrNonceStateUnknown):
-			elog.Warn("payments: payment left reserved by a crash; the settler cannot tell whether it was collected, so it stays reserved")
-			rep.Left++
-		case err != nil:
-			elog.Warn("payments: payment left reserved by a crash; checking it on chain failed, it stays reserved", "err", err)
-			rep.Left++
-		case used:
-			if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "", ""); err != nil {
-				return rep, err
-			}
-			elog.Info("payments: recovered payment: used on chain, marked settled")
-			rep.Settled++
-		default:
+		elog := log.With("payer", e.Payer, "nonce", e.Nonce, "status", e.Status, "reserved_at", e.Created)
+		if e.Status == StatusReserved {
 			if err := l.MarkReleased(ctx, e.Payer, e.Nonce); err != nil {
 				return rep, err
 			}
-			elog.Info("payments: recovered payment: not used on chain, released")
+			elog.Info("payments: recovered payment: its settlement was never sent, released")
 			rep.Released++
+			continue
+		}
+		if err := l.recoverSettling(ctx, s, e, elog, &rep); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// recoverSettling resolves one settling row e, counting it in rep.
+func (l *Ledger) recoverSettling(ctx context.Context, s Settler, e Entry, log *slog.Logger, rep *RecoverReport) error {
+	nonce, err := hexutil.Decode(e.Nonce)
+	if err != nil || len(nonce) != 32 || !common.IsHexAddress(e.Payer) {
+		log.Error("payments: ledger row has a malformed key; left settling")
+		rep.Left++
+		return nil
+	}
+	used, err := s.NonceUsed(ctx, common.HexToAddress(e.Payer), [32]byte(nonce))
+	switch {
+	case errors.Is(err, ErrNonceStateUnknown):
+		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", ReasonUnknownAfterRestart); err != nil {
+			return err
+		}
+		log.Warn("payments: a settlement was in flight when the service stopped and the settler cannot tell "+
+			"whether it was collected; marked failed, so this payment is never admitted again (look the payer and nonce up on chain)",
+			"reason", ReasonUnknownAfterRestart)
+		rep.Failed++
+	case err != nil:
+		log.Warn("payments: a settlement was in flight when the service stopped; asking the chain failed, "+
+			"so it stays settling (refused) until the next start", "err", err)
+		rep.Left++
+	case used:
+		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "", ""); err != nil {
+			return err
+		}
+		log.Info("payments: recovered payment: used on chain, marked settled")
+		rep.Settled++
+	default:
+		if err := l.MarkReleased(ctx, e.Payer, e.Nonce); err != nil {
+			return err
+		}
+		log.Info("payments: recovered payment: not used on chain, released")
+		rep.Released++
+	}
+	return nil
 }

@@ -50,9 +50,19 @@ type ChainConfig struct {
 	// SettleTimeout bounds Settle up to the receipt; zero means
 	// DefaultSettleTimeout.
 	SettleTimeout time.Duration
+	// RPCTimeout bounds each call to the backend, inside the bounds above,
+	// so one hung call cannot use up a whole settlement; zero means
+	// DefaultRPCTimeout.
+	RPCTimeout time.Duration
+	// Endpoint, when set, names the backend (payments.rpc_url's value) in
+	// the errors of NewChainSettler, which only the operator sees.
+	Endpoint string
 	// Log receives the settler's events; nil discards them.
 	Log *slog.Logger
 }
+
+// defaultReceiptPoll is how often Settle asks for a settlement's receipt.
+const defaultReceiptPoll = time.Second
 
 // ChainSettler settles payments itself: it sends transferWithAuthorization
 // to the token from a relayer account that pays the gas.
@@ -65,6 +75,8 @@ type ChainSettler struct {
 	signer        types.Signer
 	checkTimeout  time.Duration
 	settleTimeout time.Duration
+	rpcTimeout    time.Duration
+	receiptPoll   time.Duration
 	log           *slog.Logger
 	close         func()
 
@@ -78,32 +90,46 @@ type ChainSettler struct {
 var _ Settler = (*ChainSettler)(nil)
 
 // NewChainSettler returns a settler sending from key's account through
-// backend. It checks the chain id and that the asset has code.
+// backend. It checks the chain id and that the asset has code; a backend
+// that cannot be reached or answers garbage is CodeUnavailable, naming
+// payments.rpc_url (and c.Endpoint).
 func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.PrivateKey, c ChainConfig) (*ChainSettler, error) {
 	const op = "payments.chain"
 	s := &ChainSettler{backend: backend, key: key, relayer: crypto.PubkeyToAddress(key.PublicKey), asset: c.Asset,
-		checkTimeout: c.CheckTimeout, settleTimeout: c.SettleTimeout, log: c.Log}
+		checkTimeout: c.CheckTimeout, settleTimeout: c.SettleTimeout, rpcTimeout: c.RPCTimeout,
+		receiptPoll: defaultReceiptPoll, log: c.Log}
 	if s.checkTimeout <= 0 {
 		s.checkTimeout = DefaultVerifyTimeout
 	}
 	if s.settleTimeout <= 0 {
 		s.settleTimeout = DefaultSettleTimeout
 	}
+	if s.rpcTimeout <= 0 {
+		s.rpcTimeout = DefaultRPCTimeout
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	where := "payments.rpc_url"
+	if c.Endpoint != "" {
+		where += " " + c.Endpoint
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
-	id, err := backend.ChainID(ctx)
+	cctx, ccancel := s.call(ctx)
+	id, err := backend.ChainID(cctx)
+	ccancel()
 	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot read the chain id from payments.rpc_url")
+		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, s.timedOut(err), "cannot read the chain id (eth_chainId) from "+where)
 	}
 	if c.ChainID != nil && id.Cmp(c.ChainID) != 0 {
-		return nil, sandboxd.Errorf(sandboxd.CodeInvalid, op, "payments.rpc_url serves chain %s, but payments.network is chain %s", id, c.ChainID)
+		return nil, sandboxd.Errorf(sandboxd.CodeInvalid, op, "%s serves chain %s, but payments.network is chain %s", where, id, c.ChainID)
 	}
-	code, err := backend.CodeAt(ctx, c.Asset, nil)
+	cctx, ccancel = s.call(ctx)
+	code, err := backend.CodeAt(cctx, c.Asset, nil)
+	ccancel()
 	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot read the asset's code from payments.rpc_url")
+		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, s.timedOut(err), "cannot read the asset's code (eth_getCode) from "+where)
 	}
 	if len(code) == 0 {
 		return nil, sandboxd.Errorf(sandboxd.CodeInvalid, op, "payments.asset %s has no contract code on chain %s", c.Asset.Hex(), id)
@@ -113,8 +139,14 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 }
 
 // DialChainSettler connects to cfg.RPCURL and returns a settler for req's
-// asset with the relayer key of cfg.RelayerKeyFile. Close disconnects.
+// asset with the relayer key of cfg.RelayerKeyFile. Close disconnects. An
+// endpoint that cannot be reached, is slow past cfg's RPC timeout or answers
+// garbage fails here, with an error naming payments.rpc_url and its value.
+// A nil log discards the events.
 func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Logger) (*ChainSettler, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	key, err := LoadKey(cfg.RelayerKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("payments.relayer_key_file: %w", err)
@@ -123,12 +155,15 @@ func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("payments.network: %w", err)
 	}
-	client, err := ethclient.DialContext(ctx, cfg.RPCURL)
+	dctx, cancel := context.WithTimeout(ctx, cfg.rpcTimeout())
+	client, err := ethclient.DialContext(dctx, cfg.RPCURL)
+	cancel()
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, "cannot connect to payments.rpc_url "+cfg.RPCURL)
 	}
 	s, err := NewChainSettler(ctx, client, key, ChainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
-		CheckTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(), Log: log})
+		CheckTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(), RPCTimeout: cfg.rpcTimeout(),
+		Endpoint: cfg.RPCURL, Log: log})
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -150,7 +185,8 @@ func (s *ChainSettler) Close() error {
 }
 
 // Check simulates the transfer from the relayer with eth_call. When the
-// token refuses it, authorizationState and balanceOf say why.
+// token refuses it (a revert), authorizationState and balanceOf say why;
+// any other failure of the call is CodeUnavailable.
 func (s *ChainSettler) Check(ctx context.Context, p *Payment) error {
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
@@ -158,44 +194,59 @@ func (s *ChainSettler) Check(ctx context.Context, p *Payment) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.backend.CallContract(ctx, ethereum.CallMsg{From: s.relayer, To: &s.asset, Data: data}, nil)
+	cctx, ccancel := s.call(ctx)
+	_, err = s.backend.CallContract(cctx, ethereum.CallMsg{From: s.relayer, To: &s.asset, Data: data}, nil)
+	ccancel()
 	if err == nil {
 		return nil
 	}
-	if !isNodeError(err) {
-		return s.unavailable("check", err)
+	if !isRevert(err) {
+		return s.unavailable("check the payment (eth_call)", err)
 	}
 	return s.diagnose(ctx, p.Transfer, err)
 }
 
 // Settle sends the transfer, waits for its receipt and requires success.
+// A failure before the transaction may have reached the node wraps
+// ErrSettleNotSent. When sending failed in a way that may have delivered it
+// (a timeout, a garbled answer), Settle still waits for its receipt: a
+// settlement that landed is a success, not a lost answer.
 func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	t := p.Transfer
 	data, err := packTransfer(t)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w: %w", ErrSettleNotSent, err)
 	}
-	gas, err := s.backend.EstimateGas(ctx, ethereum.CallMsg{From: s.relayer, To: &s.asset, Data: data})
+	cctx, ccancel := s.call(ctx)
+	gas, err := s.backend.EstimateGas(cctx, ethereum.CallMsg{From: s.relayer, To: &s.asset, Data: data})
+	ccancel()
 	if err != nil {
-		if isNodeError(err) {
+		if isRevert(err) {
 			return "", s.diagnose(ctx, t, err)
 		}
-		return "", s.unavailable("estimate gas", err)
+		return "", s.notSent("estimate the settlement's gas (eth_estimateGas)", err)
 	}
 	gas += gas * gasMarginPercent / 100
 	log := s.log.With("payer", t.Payer(), "nonce", t.NonceHex())
 	tx, err := s.sendRetry(ctx, log, gas, data)
-	if err != nil {
-		return "", s.unavailable("send", err)
+	if tx == nil {
+		return "", s.notSent("send the settlement", err)
 	}
 	hash := tx.Hash().Hex()
 	log = log.With("tx", hash, "relayer_nonce", tx.Nonce())
-	log.Info("payments: settlement sent")
-	receipt, err := bind.WaitMined(ctx, s.backend, tx.Hash())
 	if err != nil {
-		return hash, s.unavailable("wait for the receipt", err)
+		log.Warn("payments: sending the settlement failed after it may have reached the node; waiting for its receipt", "err", err)
+	} else {
+		log.Info("payments: settlement sent")
+	}
+	receipt, err := s.waitReceipt(ctx, tx.Hash())
+	if err != nil {
+		log.Warn("payments: settlement outcome unknown", "err", err)
+		return hash, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, fmt.Sprintf(
+			"the chain RPC failed after the settlement transaction %s was sent, so its outcome is unknown "+
+				"and this payment cannot be used again; look the transaction up", hash))
 	}
 	if receipt.Status != types.ReceiptStatusSuccessful {
 		log.Warn("payments: settlement reverted", "block", receipt.BlockNumber)
@@ -205,77 +256,6 @@ func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 	return hash, nil
 }
 
-// send prices, signs and sends one transaction. The relayer nonce is taken
-// and advanced under a lock so concurrent settlements never share one; after
-// a failed send it is fetched again from the pending state.
-func (s *ChainSettler) send(ctx context.Context, gas uint64, data []byte) (*types.Transaction, error) {
-	inner, err := s.fees(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.known {
-		n, err := s.backend.PendingNonceAt(ctx, s.relayer)
-		if err != nil {
-			return nil, fmt.Errorf("relayer nonce: %w", err)
-		}
-		s.next, s.known = n, true
-	}
-	switch tx := inner.(type) {
-	case *types.DynamicFeeTx:
-		tx.ChainID, tx.Nonce, tx.Gas, tx.To, tx.Data = s.chainID, s.next, gas, &s.asset, data
-	case *types.LegacyTx:
-		tx.Nonce, tx.Gas, tx.To, tx.Data = s.next, gas, &s.asset, data
-	}
-	signed, err := types.SignNewTx(s.key, s.signer, inner)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.backend.SendTransaction(ctx, signed); err != nil {
-		s.known = false
-		return nil, err
-	}
-	s.next++
-	return signed, nil
-}
-
-// sendRetry is send, tried once more with a fresh relayer nonce when the
-// node refused the first for its nonce (another sender used the relayer
-// account). A retry cannot collect twice: the token accepts each
-// authorization once.
-func (s *ChainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
-	tx, err := s.send(ctx, gas, data)
-	if err != nil && strings.Contains(strings.ToLower(err.Error()), "nonce") {
-		log.Warn("payments: relayer nonce was stale; retrying with the pending nonce", "err", err)
-		tx, err = s.send(ctx, gas, data)
-	}
-	return tx, err
-}
-
-// fees returns an unsigned transaction body carrying the fee fields: an
-// EIP-1559 one (tip plus twice the base fee) where the chain has a base
-// fee, else a legacy one.
-func (s *ChainSettler) fees(ctx context.Context) (types.TxData, error) {
-	head, err := s.backend.HeaderByNumber(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("latest header: %w", err)
-	}
-	if head.BaseFee == nil {
-		price, err := s.backend.SuggestGasPrice(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("gas price: %w", err)
-		}
-		return &types.LegacyTx{GasPrice: price}, nil
-	}
-	tip, err := s.backend.SuggestGasTipCap(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("gas tip: %w", err)
-	}
-	feeCap := new(big.Int).Add(tip, new(big.Int).Mul(head.BaseFee, big.NewInt(2)))
-	return &types.DynamicFeeTx{GasTipCap: tip, GasFeeCap: feeCap}, nil
-}
-
 // NonceUsed reads authorizationState(from, nonce), from the pending state
 // when the backend offers it.
 func (s *ChainSettler) NonceUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error) {
@@ -283,7 +263,7 @@ func (s *ChainSettler) NonceUsed(ctx context.Context, from common.Address, nonce
 	defer cancel()
 	used, err := s.authorizationState(ctx, from, nonce, true)
 	if err != nil {
-		return false, s.unavailable("authorizationState", err)
+		return false, s.unavailable("read authorizationState (eth_call)", err)
 	}
 	return used, nil
 }
@@ -313,6 +293,8 @@ func (s *ChainSettler) authorizationState(ctx context.Context, from common.Addre
 		return false, err
 	}
 	msg := ethereum.CallMsg{To: &s.asset, Data: data}
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	var out []byte
 	if pc, ok := s.backend.(pendingCaller); ok && pending {
 		out, err = pc.PendingCallContract(ctx, msg)
@@ -334,6 +316,8 @@ func (s *ChainSettler) balanceOf(ctx context.Context, who common.Address) (*big.
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.call(ctx)
+	defer cancel()
 	out, err := s.backend.CallContract(ctx, ethereum.CallMsg{To: &s.asset, Data: data}, nil)
 	if err != nil {
 		return nil, err
@@ -345,18 +329,42 @@ func (s *ChainSettler) balanceOf(ctx context.Context, who common.Address) (*big.
 	return res[0].(*big.Int), nil
 }
 
-func (s *ChainSettler) unavailable(what string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("timed out: %w", err)
-	}
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err,
-		fmt.Sprintf("the chain (id %s) could not %s; try again later", s.chainID, what))
+// call bounds one RPC call by the per-call timeout, inside ctx's bound.
+func (s *ChainSettler) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.rpcTimeout)
 }
 
-// isNodeError reports whether the node answered with an error (a revert,
-// a refused call) rather than not answering at all.
-func isNodeError(err error) bool {
+// timedOut says, for the log, that a call ran out of time.
+func (s *ChainSettler) timedOut(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer in time (each call is bounded by %s): %w", s.rpcTimeout, err)
+	}
+	return err
+}
+
+// unavailable is the error of a chain RPC failure after which nothing was
+// collected. Its message is shown to callers, so it names no URL (an RPC
+// URL often holds an API key); the cause, for the log, has the details.
+func (s *ChainSettler) unavailable(what string, err error) error {
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", s.timedOut(err),
+		"the chain RPC failed to "+what+"; nothing was charged, so the same payment may be sent again later")
+}
+
+// notSent is unavailable for a settlement that failed before its
+// transaction could have reached the node.
+func (s *ChainSettler) notSent(what string, err error) error {
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", fmt.Errorf("%w: %w", ErrSettleNotSent, s.timedOut(err)),
+		"the chain RPC failed to "+what+"; nothing was charged, so the same payment may be sent again later")
+}
+
+// isRevert reports whether the node answered that the call reverted (the
+// token refused it), as opposed to failing, answering garbage or a JSON-RPC
+// error of its own (rate limit, internal error), which say nothing about
+// the payment.
+func isRevert(err error) bool {
 	var re rpc.Error
-	var de rpc.DataError
-	return errors.As(err, &re) || errors.As(err, &de)
+	if !errors.As(err, &re) {
+		return false
+	}
+	return re.ErrorCode() == 3 || strings.Contains(strings.ToLower(re.Error()), "revert")
 }

@@ -356,7 +356,7 @@ func TestChainRecover(t *testing.T) {
 	payer := mustKey(t)
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
 
-	// Two payments reserved, one of them settled on chain, then a "crash"
+	// Two payments settling, one of them settled on chain, then a "crash"
 	// before the ledger heard of either outcome.
 	var ps []*Payment
 	for range 2 {
@@ -367,6 +367,9 @@ func TestChainRecover(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := l.Reserve(ctx, Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.MarkSettling(ctx, p.Transfer.Payer(), p.Transfer.NonceHex()); err != nil {
 			t.Fatal(err)
 		}
 		ps = append(ps, p)

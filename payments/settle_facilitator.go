@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -23,8 +24,9 @@ const maxFacilitatorBody = 1 << 20
 type FacilitatorConfig struct {
 	// URL is the facilitator's base URL; /verify and /settle are appended.
 	URL string
-	// HTTPClient makes the calls; nil means a client with no overall
-	// timeout (each call is bounded by the timeouts below).
+	// HTTPClient makes the calls; nil means clients with no overall
+	// timeout (each call is bounded by the timeouts below), the one for
+	// /settle opening a fresh connection for each call.
 	HTTPClient *http.Client
 	// VerifyTimeout bounds /verify; zero means DefaultVerifyTimeout.
 	VerifyTimeout time.Duration
@@ -35,9 +37,13 @@ type FacilitatorConfig struct {
 // FacilitatorSettler checks and settles payments through an x402
 // facilitator's /verify and /settle. It cannot tell whether a nonce was
 // used (NonceUsed returns ErrNonceStateUnknown).
+//
+// Its errors name the facilitator's URL: it is public (the public test
+// facilitator, or one authenticated by a header, never by the URL).
 type FacilitatorSettler struct {
 	url                          string
 	client                       *http.Client
+	settleClient                 *http.Client
 	verifyTimeout, settleTimeout time.Duration
 }
 
@@ -47,8 +53,15 @@ var _ Settler = (*FacilitatorSettler)(nil)
 func NewFacilitatorSettler(c FacilitatorConfig) *FacilitatorSettler {
 	f := &FacilitatorSettler{url: strings.TrimRight(c.URL, "/"), client: c.HTTPClient,
 		verifyTimeout: c.VerifyTimeout, settleTimeout: c.SettleTimeout}
+	f.settleClient = f.client
 	if f.client == nil {
-		f.client = &http.Client{}
+		// On a reused keep-alive connection the server may have closed
+		// (Node's default idle timeout is 5 s, shorter than many runs), a
+		// failed /settle could not tell "never received" from "received";
+		// on a fresh one, a refused connection means it never left.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DisableKeepAlives = true
+		f.client, f.settleClient = &http.Client{}, &http.Client{Transport: t}
 	}
 	if f.verifyTimeout <= 0 {
 		f.verifyTimeout = DefaultVerifyTimeout
@@ -88,13 +101,16 @@ func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
 		return nil
 	}
 	if a.InvalidReason == "" {
-		return f.unavailable("/verify", fmt.Errorf("status %d, isValid false, no invalidReason", status))
+		return f.unavailable("/verify", true, fmt.Errorf("status %d, isValid false, no invalidReason", status))
 	}
 	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment" + detail(a.InvalidMessage)}
 }
 
 // Settle asks the facilitator's /settle to collect p. It is never retried:
-// a retry could collect twice.
+// a retry could collect twice. Only a refused connection wraps
+// ErrSettleNotSent; once the request may have reached the facilitator (a
+// timeout, a 5xx, an answer that does not decode), whether it settled is
+// unknown.
 func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 	var a facilitatorAnswer
 	status, err := f.post(ctx, "/settle", f.settleTimeout, p, &a)
@@ -105,13 +121,13 @@ func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, er
 		return a.Transaction, nil
 	}
 	if a.ErrorReason == "" {
-		return a.Transaction, f.unavailable("/settle", fmt.Errorf("status %d, success false, no errorReason", status))
+		return a.Transaction, f.unavailable("/settle", true, fmt.Errorf("status %d, success false, no errorReason", status))
 	}
 	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment" + detail(a.ErrorMessage)}
 }
 
 // NonceUsed returns ErrNonceStateUnknown: a facilitator has no query for
-// it. Recover leaves such rows reserved.
+// it. Recover marks a settlement in flight at a crash failed.
 func (f *FacilitatorSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
 	return false, ErrNonceStateUnknown
 }
@@ -128,27 +144,32 @@ func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url+path, bytes.NewReader(body))
 	if err != nil {
-		return 0, f.unavailable(path, err)
+		return 0, f.unavailable(path, false, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	resp, err := f.client.Do(req)
+	client := f.client
+	if path == "/settle" {
+		client = f.settleClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
+		sent := !dialFailed(err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s: %w", timeout, err)
 		}
-		return 0, f.unavailable(path, err)
+		return 0, f.unavailable(path, sent, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxFacilitatorBody))
 	if err != nil {
-		return resp.StatusCode, f.unavailable(path, err)
+		return resp.StatusCode, f.unavailable(path, true, err)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return resp.StatusCode, f.unavailable(path, fmt.Errorf("status %d, body %q", resp.StatusCode, snippet(raw)))
+		return resp.StatusCode, f.unavailable(path, true, fmt.Errorf("status %d, body %q", resp.StatusCode, snippet(raw)))
 	}
 	if resp.StatusCode >= 500 && !out.IsValid && !out.Success && out.InvalidReason == "" && out.ErrorReason == "" {
-		return resp.StatusCode, f.unavailable(path, fmt.Errorf("status %d, body %q", resp.StatusCode, snippet(raw)))
+		return resp.StatusCode, f.unavailable(path, true, fmt.Errorf("status %d, body %q", resp.StatusCode, snippet(raw)))
 	}
 	return resp.StatusCode, nil
 }
@@ -165,9 +186,29 @@ func facilitatorPayload(p *Payment) json.RawMessage {
 	return b
 }
 
-func (f *FacilitatorSettler) unavailable(path string, err error) error {
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err,
-		fmt.Sprintf("the payment facilitator at %s cannot be reached or gave no usable answer; try again later", f.url+path))
+// unavailable is the error of a failed call to path; sent says whether the
+// request may have reached the facilitator. For /settle the message says
+// what that means for the payment, and an unsent one wraps ErrSettleNotSent.
+func (f *FacilitatorSettler) unavailable(path string, sent bool, err error) error {
+	url := f.url + path
+	switch {
+	case path != "/settle":
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
+			"the payment facilitator at %s cannot be reached or gave no usable answer; nothing was charged, try again later", url))
+	case !sent:
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", ErrSettleNotSent, err), fmt.Sprintf(
+			"the payment facilitator at %s cannot be reached; nothing was charged, so the same payment may be sent again later", url))
+	}
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
+		"the payment facilitator at %s gave no usable answer, so whether it settled is unknown "+
+			"and this payment cannot be used again", url))
+}
+
+// dialFailed reports whether an HTTP call failed before a connection was
+// made, so the request cannot have reached the server.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func detail(msg string) string {

@@ -9,8 +9,17 @@ import (
 
 // ErrNonceStateUnknown is returned by NonceUsed when the settler cannot
 // tell whether an authorization was used (a facilitator offers no such
-// query). Recover leaves such rows reserved and logs them.
+// query). Recover marks such rows failed when a settlement was in flight.
 var ErrNonceStateUnknown = errors.New("the settler cannot tell whether this nonce was used")
+
+// ErrSettleNotSent marks a Settle failure that happened before anything
+// able to collect the payment left the service: no transaction reached the
+// chain, no /settle request reached the facilitator (the connection was
+// refused, or the node refused the transaction). The charge then releases
+// the payment: nobody was charged, and the same payment may be offered
+// again. A failure that may have come after the settlement left (a timeout,
+// a garbled answer) never carries it.
+var ErrSettleNotSent = errors.New("the settlement was not sent")
 
 // Settler checks payments against the chain's state and collects them.
 //
@@ -27,14 +36,16 @@ var ErrNonceStateUnknown = errors.New("the settler cannot tell whether this nonc
 //   - the hash and nil when the transfer is on chain with a successful receipt;
 //   - a *RejectError when it was refused or reverted (the hash, when a
 //     transaction was sent, is returned with it);
-//   - a CodeUnavailable *sandboxd.Error when the chain or the facilitator
-//     cannot be reached or did not answer in time; if a transaction was sent
-//     its hash comes back too and its outcome is unknown;
+//   - a CodeUnavailable *sandboxd.Error wrapping ErrSettleNotSent when the
+//     chain or the facilitator failed before the settlement was sent;
+//   - a CodeUnavailable *sandboxd.Error without it when they failed or did
+//     not answer in time after it may have been sent: its outcome is
+//     unknown (the hash, when a transaction was sent, comes back too);
 //   - ctx's error.
 //
 // NonceUsed reports whether (from, nonce) was used on chain, including by a
-// transaction still pending; Recover calls it for rows a crash left
-// reserved. It returns ErrNonceStateUnknown when the settler cannot tell,
+// transaction still pending; Recover calls it for rows a crash left in
+// settlement. It returns ErrNonceStateUnknown when the settler cannot tell,
 // or a CodeUnavailable *sandboxd.Error when the chain cannot be reached.
 type Settler interface {
 	Check(ctx context.Context, p *Payment) error

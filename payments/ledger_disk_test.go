@@ -1,0 +1,152 @@
+//go:build linux
+
+package payments
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sandboxd"
+)
+
+// needMount skips (or, when CI=true, fails) a test that must mount a
+// filesystem, when it cannot.
+func needMount(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s; CI must run the payments tests as root with CAP_SYS_ADMIN", why)
+	}
+	t.Skipf("%s; run as root to test the ledger on a full or read-only disk", why)
+}
+
+// mustTmpfs mounts a tmpfs of size (e.g. "256k") on a new directory,
+// unmounted at cleanup (after the ledgers opened later are closed).
+func mustTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		needMount(t, "not root, so no tmpfs can be mounted")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+		needMount(t, "cannot mount a tmpfs: "+err.Error())
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting the test tmpfs %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// mustFill writes a file at path until the disk is full.
+func mustFill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// TestLedgerDiskFull: with the ledger's disk full a paid call is refused
+// before it runs (CodeUnavailable, saying the ledger could not record the
+// payment) and a settlement is not sent; once space is freed paid calls
+// work again without a restart, and the next start releases the payment
+// whose settlement was stopped.
+func TestLedgerDiskFull(t *testing.T) {
+	ctx := context.Background()
+	dir := mustTmpfs(t, "256k")
+	s := &fakeSettler{settleTx: "0x1"}
+	cfg := testConfig(t)
+	cfg.Ledger = filepath.Join(dir, "ledger.db")
+	l := mustLedger(t, cfg.Ledger)
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := func() sandboxd.PaymentRequest {
+		return paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
+	}
+	running := pay()
+	charge, err := g.Begin(ctx, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	filler := filepath.Join(dir, "filler")
+	mustFill(t, filler)
+	_, err = g.Begin(ctx, pay())
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "ledger could not record the payment") {
+		t.Fatalf("Begin on a full disk = %v, want CodeUnavailable saying the ledger could not record the payment", err)
+	}
+	// The run admitted before the disk filled is not settled unrecorded.
+	out, err := charge.Settle(ctx, sandboxd.Result{})
+	if out != nil || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "nothing was charged") {
+		t.Fatalf("Settle on a full disk = %v, %v; want CodeUnavailable and no answer", out, err)
+	}
+	if n := s.settles.Load(); n != 0 {
+		t.Fatalf("the settler was called %d times on a full disk", n)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.Begin(ctx, pay())
+	if err != nil {
+		t.Fatalf("Begin after space was freed: %v", err)
+	}
+	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+		t.Fatalf("Settle after space was freed: %v", err)
+	}
+	// The stopped payment's row stayed reserved (its release could not be
+	// written either); the next start releases it and it may be sent again.
+	if rep, err := l.Recover(ctx, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
+		t.Fatalf("Recover = %+v, %v; want 1 released", rep, err)
+	}
+	c, err = g.Begin(ctx, running)
+	if err != nil {
+		t.Fatalf("the stopped payment after a restart: %v", err)
+	}
+	c.Release(ctx)
+}
+
+// TestLedgerReadOnly: a ledger on a read-only filesystem is refused at
+// open, naming the file, so the service does not start taking payments it
+// cannot record.
+func TestLedgerReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := mustTmpfs(t, "1m")
+	path := filepath.Join(dir, "ledger.db")
+	l, err := OpenLedger(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	ro := t.TempDir()
+	if err := syscall.Mount(dir, ro, "", syscall.MS_BIND, ""); err != nil {
+		needMount(t, "cannot bind-mount: "+err.Error())
+	}
+	t.Cleanup(func() { syscall.Unmount(ro, 0) })
+	if err := syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		needMount(t, "cannot make a bind mount read-only: "+err.Error())
+	}
+	_, err = OpenLedger(ctx, filepath.Join(ro, "ledger.db"))
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), filepath.Join(ro, "ledger.db")) {
+		t.Fatalf("OpenLedger on a read-only filesystem = %v, want CodeUnavailable naming the file", err)
+	}
+}

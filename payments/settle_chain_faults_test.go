@@ -1,0 +1,339 @@
+package payments
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"sandboxd"
+)
+
+// faultRPCTimeout is the per-call timeout of the fault tests: a slow
+// endpoint costs this much per call, and a healthy call must answer within
+// it on a loaded machine.
+const faultRPCTimeout = time.Second
+
+// faultSettleTimeout bounds a settlement whose receipt never comes: it
+// waits this long.
+const faultSettleTimeout = 2500 * time.Millisecond
+
+// faultChain is a test chain reached over HTTP through a fault-injecting
+// JSON-RPC proxy.
+type faultChain struct {
+	*testChain
+	proxy *rpcProxy
+	srv   *flakyServer
+}
+
+func newFaultChain(t *testing.T) *faultChain {
+	t.Helper()
+	c := newTestChain(t)
+	// The simulated client embeds an *ethclient.Client in a field named
+	// Client, which hides that type's Client method.
+	ec, ok := reflect.ValueOf(c.client).FieldByName("Client").Interface().(*ethclient.Client)
+	if !ok {
+		t.Fatalf("the simulated client %T holds no *ethclient.Client", c.client)
+	}
+	p := newRPCProxy(ec.Client())
+	return &faultChain{testChain: c, proxy: p, srv: newFlakyServer(t, p)}
+}
+
+// faultConfig is the onchain configuration reaching url with the test
+// chain's relayer and short timeouts.
+func faultConfig(t *testing.T, c *testChain, url string) Config {
+	t.Helper()
+	cfg := c.config(t)
+	cfg.RPCURL = url
+	cfg.RelayerKeyFile = filepath.Join(t.TempDir(), "relayer.key")
+	if err := os.WriteFile(cfg.RelayerKeyFile, []byte(hex.EncodeToString(crypto.FromECDSA(c.relayer))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.VerifyTimeout, cfg.SettleTimeout, cfg.RPCTimeout = 5*time.Second, 20*time.Second, faultRPCTimeout
+	return cfg
+}
+
+// gate dials the chain through the proxy and returns a gate on a fresh
+// ledger.
+func (c *faultChain) gate(t *testing.T) (*Gate, *ChainSettler, *Ledger) {
+	t.Helper()
+	cfg := faultConfig(t, c.testChain, c.srv.URL())
+	s, err := DialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.receiptPoll = 20 * time.Millisecond
+	l := mustLedger(t, cfg.Ledger)
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, s, l
+}
+
+func mustRequirements(t *testing.T, cfg Config) Requirements {
+	t.Helper()
+	req, err := cfg.Requirements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// funded returns a payment of a new payer funded with 1 USDC, and the
+// payer's address.
+func (c *faultChain) funded(t *testing.T, req Requirements) (http.Header, common.Address) {
+	t.Helper()
+	key := mustKey(t)
+	payer := crypto.PubkeyToAddress(key.PublicKey)
+	c.mint(t, payer, 1_000_000)
+	return mustHeader(t, HeaderPaymentSignature, mustPayload(t, key, req, func(a *Authorization) {
+		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
+	})), payer
+}
+
+// TestChainRPCFaultsAtStart: an endpoint that is closed, slow, or answers
+// HTML, invalid JSON or JSON-RPC errors stops the start with an error
+// naming payments.rpc_url and its value, within the RPC timeout.
+func TestChainRPCFaultsAtStart(t *testing.T) {
+	t.Parallel()
+	key := mustKey(t)
+	c := &testChain{relayer: key} // only the key and the config are used
+	for _, fault := range []rpcFault{faultNone, faultSlow, faultHTML, faultBadJSON, faultRPCError} {
+		name := faultNames[fault]
+		if fault == faultNone {
+			name = "closed port"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := newRPCProxy(nil)
+			p.set("*", -1, fault)
+			srv := newFlakyServer(t, p)
+			if fault == faultNone {
+				srv.Down()
+			}
+			cfg := faultConfig(t, c, srv.URL())
+			start := time.Now()
+			_, err := DialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+				t.Fatalf("DialChainSettler = %v, want CodeUnavailable", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "payments.rpc_url "+srv.URL()) || !strings.Contains(msg, "eth_chainId") {
+				t.Fatalf("error %q does not name payments.rpc_url %s and the call", msg, srv.URL())
+			}
+			if d := time.Since(start); d > 5*faultRPCTimeout {
+				t.Fatalf("took %s; the RPC timeout is %s", d, faultRPCTimeout)
+			}
+		})
+	}
+}
+
+// TestChainRPCFaultsAtCheck: when the check cannot reach the chain the
+// payment is refused as unavailable, nothing is reserved, and the same
+// payment goes through once the chain answers again. NonceUsed fails the
+// same way.
+func TestChainRPCFaultsAtCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newFaultChain(t)
+	g, s, l := c.gate(t)
+	req := g.Requirements()
+	for _, fault := range []rpcFault{faultNone, faultSlow, faultHTML, faultBadJSON, faultRPCError} {
+		name := faultNames[fault]
+		if fault == faultNone {
+			name = "closed port"
+		}
+		t.Run(name, func(t *testing.T) {
+			h, payer := c.funded(t, req)
+			if fault == faultNone {
+				c.srv.Down()
+			} else {
+				c.proxy.set("eth_call", -1, fault)
+			}
+			_, err := g.Begin(ctx, paidRequest(h))
+			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "the chain RPC failed") {
+				t.Fatalf("Begin = %v, want CodeUnavailable saying the chain RPC failed", err)
+			}
+			if _, err := l.Get(ctx, payer.Hex(), mustDecode(t, h).Exact.Authorization.Nonce); err == nil {
+				t.Fatal("a payment was reserved though its check failed")
+			}
+			if fault == faultNone {
+				c.srv.Up()
+			} else if c.proxy.clear() == 0 {
+				t.Fatal("eth_call was never called")
+			}
+			charge, err := g.Begin(ctx, paidRequest(h))
+			if err != nil {
+				t.Fatalf("the same payment after the chain came back: %v", err)
+			}
+			charge.Release(ctx)
+		})
+	}
+	// A refusal still comes through the proxy as a refusal, not an outage.
+	poor := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), req, func(a *Authorization) {
+		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
+	}))
+	_, err := g.Begin(ctx, paidRequest(poor))
+	wantPaymentError(t, err, ReasonInsufficientFunds)
+
+	// Recover's question (authorizationState) fails as unavailable, which
+	// leaves a settling row settling.
+	for _, fault := range []rpcFault{faultSlow, faultHTML, faultBadJSON, faultRPCError} {
+		c.proxy.set("eth_call", -1, fault)
+		_, err := s.NonceUsed(ctx, common.Address{1}, [32]byte{2})
+		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || errors.Is(err, ErrNonceStateUnknown) {
+			t.Errorf("%s: NonceUsed = %v, want CodeUnavailable", faultNames[fault], err)
+		}
+	}
+	c.proxy.clear()
+}
+
+// settleFault is one fault met during Settle, and what must come of it.
+type settleFault struct {
+	name   string
+	method string // "" takes the endpoint down (connection refused)
+	faults []rpcFault
+	times  int // calls hit, meeting faults in turn; negative: every call
+	// want is the ledger row's end: settled (the answer is delivered),
+	// released (never sent: the same payment is settled on a retry) or
+	// failed (sent, outcome unknown: a retry is refused).
+	want string
+	// charged says whether the payer ends up paying once (never twice).
+	charged bool
+}
+
+// runSettleFaults runs each case on one chain, in turn: Begin, fault,
+// Settle, check the answer and the row, clear the fault, retry the same
+// payment, check the payer paid at most once.
+func runSettleFaults(t *testing.T, cases []settleFault) {
+	ctx := context.Background()
+	c := newFaultChain(t)
+	g, s, l := c.gate(t)
+	req := g.Requirements()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, payer := c.funded(t, req)
+			p := mustDecode(t, h)
+			entry := Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
+			charge, err := g.Begin(ctx, paidRequest(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.method == "" {
+				c.srv.Down()
+			} else {
+				c.proxy.set(tc.method, tc.times, tc.faults...)
+			}
+			if tc.want == StatusFailed {
+				s.settleTimeout = faultSettleTimeout // it waits this long for a receipt
+			}
+			s.mu.Lock()
+			s.known = false // so the relayer nonce is fetched, and can fail
+			s.mu.Unlock()
+			out, err := charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+			s.settleTimeout = 20 * time.Second
+			if tc.method == "" {
+				c.srv.Up()
+			} else if c.proxy.clear() == 0 {
+				t.Fatalf("%s was never called", tc.method)
+			}
+			row := wantStatus(t, l, entry, tc.want)
+
+			if tc.want == StatusSettled {
+				if err != nil || out.Get(HeaderPaymentResponse) == "" {
+					t.Fatalf("Settle = %v, %v; want the answer delivered", out, err)
+				}
+			} else {
+				wantSettleRefused(t, out, err, row)
+			}
+			switch tc.want {
+			case StatusReleased:
+				if !strings.Contains(sandboxd.ErrorMessage(err), "nothing was charged") {
+					t.Fatalf("message %q does not say nothing was charged", sandboxd.ErrorMessage(err))
+				}
+				retry, err := g.Begin(ctx, paidRequest(h))
+				if err != nil {
+					t.Fatalf("retry of a payment whose settlement was never sent: %v", err)
+				}
+				if _, err := retry.Settle(ctx, sandboxd.Result{}); err != nil {
+					t.Fatalf("settling the retry: %v", err)
+				}
+				wantStatus(t, l, entry, StatusSettled)
+			case StatusFailed:
+				if row.TxHash == "" || !strings.Contains(sandboxd.ErrorMessage(err), row.TxHash) {
+					t.Fatalf("row %+v, message %q: want the transaction hash in both", row, sandboxd.ErrorMessage(err))
+				}
+				_, err := g.Begin(ctx, paidRequest(h))
+				wantPaymentError(t, err, "already used")
+			}
+			charged := tc.charged || tc.want != StatusFailed
+			if got, want := c.balance(t, payer), int64(1_000_000); (got == want-5000) != charged || got < want-5000 {
+				t.Fatalf("payer balance %d (charged %v); want charged once: %v", got, want-got, charged)
+			}
+		})
+	}
+}
+
+// wantSettleRefused asserts a failed settlement: no answer (no headers),
+// CodePayment with a failed PAYMENT-RESPONSE naming the row's transaction,
+// and a message saying the chain RPC failed.
+func wantSettleRefused(t *testing.T, out http.Header, err error, row Entry) {
+	t.Helper()
+	if out != nil {
+		t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
+	}
+	e := wantPaymentError(t, err, "the answer is withheld", "the chain RPC failed")
+	var sr SettleResponse
+	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil {
+		t.Fatal(err)
+	}
+	if sr.Success || sr.ErrorReason != ReasonUnexpectedSettle || sr.Transaction != row.TxHash {
+		t.Fatalf("settle response %+v, row %+v", sr, row)
+	}
+}
+
+// TestChainRPCFaultsBeforeSend: the chain fails before the settlement is
+// sent: the answer is withheld, nobody is charged, the payment is released
+// and a retry of it is settled exactly once.
+func TestChainRPCFaultsBeforeSend(t *testing.T) {
+	t.Parallel()
+	runSettleFaults(t, []settleFault{
+		{name: "closed port", want: StatusReleased},
+		{name: "estimateGas slow", method: "eth_estimateGas", faults: []rpcFault{faultSlow}, times: -1, want: StatusReleased},
+		{name: "estimateGas html", method: "eth_estimateGas", faults: []rpcFault{faultHTML}, times: -1, want: StatusReleased},
+		{name: "estimateGas bad json", method: "eth_estimateGas", faults: []rpcFault{faultBadJSON}, times: -1, want: StatusReleased},
+		{name: "estimateGas rpc error", method: "eth_estimateGas", faults: []rpcFault{faultRPCError}, times: -1, want: StatusReleased},
+		{name: "fees html", method: "eth_getBlockByNumber", faults: []rpcFault{faultHTML}, times: -1, want: StatusReleased},
+		{name: "relayer nonce bad json", method: "eth_getTransactionCount", faults: []rpcFault{faultBadJSON}, times: -1, want: StatusReleased},
+		{name: "send refused by the node", method: "eth_sendRawTransaction", faults: []rpcFault{faultRefuseTx}, times: -1, want: StatusReleased},
+	})
+}
+
+// TestChainRPCFaultsAfterSend: the chain fails once the settlement may
+// have been sent. If its receipt comes, the answer is delivered; if not,
+// the row fails with the transaction hash and a retry is refused, so the
+// payer is never charged twice (and the answer is never given unpaid).
+func TestChainRPCFaultsAfterSend(t *testing.T) {
+	t.Parallel()
+	garbage := []rpcFault{faultHTML, faultBadJSON, faultRPCError, faultSlow}
+	runSettleFaults(t, []settleFault{
+		{name: "send answer lost", method: "eth_sendRawTransaction", faults: []rpcFault{faultLostAnswer}, times: -1, want: StatusSettled},
+		{name: "send answer slow", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlowAnswer}, times: -1, want: StatusSettled},
+		{name: "receipt flaky", method: "eth_getTransactionReceipt", faults: garbage[:3], times: 3, want: StatusSettled},
+		{name: "send dropped", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlow}, times: -1, want: StatusFailed, charged: false},
+		// Each poll meets the next of html, bad JSON, a JSON-RPC error, no answer.
+		{name: "receipt never", method: "eth_getTransactionReceipt", faults: garbage, times: -1, want: StatusFailed, charged: true},
+	})
+}

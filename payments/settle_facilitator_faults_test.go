@@ -1,0 +1,232 @@
+package payments
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sandboxd"
+)
+
+// facilitatorAnswer kinds the scripted facilitator gives.
+const (
+	answerOK       = "ok"
+	answerSlow     = "slow"      // no answer until the caller gives up
+	answerGarbage  = "garbage"   // 200 with a body that is not JSON
+	answerHTML502  = "html 502"  // a proxy's error page
+	answerJSON500  = "json 500"  // a 500 with JSON that is no answer
+	answerNoReason = "no reason" // 200, not valid / not a success, no reason
+)
+
+// scriptedFacilitator answers /verify and /settle as told, and counts the
+// /settle requests it received.
+type scriptedFacilitator struct {
+	mu             sync.Mutex
+	verify, settle string
+	settles        int
+}
+
+func (f *scriptedFacilitator) set(verify, settle string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.verify, f.settle = verify, settle
+}
+
+func (f *scriptedFacilitator) settleCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.settles
+}
+
+func (f *scriptedFacilitator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	f.mu.Lock()
+	answer, ok := f.verify, `{"isValid":true,"payer":"0x1"}`
+	if r.URL.Path == "/settle" {
+		f.settles++
+		answer, ok = f.settle, `{"success":true,"transaction":"0xfeed","network":"eip155:84532","payer":"0x1"}`
+	}
+	f.mu.Unlock()
+	switch answer {
+	case answerOK:
+		io.WriteString(w, ok)
+	case answerSlow:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	case answerGarbage:
+		io.WriteString(w, "OK")
+	case answerHTML502:
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, "<html>502 Bad Gateway</html>")
+	case answerJSON500:
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":"internal server error"}`)
+	case answerNoReason:
+		io.WriteString(w, `{"isValid":false,"success":false}`)
+	}
+}
+
+// facilitatorGate returns a gate settling through a scripted facilitator
+// with 300 ms timeouts.
+func facilitatorGate(t *testing.T) (*Gate, *Ledger, *scriptedFacilitator, *flakyServer) {
+	t.Helper()
+	fac := &scriptedFacilitator{verify: answerOK, settle: answerOK}
+	srv := newFlakyServer(t, fac)
+	s := NewFacilitatorSettler(FacilitatorConfig{URL: srv.URL(), VerifyTimeout: faultRPCTimeout, SettleTimeout: faultRPCTimeout})
+	g, l := newTestGate(t, s)
+	return g, l, fac, srv
+}
+
+// TestFacilitatorFaultsAtStart: the gate starts with its facilitator down
+// (nothing is asked of it before the first payment); the first paid call is
+// refused as unavailable, naming the URL, and goes through once it is up.
+func TestFacilitatorFaultsAtStart(t *testing.T) {
+	ctx := context.Background()
+	fac := &scriptedFacilitator{verify: answerOK, settle: answerOK}
+	srv := newFlakyServer(t, fac)
+	srv.Down()
+	cfg := testConfig(t)
+	cfg.FacilitatorURL = srv.URL()
+	g, err := NewGate(ctx, cfg, nil)
+	if err != nil {
+		t.Fatalf("NewGate with the facilitator down: %v", err)
+	}
+	defer g.Close()
+	g.now = func() time.Time { return testNow }
+	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	_, err = g.Begin(ctx, paidRequest(h))
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), srv.URL()+"/verify") {
+		t.Fatalf("Begin = %v, want CodeUnavailable naming %s/verify", err, srv.URL())
+	}
+	srv.Up()
+	c, err := g.Begin(ctx, paidRequest(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFacilitatorFaultsAtCheck: a /verify that is closed, slow, garbled or
+// failing refuses the call as unavailable, naming the URL; nothing is
+// reserved and the same payment goes through afterwards.
+func TestFacilitatorFaultsAtCheck(t *testing.T) {
+	ctx := context.Background()
+	for _, answer := range []string{"closed port", answerSlow, answerGarbage, answerHTML502, answerJSON500, answerNoReason} {
+		t.Run(answer, func(t *testing.T) {
+			t.Parallel()
+			g, l, fac, srv := facilitatorGate(t)
+			key := mustKey(t)
+			pp := mustPayload(t, key, g.Requirements(), nil)
+			h := mustHeader(t, HeaderPaymentSignature, pp)
+			if answer == "closed port" {
+				srv.Down()
+			} else {
+				fac.set(answer, answerOK)
+			}
+			_, err := g.Begin(ctx, paidRequest(h))
+			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), srv.URL()+"/verify") {
+				t.Fatalf("Begin = %v, want CodeUnavailable naming %s/verify", err, srv.URL())
+			}
+			p := mustDecode(t, h)
+			if _, err := l.Get(ctx, pp.Payload.Authorization.From, p.Exact.Authorization.Nonce); err == nil {
+				t.Fatal("a payment was reserved though its check failed")
+			}
+			if answer == "closed port" {
+				srv.Up()
+			}
+			fac.set(answerOK, answerOK)
+			c, err := g.Begin(ctx, paidRequest(h))
+			if err != nil {
+				t.Fatalf("the same payment afterwards: %v", err)
+			}
+			if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil || fac.settleCount() != 1 {
+				t.Fatalf("Settle = %v with %d /settle calls; want one", err, fac.settleCount())
+			}
+		})
+	}
+}
+
+// TestFacilitatorFaultsAtSettle: whatever /settle does wrong, no answer is
+// delivered, the error names the URL, and nobody is charged twice:
+//   - connection refused: /settle never got the payment, so it is released
+//     and a retry of the same payment is settled exactly once;
+//   - slow past SettleTimeout, garbled, 5xx, no errorReason: /settle got the
+//     payment and may have settled it, so it is failed and a retry is
+//     refused without a second /settle.
+func TestFacilitatorFaultsAtSettle(t *testing.T) {
+	ctx := context.Background()
+	for _, answer := range []string{"closed port", answerSlow, answerGarbage, answerHTML502, answerJSON500, answerNoReason} {
+		t.Run(answer, func(t *testing.T) {
+			t.Parallel()
+			g, l, fac, srv := facilitatorGate(t)
+			key := mustKey(t)
+			pp := mustPayload(t, key, g.Requirements(), nil)
+			h := mustHeader(t, HeaderPaymentSignature, pp)
+			entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
+			c, err := g.Begin(ctx, paidRequest(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if answer == "closed port" {
+				srv.Down()
+			} else {
+				fac.set(answerOK, answer)
+			}
+			start := time.Now()
+			out, err := c.Settle(ctx, sandboxd.Result{})
+			if d := time.Since(start); d > 5*faultRPCTimeout {
+				t.Fatalf("Settle took %s; SettleTimeout is %s", d, faultRPCTimeout)
+			}
+			if out != nil {
+				t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
+			}
+			e := wantPaymentError(t, err, "the answer is withheld", srv.URL()+"/settle")
+			var sr SettleResponse
+			if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil || sr.Success || sr.ErrorReason != ReasonUnexpectedSettle {
+				t.Fatalf("settle response %+v, %v", sr, err)
+			}
+			if answer == "closed port" {
+				srv.Up()
+			}
+			fac.set(answerOK, answerOK)
+
+			if answer == "closed port" {
+				wantStatus(t, l, entry, StatusReleased)
+				if !strings.Contains(e.Message, "nothing was charged") {
+					t.Fatalf("message %q does not say nothing was charged", e.Message)
+				}
+				retry, err := g.Begin(ctx, paidRequest(h))
+				if err != nil {
+					t.Fatalf("retry of a payment /settle never got: %v", err)
+				}
+				if _, err := retry.Settle(ctx, sandboxd.Result{}); err != nil {
+					t.Fatal(err)
+				}
+				wantStatus(t, l, entry, StatusSettled)
+				if n := fac.settleCount(); n != 1 {
+					t.Fatalf("/settle got %d requests, want 1", n)
+				}
+				return
+			}
+			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != ReasonUnexpectedSettle {
+				t.Fatalf("row %+v", row)
+			}
+			if !strings.Contains(e.Message, "whether it settled is unknown") {
+				t.Fatalf("message %q does not say the outcome is unknown", e.Message)
+			}
+			_, err = g.Begin(ctx, paidRequest(h))
+			wantPaymentError(t, err, "already used")
+			if n := fac.settleCount(); n != 1 {
+				t.Fatalf("/settle got %d requests, want 1", n)
+			}
+		})
+	}
+}
