@@ -69,6 +69,8 @@ func TestCodeErrors(t *testing.T) {
 		{name: "empty body", body: ``, status: 400, inError: "empty"},
 		{name: "truncated JSON", body: `{"code":"pri`, status: 400, inError: "ends too early"},
 		{name: "trailing data", body: `{"code":"x"} {}`, status: 400, inError: "after the JSON"},
+		{name: "trailing brace", body: `{"code":"x"}}`, status: 400, inError: "after the JSON"},
+		{name: "trailing brackets", body: `{"code":"x"}]]]`, status: 400, inError: "after the JSON"},
 		{name: "number for code", body: `{"code":5}`, status: 400, inError: `"code" must be a string`},
 		{name: "null code", body: `{"code":null}`, status: 400, inError: "missing"},
 		{name: "unknown field", body: `{"code":"x","stdin":"y"}`, status: 400, inError: "unknown field"},

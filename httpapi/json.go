@@ -61,7 +61,7 @@ func decodeObject(body []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.decode", err, "request body is not valid JSON: "+describeJSONError(err))
 	}
-	if dec.More() {
+	if rest := trimmed[dec.InputOffset():]; len(bytes.TrimSpace(rest)) > 0 {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
 	}
 	return nil
