@@ -43,5 +43,11 @@ bench: build image ## measure latency and throughput against docker run and the 
 demo: build image interop-deps ## the whole paid flow, offline: anvil, the service on chain, `sandboxd call`
 	scripts/demo.sh
 
+soak: build image ## 2,000 mixed hostile requests at concurrency 16: correct answers, no 5xx, no leaks, memory
+	$(GO) run ./soak $(SOAKFLAGS)
+
+fuzz: ## every fuzz target for FUZZTIME (default 60s) each
+	FUZZTIME=$(or $(FUZZTIME),60s) scripts/fuzz.sh
+
 clean:
 	rm -rf bin

@@ -2,9 +2,12 @@
 // on the same image and program, and prints one Markdown table:
 //
 //   - `docker run --rm IMAGE python3 -c 'print(1)'`, the baseline users know;
-//   - the engine's own ceiling: create+start+wait+remove cycles a second;
-//   - the service without and with the warm pool: sequential latency, and
-//     throughput at several concurrencies with errors counted;
+//   - the engine's own ceiling: create+start+wait+remove cycles a second, of
+//     a plain container and of one with the service's hardened spec;
+//   - the service without and with the warm pool: sequential latency (one
+//     call at a time, -gap apart, so a pool refills between calls: the
+//     latency of a service that is not saturated), and throughput at several
+//     concurrencies (closed loop, no gap) with errors counted;
 //   - the service's CPU time and peak RSS during the throughput runs.
 //
 // Run it with `make bench` (which builds the binary and the image first).
@@ -27,6 +30,7 @@ type options struct {
 	image      string
 	dockerRuns int
 	sequential int
+	gap        time.Duration
 	window     time.Duration
 	ceiling    time.Duration
 	poolSize   int
@@ -40,6 +44,7 @@ func main() {
 	flag.StringVar(&o.image, "image", "sandbox-python:3.11", "the sandbox image")
 	flag.IntVar(&o.dockerRuns, "docker-runs", 20, "`docker run --rm` samples")
 	flag.IntVar(&o.sequential, "n", 200, "sequential hello-world calls per mode")
+	flag.DurationVar(&o.gap, "gap", 0, "pause before each sequential call and each `docker run` (0: one call per two engine cycles, from the hardened ceiling at concurrency 2)")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "length of each throughput run")
 	flag.DurationVar(&o.ceiling, "ceiling-window", 10*time.Second, "length of each engine-ceiling run")
 	flag.IntVar(&o.poolSize, "pool", 4, "runtime.pool_size for the pooled mode")
@@ -55,7 +60,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	if err := run(ctx, &o); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
@@ -64,8 +69,11 @@ func main() {
 // report collects every figure for the final table.
 type report struct {
 	dockerRun latencies
-	ceiling   map[int]float64
-	modes     []modeReport
+	// ceiling and hardened are cycles a second by concurrency, of a plain
+	// container and of one with the service's spec.
+	ceiling  map[int]float64
+	hardened map[int]float64
+	modes    []modeReport
 }
 
 // modeReport is the service measured in one configuration.
@@ -78,15 +86,24 @@ type modeReport struct {
 	peakRSSKiB int64
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o *options) error {
 	var r report
 	var err error
-	progress("docker run --rm x%d", o.dockerRuns)
-	if r.dockerRun, err = measureDockerRun(ctx, o.image, o.dockerRuns); err != nil {
+	progress("engine ceiling at concurrency 1, 2, 4 (%v each), plain and hardened", o.ceiling)
+	if r.ceiling, err = measureCeiling(ctx, o.image, []int{1, 2, 4}, o.ceiling, false); err != nil {
 		return err
 	}
-	progress("engine ceiling at concurrency 1, 2, 4 (%v each)", o.ceiling)
-	if r.ceiling, err = measureCeiling(ctx, o.image, []int{1, 2, 4}, o.ceiling); err != nil {
+	if r.hardened, err = measureCeiling(ctx, o.image, []int{1, 2, 4}, o.ceiling, true); err != nil {
+		return err
+	}
+	if o.gap == 0 {
+		// Sequential calls at half the engine's pace: a pool has time to
+		// refill, as on a service that is not saturated (the throughput
+		// runs measure saturation).
+		o.gap = time.Duration(2 * float64(time.Second) / r.hardened[2]).Round(10 * time.Millisecond)
+	}
+	progress("docker run --rm x%d, %v apart", o.dockerRuns, o.gap)
+	if r.dockerRun, err = measureDockerRun(ctx, o.image, o.dockerRuns, o.gap); err != nil {
 		return err
 	}
 	for _, mode := range []struct {
@@ -94,13 +111,13 @@ func run(ctx context.Context, o options) error {
 		pool int
 	}{{"pool_size 0", 0}, {fmt.Sprintf("pool_size %d", o.poolSize), o.poolSize}} {
 		progress("service, %s", mode.name)
-		m, err := measureService(ctx, o, mode.name, mode.pool)
+		m, err := measureService(ctx, *o, mode.name, mode.pool)
 		if err != nil {
 			return fmt.Errorf("%s: %w", mode.name, err)
 		}
 		r.modes = append(r.modes, m)
 	}
-	printReport(os.Stdout, o, r)
+	printReport(os.Stdout, *o, r)
 	return nil
 }
 

@@ -66,6 +66,7 @@ func measureService(ctx context.Context, o options, name string, pool int) (mode
 	}
 	time.Sleep(2 * time.Second)
 	for i := 0; i < o.sequential; i++ {
+		time.Sleep(o.gap)
 		d, err := call(client, url)
 		if err != nil {
 			return m, fmt.Errorf("sequential call %d: %w", i, err)

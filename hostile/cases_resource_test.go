@@ -2,7 +2,6 @@ package hostile
 
 import (
 	"strings"
-	"testing"
 	"time"
 
 	"sandboxd"
@@ -25,16 +24,25 @@ func resourceCases() []hostileCase {
 			code:   "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
 			killed: true,
 			want:   timeout,
+			per:    map[string][]answer{"runsc": {runscSandboxFailed}},
 		},
 		{
 			name: "memory-bomb-at-once",
 			code: "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n",
 			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}},
+			per: map[string][]answer{"runsc": {
+				{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}},
+				{status: runscOOMUnflagged.status, exit: runscOOMUnflagged.exit, stdout: []string{"allocating\n"}},
+			}},
 		},
 		{
 			name: "memory-bomb-growing",
 			code: "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n",
 			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}},
+			per: map[string][]answer{"runsc": {
+				{status: statuses(sandboxd.StatusOOM), exit: []int{137}},
+				runscOOMUnflagged,
+			}},
 		},
 		{
 			name: "flood-lines",
@@ -72,6 +80,8 @@ func resourceCases() []hostileCase {
 			want: answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), exit: []int{139, 137}},
 		},
 		{
+			// Python 3.11 refuses to print it (ValueError), if building it
+			// ends before the deadline or the memory does.
 			name:   "billion-digit-integer",
 			code:   "x = 10 ** (10 ** 9)\nprint(len(str(x)))\n",
 			killed: true,
@@ -86,10 +96,33 @@ func resourceCases() []hostileCase {
 	}
 }
 
+// runscSandboxFailed is the answer of a gVisor sandbox that failed under
+// its program. runtime.pids caps the container's host cgroup, and under
+// gVisor that holds the sandbox's own threads and processes too (about 38
+// at rest, more per guest process): a program that starts a few processes
+// pushes gVisor itself over the limit, and it exits 2 with the output
+// lost. Still a delivered answer, never a service error; it is accepted
+// only for the cases that start processes, until the runner sizes the
+// limit for gVisor.
+var runscSandboxFailed = answer{status: statuses(sandboxd.StatusError), exit: []int{2}}
+
+// runscOOMUnflagged is the answer of a gVisor sandbox killed for its
+// memory when Docker does not flag it: under concurrent runs, about one
+// memory kill in three under runsc ends with exit 137 and OOMKilled false
+// (docker inspect, even seconds later), so the runner can only call it an
+// error. Under runc the flag is always set.
+var runscOOMUnflagged = answer{status: statuses(sandboxd.StatusError), exit: []int{137}}
+
+// orRunscFailed accepts the answer under every runtime, and under runsc
+// also runscSandboxFailed.
+func orRunscFailed(a answer) map[string][]answer {
+	return map[string][]answer{"runsc": {a, runscSandboxFailed}}
+}
+
 // onlyXs checks that a flood's kept output is nothing but the flood.
-func onlyXs(tb testing.TB, res sandboxd.Result) {
-	tb.Helper()
+func onlyXs(res sandboxd.Result) []string {
 	if strings.Trim(res.Stdout, "x\n") != "" {
-		tb.Errorf("the kept stdout holds something else than the flood")
+		return []string{"the kept stdout holds something else than the flood"}
 	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package hostile
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -24,8 +25,8 @@ type answer struct {
 	outLen int
 	// within bounds Run's whole wall-clock time, when positive.
 	within time.Duration
-	// check asserts anything else about the result.
-	check func(tb testing.TB, res sandboxd.Result)
+	// check lists anything else wrong with the result.
+	check func(res sandboxd.Result) []string
 }
 
 // hostileCase is one hostile program and the answers it must get.
@@ -37,10 +38,9 @@ type hostileCase struct {
 	killed bool
 	// want is the answer under every runtime not named in per.
 	want answer
-	// per holds the answer of a runtime that legitimately differs.
-	per map[string]answer
-	// after checks the host once the answer is in (the job's marker).
-	after func(tb testing.TB, marker string)
+	// per lists the answers a runtime that legitimately differs may give,
+	// any one of them.
+	per map[string][]answer
 }
 
 // timeout is the wall-clock limit the case runs with.
@@ -51,76 +51,100 @@ func (c hostileCase) timeout() time.Duration {
 	return fullTimeout
 }
 
-// answerFor is the answer the case wants from the OCI runtime.
-func (c hostileCase) answerFor(oci string) answer {
-	if a, ok := c.per[oci]; ok {
-		return a
+// answersFor lists the answers the case accepts from the OCI runtime.
+func (c hostileCase) answersFor(oci string) []answer {
+	if as, ok := c.per[oci]; ok {
+		return as
 	}
-	return c.want
+	return []answer{c.want}
 }
 
 // statuses is a shorthand for a list of accepted statuses.
 func statuses(s ...sandboxd.Status) []sandboxd.Status { return s }
 
-// assertAnswer checks a delivered result against the accepted answer.
-func assertAnswer(tb testing.TB, res sandboxd.Result, elapsed, timeout time.Duration, w answer) {
+// assertAnswer fails the test unless the result is one of the accepted
+// answers; it reports how the result differs from each of them.
+func assertAnswer(tb testing.TB, res sandboxd.Result, elapsed, timeout time.Duration, accepted []answer) {
 	tb.Helper()
-	if !slices.Contains(w.status, res.Status) {
-		tb.Errorf("status %q, want one of %q", res.Status, w.status)
+	var all []string
+	for i, w := range accepted {
+		diffs := mismatch(tb, res, elapsed, timeout, w)
+		if len(diffs) == 0 {
+			if i > 0 {
+				tb.Logf("accepted alternative answer %d of %d: status %q exit %d", i+1, len(accepted), res.Status, res.ExitCode)
+			}
+			return
+		}
+		if len(accepted) > 1 {
+			all = append(all, fmt.Sprintf("answer %d of %d:", i+1, len(accepted)))
+		}
+		all = append(all, diffs...)
 	}
-	if w.exit != nil && !slices.Contains(w.exit, res.ExitCode) {
-		tb.Errorf("exit code %d, want one of %v", res.ExitCode, w.exit)
-	}
-	if w.stdout != nil && !slices.Contains(w.stdout, res.Stdout) {
-		tb.Errorf("stdout %q, want one of %q", clip(res.Stdout), w.stdout)
-	}
-	if w.stderrHas != "" && !strings.Contains(res.Stderr, w.stderrHas) {
-		tb.Errorf("stderr %q does not hold %q", clip(res.Stderr), w.stderrHas)
-	}
-	if w.outLen > 0 && len(res.Stdout) != w.outLen {
-		tb.Errorf("stdout is %d bytes, want exactly %d", len(res.Stdout), w.outLen)
-	}
-	if w.within > 0 && elapsed > w.within {
-		tb.Errorf("the answer took %s, want at most %s", elapsed, w.within)
-	}
-	if w.check != nil {
-		w.check(tb, res)
-	}
-	assertFlags(tb, res, timeout)
+	tb.Error(strings.Join(all, "\n"))
 }
 
-// assertFlags checks that the flags, the exit code and the duration agree
-// with the status, as the API documents them.
-func assertFlags(tb testing.TB, res sandboxd.Result, timeout time.Duration) {
+// mismatch lists how a delivered result differs from an answer, including
+// flags, exit code and duration that disagree with its status.
+func mismatch(tb testing.TB, res sandboxd.Result, elapsed, timeout time.Duration, w answer) []string {
 	tb.Helper()
+	var d []string
+	if !slices.Contains(w.status, res.Status) {
+		d = append(d, fmt.Sprintf("status %q, want one of %q", res.Status, w.status))
+	}
+	if w.exit != nil && !slices.Contains(w.exit, res.ExitCode) {
+		d = append(d, fmt.Sprintf("exit code %d, want one of %v", res.ExitCode, w.exit))
+	}
+	if w.stdout != nil && !slices.Contains(w.stdout, res.Stdout) {
+		d = append(d, fmt.Sprintf("stdout %q, want one of %q", clip(res.Stdout), w.stdout))
+	}
+	if w.stderrHas != "" && !strings.Contains(res.Stderr, w.stderrHas) {
+		d = append(d, fmt.Sprintf("stderr %q does not hold %q", clip(res.Stderr), w.stderrHas))
+	}
+	if w.outLen > 0 && len(res.Stdout) != w.outLen {
+		d = append(d, fmt.Sprintf("stdout is %d bytes, want exactly %d", len(res.Stdout), w.outLen))
+	}
+	if w.within > 0 && elapsed > w.within {
+		d = append(d, fmt.Sprintf("the answer took %s, want at most %s", elapsed, w.within))
+	}
+	if w.check != nil {
+		d = append(d, w.check(res)...)
+	}
+	return append(d, flagMismatch(res, timeout)...)
+}
+
+// flagMismatch lists where the flags, the exit code and the duration
+// disagree with the status, as the API documents them.
+func flagMismatch(res sandboxd.Result, timeout time.Duration) []string {
+	var d []string
 	again := res
 	again.Classify()
 	if again.Status != res.Status {
-		tb.Errorf("status %q disagrees with its flags (%q)", res.Status, again.Status)
+		d = append(d, fmt.Sprintf("status %q disagrees with its flags (%q)", res.Status, again.Status))
 	}
 	switch res.Status {
 	case sandboxd.StatusOK:
 		if res.ExitCode != 0 {
-			tb.Errorf("status ok with exit code %d", res.ExitCode)
+			d = append(d, fmt.Sprintf("status ok with exit code %d", res.ExitCode))
 		}
 	case sandboxd.StatusTimeout:
 		if res.ExitCode != 137 || res.OOMKilled {
-			tb.Errorf("timeout with exit %d oom_killed %v, want 137 and false", res.ExitCode, res.OOMKilled)
+			d = append(d, fmt.Sprintf("timeout with exit %d oom_killed %v, want 137 and false", res.ExitCode, res.OOMKilled))
 		}
-		// Killed at the limit, answered within a couple of seconds of it
-		// even on a loaded two-core host.
+		// Killed at the limit, answered within a few seconds of it even
+		// on a loaded two-core host.
 		if res.Duration < timeout || res.Duration > timeout+3*time.Second {
-			tb.Errorf("timeout after %s, want within [%s, %s]", res.Duration, timeout, timeout+3*time.Second)
+			d = append(d, fmt.Sprintf("timeout after %s, want within [%s, %s]", res.Duration, timeout, timeout+3*time.Second))
 		}
 	case sandboxd.StatusOOM:
 		if res.ExitCode != 137 {
-			tb.Errorf("oom with exit code %d, want 137", res.ExitCode)
+			d = append(d, fmt.Sprintf("oom with exit code %d, want 137", res.ExitCode))
 		}
 	case sandboxd.StatusOutputLimit:
-		if len(res.Stdout) > 64<<10 || len(res.Stderr) > 64<<10 {
-			tb.Errorf("output over the cap: stdout %d, stderr %d bytes", len(res.Stdout), len(res.Stderr))
+		if len(res.Stdout) > capBytes || len(res.Stderr) > capBytes {
+			d = append(d, fmt.Sprintf("output over the cap: stdout %d, stderr %d bytes", len(res.Stdout), len(res.Stderr)))
 		}
 	}
+	return d
 }
 
 // clip shortens long output for a failure message.

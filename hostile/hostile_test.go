@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sandboxd/runtime"
 )
@@ -63,20 +64,19 @@ func runCase(t *testing.T, oci string, c hostileCase) {
 	marker := fmt.Sprintf("hostile-%d-%s-%s", os.Getpid(), oci, c.name)
 	code := strings.ReplaceAll(c.code, markerPlaceholder, marker)
 	res, elapsed := mustRun(t, d, marker, code)
-	w := c.answerFor(oci)
-	assertAnswer(t, res, elapsed, c.timeout(), w)
+	assertAnswer(t, res, elapsed, c.timeout(), c.answersFor(oci))
+	t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (run %s)",
+		res.Status, res.ExitCode, res.TimedOut, res.OOMKilled, res.Truncated, res.Duration.Round(time.Millisecond),
+		elapsed.Round(time.Millisecond))
 	if t.Failed() {
-		t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (run %s)\nstdout %q\nstderr %q",
-			res.Status, res.ExitCode, res.TimedOut, res.OOMKilled, res.Truncated, res.Duration, elapsed,
-			clip(res.Stdout), clip(res.Stderr))
+		t.Logf("stdout %q\nstderr %q", clip(res.Stdout), clip(res.Stderr))
 	}
 	cli := dockerClient(t)
+	settle(t, d)
 	assertNoContainer(t, cli, runtime.LabelJob, marker)
 	assertNoSurvivor(t, marker)
-	if c.after != nil {
-		c.after(t, marker)
-	}
 	assertHelloWorld(t, d, marker+"-hello")
+	settle(t, d)
 	assertNoContainer(t, cli, runtime.LabelJob, marker+"-hello")
 }
 

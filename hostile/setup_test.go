@@ -110,6 +110,17 @@ func mustRun(tb testing.TB, d *runtime.Docker, jobID, code string) (sandboxd.Res
 	return res, elapsed
 }
 
+// settle waits until the runner has removed the containers of the runs that
+// returned: it answers first and removes them in the background.
+func settle(tb testing.TB, d *runtime.Docker) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Settle(ctx); err != nil {
+		tb.Errorf("containers not removed within 30 s of the answer: %v", err)
+	}
+}
+
 // dockerClient returns a client of the daemon the runners use, closed when
 // the test ends.
 func dockerClient(tb testing.TB) *client.Client {

@@ -9,32 +9,32 @@ import (
 	"github.com/docker/docker/api/types/container"
 )
 
-// stream is one run's attach connection: the code goes in on stdin, the
-// program's stdout and stderr come out as frames, demultiplexed into capped
-// buffers by a goroutine.
+// stream is one container's attach connection: the program goes in on
+// stdin, its stdout and stderr come out as frames, demultiplexed into capped
+// buffers by a goroutine that reads from the container's start until the
+// stream ends or the runner reports the program's end.
 //
 // The connection must be read or closed: dockerd 20.10 copies the program's
 // output into it synchronously, so a connection nobody reads stalls that
 // copy, the container never reaches "exited", and even a forced remove hangs.
-// Hence every way of no longer reading (cap, deadline, cancel) ends in close;
-// after a cap is hit, reading goes on (discarding the flood) only until the
-// kill has gone through.
+// Hence every way of no longer reading (cap, deadline, cancel, the end
+// marker) ends in close; after a cap is hit, reading goes on (discarding the
+// flood) only until the kill has gone through.
 type stream struct {
-	hj     types.HijackedResponse
-	stdout capBuffer
-	stderr capBuffer
+	hj  types.HijackedResponse
+	out *output
 	// capHit is closed when stdout or stderr first passes its cap.
 	capHit chan struct{}
 	// done is closed when reading ends; err then says why (nil at a clean
-	// end of stream, else a read error).
+	// end of stream or at the end marker, else a read error).
 	done      chan struct{}
 	err       error
 	closeOnce sync.Once
 }
 
 // attach opens the attach connection of a created container. It must happen
-// before start, so no output is lost and stdin is ready for the code.
-func (d *Docker) attach(ctx context.Context, id string) (*stream, error) {
+// before start, so no output is lost and stdin is ready for the program.
+func (d *Docker) attach(ctx context.Context, id string, proto *protocol) (*stream, error) {
 	hj, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{
 		Stream: true,
 		Stdin:  true,
@@ -44,31 +44,43 @@ func (d *Docker) attach(ctx context.Context, id string) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit := d.cfg.MaxOutputBytes
 	return &stream{
 		hj:     hj,
-		stdout: capBuffer{max: limit},
-		stderr: capBuffer{max: limit},
+		out:    newOutput(d.cfg.MaxOutputBytes, proto),
 		capHit: make(chan struct{}),
 		done:   make(chan struct{}),
 	}, nil
 }
 
-// start hands the code over and begins reading. Writing runs on its own
-// goroutine so a program that prints before it has read all of stdin cannot
-// deadlock against us; closing the write side is the program's EOF.
-func (s *stream) start(code string) {
+// read starts reading the output on its own goroutine.
+func (s *stream) read() {
+	go func() {
+		defer close(s.done)
+		s.err = demux(s.hj.Reader, s.out, func() { close(s.capHit) })
+	}()
+}
+
+// send hands the runner its message. Writing runs on its own goroutine so a
+// program that prints before it has read all of stdin cannot deadlock
+// against us; closing the write side is the program's EOF.
+func (s *stream) send(msg []byte) {
 	go func() {
 		// An error here means the program ended (or we closed) before it
 		// read everything; its outcome says all there is to say.
-		if _, err := s.hj.Conn.Write([]byte(code)); err == nil {
+		if _, err := s.hj.Conn.Write(msg); err == nil {
 			_ = s.hj.CloseWrite()
 		}
 	}()
-	go func() {
-		defer close(s.done)
-		s.err = demux(s.hj.Reader, &s.stdout, &s.stderr, func() { close(s.capHit) })
-	}()
+}
+
+// ended reports whether reading has ended, for whatever reason.
+func (s *stream) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // drain lets reading go on for at most grace more, then ends it: after a

@@ -25,6 +25,10 @@ type Config struct {
 	TmpfsBytes int64
 	// MaxOutputBytes caps each of stdout and stderr; past it the run is killed.
 	MaxOutputBytes int
+	// PoolSize is how many containers are kept started ahead of the runs,
+	// each with its runner waiting for a program; 0 creates a container for
+	// each run when it comes.
+	PoolSize int
 	// Instance is the value of the instance label. Reap and Close touch only
 	// containers of their own instance, so several services (or test binaries)
 	// can share one daemon. Empty means "default".
@@ -56,6 +60,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("runtime: TmpfsBytes must be positive, got %d", c.TmpfsBytes)
 	case c.MaxOutputBytes <= 0:
 		return fmt.Errorf("runtime: MaxOutputBytes must be positive, got %d", c.MaxOutputBytes)
+	case c.PoolSize < 0:
+		return fmt.Errorf("runtime: PoolSize must not be negative, got %d", c.PoolSize)
 	}
 	return nil
 }

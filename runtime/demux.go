@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -16,48 +17,162 @@ const (
 	frameHeaderSize = 8
 )
 
-// capBuffer keeps at most max bytes of one stream.
+// readChunk is the most of a frame's payload read at once; dockerd's own
+// copy buffer is 32 KiB, so a frame is rarely larger.
+const readChunk = 32 << 10
+
+// capBuffer keeps at most max bytes of one stream's program output. With a
+// protocol, it holds up to one end marker's length more, as long as those
+// bytes can still be the runner's end marker: the marker is not the
+// program's output, so it must not count against the cap.
 type capBuffer struct {
 	buf       []byte
 	max       int
 	truncated bool
+	proto     *protocol
 }
 
-// readFrame reads a payload of size bytes from r, keeping what fits under
-// the cap and discarding the rest, so a flood costs no memory past the cap.
-func (b *capBuffer) readFrame(r io.Reader, size int) error {
-	take := min(size, b.max-len(b.buf))
-	if take > 0 {
-		start := len(b.buf)
-		if cap(b.buf) < start+take {
-			grown := make([]byte, start, max(min(2*cap(b.buf), b.max), start+take))
-			copy(grown, b.buf)
-			b.buf = grown
-		}
-		b.buf = b.buf[:start+take]
-		n, err := io.ReadFull(r, b.buf[start:])
-		b.buf = b.buf[:start+n]
-		if err != nil {
-			return unexpected(err)
-		}
+// slack is how far past max the buffer may hold a possible end marker.
+func (b *capBuffer) slack() int {
+	if b.proto == nil {
+		return 0
 	}
-	if rest := int64(size - take); rest > 0 {
+	return b.proto.markerLen()
+}
+
+// write appends p, keeping what fits under the cap and dropping the rest, so
+// a flood costs no memory past the cap. The buffer is truncated (and cut to
+// max) once the program's output is known to be over the cap.
+func (b *capBuffer) write(p []byte) {
+	if b.truncated || len(p) == 0 {
+		return
+	}
+	limit := b.max + b.slack()
+	take := min(len(p), limit-len(b.buf))
+	if need := len(b.buf) + take; need > cap(b.buf) {
+		grown := make([]byte, len(b.buf), min(max(2*cap(b.buf), need, 512), limit))
+		copy(grown, b.buf)
+		b.buf = grown
+	}
+	b.buf = append(b.buf, p[:take]...)
+	if take < len(p) || (len(b.buf) > b.max && !b.mayEndInMarker()) {
 		b.truncated = true
-		if _, err := io.CopyN(io.Discard, r, rest); err != nil {
-			return unexpected(err)
-		}
+		b.buf = b.buf[:b.max]
 	}
-	return nil
 }
 
-// demux reads attach frames from r into stdout and stderr until the stream
-// ends. The first time either stream passes its cap it calls onCap, and goes
-// on reading: the other stream's output still counts, and a connection that
-// is read never stalls the daemon. It returns nil at a clean end of stream,
+// mayEndInMarker reports whether the buffer can still be at most max bytes
+// of output followed by the start of an end marker.
+func (b *capBuffer) mayEndInMarker() bool {
+	if b.proto == nil {
+		return false
+	}
+	for k := max(0, len(b.buf)-b.slack()); k <= min(b.max, len(b.buf)); k++ {
+		if b.proto.partialMarker(b.buf[k:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// finish settles the buffer once reading has ended: a whole end marker at
+// its very end is the runner's and is cut off; what remains is the output,
+// cut at the cap.
+func (b *capBuffer) finish() {
+	if b.proto != nil && !b.truncated {
+		if _, ok := b.proto.endStatus(b.buf); ok {
+			b.buf = b.buf[:len(b.buf)-b.proto.markerLen()]
+		}
+	}
+	if len(b.buf) > b.max {
+		b.truncated = true
+		b.buf = b.buf[:b.max]
+	}
+}
+
+// output is what a run printed, and where the runner's ack and end marker
+// stand. Without a protocol it is plain capped output.
+type output struct {
+	proto  *protocol
+	stdout capBuffer
+	stderr capBuffer
+	// ackSeen counts the bytes of the ack seen at the start of stdout; it
+	// is -1 when stdout started with something else.
+	ackSeen int
+}
+
+// newOutput returns empty output capped at max bytes per stream.
+func newOutput(max int, proto *protocol) *output {
+	return &output{
+		proto:  proto,
+		stdout: capBuffer{max: max, proto: proto},
+		stderr: capBuffer{max: max, proto: proto},
+	}
+}
+
+// writeStdout takes the ack off the start of stdout and keeps the rest.
+func (o *output) writeStdout(p []byte) {
+	if o.proto != nil && o.ackSeen >= 0 && o.ackSeen < len(o.proto.ack) {
+		want := o.proto.ack[o.ackSeen:]
+		n := min(len(p), len(want))
+		if bytes.Equal(p[:n], want[:n]) {
+			o.ackSeen += n
+			p = p[n:]
+		} else {
+			// Not the runner's ack: what looked like its start is output.
+			o.stdout.write(o.proto.ack[:o.ackSeen])
+			o.ackSeen = -1
+		}
+	}
+	o.stdout.write(p)
+}
+
+// acked reports whether the runner acknowledged the program, that is,
+// whether the program started.
+func (o *output) acked() bool {
+	return o.proto != nil && o.ackSeen == len(o.proto.ack)
+}
+
+// ended reports whether the runner has reported the program's end: after
+// the ack, both streams end with the end marker, with the same status.
+func (o *output) ended() (int, bool) {
+	if !o.acked() || o.stdout.truncated || o.stderr.truncated {
+		return 0, false
+	}
+	out, ok := o.proto.endStatus(o.stdout.buf)
+	if !ok {
+		return 0, false
+	}
+	errs, ok := o.proto.endStatus(o.stderr.buf)
+	if !ok || errs != out {
+		return 0, false
+	}
+	return out, true
+}
+
+// truncated reports whether either stream passed its cap.
+func (o *output) truncated() bool {
+	return o.stdout.truncated || o.stderr.truncated
+}
+
+// finish settles both streams once reading has ended.
+func (o *output) finish() {
+	o.stdout.finish()
+	o.stderr.finish()
+}
+
+// demux reads attach frames from r into o until the stream ends or the
+// runner reports the program's end. Each stream is in order on its own (the
+// daemon copies each pipe in order), so once both end with the marker,
+// everything the program wrote before it has arrived. The first time either
+// stream passes its cap it calls onCap, and goes on reading: the other
+// stream's output still counts, and a connection that is read never stalls
+// the daemon. It returns nil at a clean end of stream or at the end marker,
 // io.ErrUnexpectedEOF when the stream ends inside a frame, or the read error;
-// whatever was read before is kept in the buffers.
-func demux(r io.Reader, stdout, stderr *capBuffer, onCap func()) error {
+// whatever was read before is kept.
+func demux(r io.Reader, o *output, onCap func()) error {
 	var hdr [frameHeaderSize]byte
+	var chunk []byte
 	capped := false
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
@@ -67,12 +182,12 @@ func demux(r io.Reader, stdout, stderr *capBuffer, onCap func()) error {
 			return unexpected(err)
 		}
 		size := int(binary.BigEndian.Uint32(hdr[4:]))
-		var dst *capBuffer
+		var write func([]byte)
 		switch hdr[0] {
 		case streamStdout:
-			dst = stdout
+			write = o.writeStdout
 		case streamStderr:
-			dst = stderr
+			write = o.stderr.write
 		case streamSystemErr:
 			msg := make([]byte, min(size, 4096))
 			n, _ := io.ReadFull(r, msg)
@@ -80,13 +195,23 @@ func demux(r io.Reader, stdout, stderr *capBuffer, onCap func()) error {
 		default:
 			return fmt.Errorf("runtime: attach frame with unknown stream %d", hdr[0])
 		}
-		err := dst.readFrame(r, size)
-		if dst.truncated && !capped {
-			capped = true
-			onCap()
+		if chunk == nil && size > 0 {
+			chunk = make([]byte, readChunk)
 		}
-		if err != nil {
-			return err
+		for size > 0 {
+			n, err := io.ReadFull(r, chunk[:min(size, len(chunk))])
+			write(chunk[:n])
+			size -= n
+			if !capped && o.truncated() {
+				capped = true
+				onCap()
+			}
+			if err != nil {
+				return unexpected(err)
+			}
+		}
+		if _, ok := o.ended(); ok {
+			return nil
 		}
 	}
 }

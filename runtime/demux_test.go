@@ -75,9 +75,11 @@ func TestDemux(t *testing.T) {
 				r = iotest.OneByteReader(r)
 			}
 			t.Run(name, func(t *testing.T) {
-				out, errb := capBuffer{max: tt.max}, capBuffer{max: tt.max}
+				o := newOutput(tt.max, nil)
 				caps := 0
-				err := demux(r, &out, &errb, func() { caps++ })
+				err := demux(r, o, func() { caps++ })
+				o.finish()
+				out, errb := o.stdout, o.stderr
 				switch {
 				case tt.err == errAny && err == nil:
 					t.Errorf("err = nil, want an error")
@@ -109,9 +111,8 @@ func TestDemuxCapSignalsAtOnce(t *testing.T) {
 	go func() {
 		_, _ = pw.Write(frames(frame(1, strings.Repeat("x", 100)), frame(1, strings.Repeat("y", 1<<20))))
 	}()
-	out, errb := capBuffer{max: 150}, capBuffer{max: 150}
 	capped := make(chan struct{})
-	go func() { _ = demux(pr, &out, &errb, func() { close(capped) }) }()
+	go func() { _ = demux(pr, newOutput(150, nil), func() { close(capped) }) }()
 	select {
 	case <-capped:
 	case <-time.After(5 * time.Second):
@@ -123,9 +124,7 @@ func TestCapBufferKeepsNoMoreThanTheCap(t *testing.T) {
 	b := capBuffer{max: 150}
 	flood := strings.Repeat("z", 1<<20)
 	for range 3 {
-		if err := b.readFrame(strings.NewReader(flood), len(flood)); err != nil {
-			t.Fatal(err)
-		}
+		b.write([]byte(flood))
 	}
 	if len(b.buf) != 150 || cap(b.buf) > 150 || !b.truncated {
 		t.Errorf("kept %d bytes in a buffer of %d, truncated %v; want 150 in at most 150, true", len(b.buf), cap(b.buf), b.truncated)

@@ -1,6 +1,7 @@
 // Package runtime runs programs in hardened, throwaway Docker containers
 // through the Docker Engine API: one container per run, created, attached,
-// fed the code on stdin, watched against its limits, and always removed.
+// started (ahead of time, in a warm pool, when configured), fed the code on
+// stdin, watched against its limits, and always removed after its one run.
 package runtime
 
 import (
@@ -21,6 +22,9 @@ import (
 // inspect). They run on a fresh context, so a cancelled request still cleans.
 const cleanupTimeout = 15 * time.Second
 
+// pingTimeout bounds the ping that tells a daemon gone from a failed call.
+const pingTimeout = 2 * time.Second
+
 // Docker runs each job in a fresh container of one image. It is safe for
 // concurrent use.
 type Docker struct {
@@ -28,13 +32,19 @@ type Docker struct {
 	cfg      Config
 	log      *slog.Logger
 	inflight inflight
+	// pool holds the warm containers; nil when Config.PoolSize is 0.
+	pool *pool
+	// bg counts the removals of used containers, for Close to wait for.
+	bg tasks
 }
 
 var _ sandboxd.Runner = (*Docker)(nil)
 
 // New returns a Docker runner for cfg, talking to the daemon that the
 // standard DOCKER_* environment variables name (the local socket by default).
-// It does not contact the daemon: Health does. A nil log discards.
+// It does not contact the daemon: Health does. With Config.PoolSize > 0 the
+// pool starts filling at the first Reap or Run, so a Reap at start-up never
+// sees the pool's own containers. A nil log discards.
 func New(cfg Config, log *slog.Logger) (*Docker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -49,27 +59,55 @@ func New(cfg Config, log *slog.Logger) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: docker client: %w", err)
 	}
-	return &Docker{
+	d := &Docker{
 		cli:      cli,
 		cfg:      cfg,
 		log:      log.With("instance", cfg.Instance),
 		inflight: inflight{runs: map[*flight]struct{}{}},
-	}, nil
+	}
+	if cfg.PoolSize > 0 {
+		d.pool = newPool(d, cfg.PoolSize)
+	}
+	return d, nil
 }
 
 // Health reports nil when runs can start: the daemon answers, the image is
-// present, and the configured OCI runtime is registered. Otherwise it returns
-// an *sandboxd.Error with CodeUnavailable whose message says what to do.
+// present and its runner speaks this service's protocol, and the configured
+// OCI runtime is registered. Otherwise it returns an *sandboxd.Error with
+// CodeUnavailable whose message says what to do. Warm containers play no
+// part: a run starts its own when the pool has none. A healthy engine ends
+// the pool's backoff, so it refills at once after the daemon came back.
 func (d *Docker) Health(ctx context.Context) error {
+	if err := d.health(ctx); err != nil {
+		return err
+	}
+	if d.pool != nil {
+		d.pool.kick()
+	}
+	return nil
+}
+
+// health runs the checks of Health.
+func (d *Docker) health(ctx context.Context) error {
 	const op = "runtime.health"
 	if _, err := d.cli.Ping(ctx); err != nil {
 		return d.fail(ctx, op, err)
 	}
-	if _, err := d.cli.ImageInspect(ctx, d.cfg.Image); err != nil {
+	img, err := d.cli.ImageInspect(ctx, d.cfg.Image)
+	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return d.missingImage(op, err)
 		}
 		return d.fail(ctx, op, err)
+	}
+	if img.Config == nil || img.Config.Labels[imageProtocolLabel] != runnerProtocol {
+		have := ""
+		if img.Config != nil {
+			have = img.Config.Labels[imageProtocolLabel]
+		}
+		return sandboxd.Errorf(sandboxd.CodeUnavailable, op,
+			"image %s has runner protocol %q, this service needs %q: rebuild it with `make image`",
+			d.cfg.Image, have, runnerProtocol)
 	}
 	if d.cfg.OCIRuntime == "" {
 		return nil
@@ -116,9 +154,10 @@ func (d *Docker) Info(ctx context.Context) (sandboxd.RunnerInfo, error) {
 }
 
 // Close ends the runner at shutdown, after the grace period: it cancels the
-// runs still in flight, kills and removes their containers, waits (until ctx
-// ends) for those runs to return, and closes the client. Runs after Close
-// fail with CodeUnavailable.
+// runs still in flight, kills and removes their containers, drains the pool,
+// waits (until ctx ends) for those runs to return and for every container to
+// be removed, and closes the client. Runs after Close fail with
+// CodeUnavailable.
 func (d *Docker) Close(ctx context.Context) error {
 	flights := d.inflight.close()
 	var errs []error
@@ -131,26 +170,50 @@ func (d *Docker) Close(ctx context.Context) error {
 			errs = append(errs, d.remove(ctx, id))
 		}
 	}
+	if d.pool != nil {
+		errs = append(errs, d.pool.close(ctx))
+	}
 	if err := d.inflight.wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("runtime: waiting for %d runs: %w", len(flights), err))
+	}
+	if err := d.bg.wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("runtime: waiting for containers to be removed: %w", err))
 	}
 	errs = append(errs, d.cli.Close())
 	return errors.Join(errs...)
 }
 
+// Settle waits until the containers of the runs that have returned so far
+// are removed (Run removes them in the background, after its answer), or
+// until ctx ends. Tests that look for leftovers call it first.
+func (d *Docker) Settle(ctx context.Context) error {
+	return d.bg.wait(ctx)
+}
+
 // fail turns a failed Engine API call into the service's error: the context's
-// own error when ctx ended, CodeUnavailable when the daemon is unreachable,
-// CodeInternal for anything else.
+// own error when ctx ended, CodeUnavailable when the daemon is unreachable
+// (or no longer answers), CodeInternal for anything else.
 func (d *Docker) fail(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		return ctxError(ctx, op)
 	}
-	if client.IsErrConnectionFailed(err) {
+	if client.IsErrConnectionFailed(err) || !d.answers(ctx) {
 		return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(
 			"Docker is unreachable at %s: start it (scripts/docker-up.sh) and check the socket's permissions",
 			d.cli.DaemonHost()))
 	}
 	return sandboxd.Wrap(sandboxd.CodeInternal, op, err, "Docker Engine API call failed")
+}
+
+// answers reports whether the daemon answers a ping. A call that failed
+// in another way than by not connecting (a connection cut in the middle of
+// an answer, as when dockerd stops) failed because the daemon went away
+// when it no longer answers.
+func (d *Docker) answers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pingTimeout)
+	defer cancel()
+	_, err := d.cli.Ping(ctx)
+	return err == nil
 }
 
 // missingImage is the error for an image that is not there, with the fix.

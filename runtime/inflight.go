@@ -85,3 +85,50 @@ func (in *inflight) wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// tasks counts background work (removals of used containers) that Close
+// waits for. Unlike a sync.WaitGroup, work may be added while a wait is on.
+type tasks struct {
+	mu sync.Mutex
+	n  int
+	// zero is closed when n drops to 0; a new one is made when n leaves 0.
+	zero chan struct{}
+}
+
+// add counts one more task.
+func (t *tasks) add() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		t.zero = make(chan struct{})
+	}
+	t.n++
+}
+
+// done counts a task as ended.
+func (t *tasks) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 {
+		close(t.zero)
+	}
+}
+
+// wait returns when no task is left, or with ctx's error when ctx ends first.
+func (t *tasks) wait(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		if t.n == 0 {
+			t.mu.Unlock()
+			return nil
+		}
+		zero := t.zero
+		t.mu.Unlock()
+		select {
+		case <-zero:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,9 +1,13 @@
 package runtime
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +15,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
 
 	"sandboxd"
 )
@@ -18,31 +23,34 @@ import (
 // The runner's life: parallel runs, cancellation, Close, Reap, Health, Info.
 
 func TestRunParallel(t *testing.T) {
-	d := mustDocker(t)
-	const n = 16
-	var wg sync.WaitGroup
-	results := make([]sandboxd.Result, n)
-	errs := make([]error, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for i := range n {
-		wg.Go(func() {
-			code := fmt.Sprintf("import sys\nprint(%d * %d)\nprint('e%d', file=sys.stderr)\n", i, i, i)
-			results[i], errs[i] = d.Run(ctx, sandboxd.Job{ID: fmt.Sprintf("%s-%d", jobID(t), i), Code: code})
-		})
-	}
-	wg.Wait()
-	for i := range n {
-		if errs[i] != nil {
-			t.Errorf("run %d: %v", i, errs[i])
-			continue
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		const n = 16
+		var wg sync.WaitGroup
+		results := make([]sandboxd.Result, n)
+		errs := make([]error, n)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for i := range n {
+			wg.Go(func() {
+				code := fmt.Sprintf("import sys\nprint(%d * %d)\nprint('e%d', file=sys.stderr)\n", i, i, i)
+				results[i], errs[i] = d.Run(ctx, sandboxd.Job{ID: fmt.Sprintf("%s-%d", jobID(t), i), Code: code})
+			})
 		}
-		check(t, results[i], want{stdout: fmt.Sprintf("%d\n", i*i), stderr: fmt.Sprintf("e%d\n", i), status: sandboxd.StatusOK})
-	}
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil {
+				t.Errorf("run %d: %v", i, errs[i])
+				continue
+			}
+			check(t, results[i], want{stdout: fmt.Sprintf("%d\n", i*i), stderr: fmt.Sprintf("e%d\n", i), status: sandboxd.StatusOK})
+		}
+	})
 }
 
 // startSleeper starts a run that prints and sleeps, on its own goroutine, and
-// returns once its container runs; the run's outcome arrives on the channel.
+// returns once the run has its container and the program had time to start;
+// the run's outcome arrives on the channel.
 func startSleeper(t *testing.T, ctx context.Context, d *Docker) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
@@ -50,15 +58,26 @@ func startSleeper(t *testing.T, ctx context.Context, d *Docker) <-chan error {
 		_, err := d.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "import time\nprint('up', flush=True)\ntime.sleep(60)\n"})
 		done <- err
 	}()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		for _, c := range containersOf(t, d, jobID(t)) {
-			if c.State == "running" {
-				return done
-			}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if runningContainer(d) != "" {
+			time.Sleep(500 * time.Millisecond)
+			return done
 		}
 	}
-	t.Fatalf("the run's container never ran")
+	t.Fatalf("the run never got a container")
 	return nil
+}
+
+// runningContainer is the container of a run in flight, or "".
+func runningContainer(d *Docker) string {
+	d.inflight.mu.Lock()
+	defer d.inflight.mu.Unlock()
+	for f := range d.inflight.runs {
+		if id := f.containerID(); id != "" {
+			return id
+		}
+	}
+	return ""
 }
 
 // await returns the error a run ended with, failing when it takes longer than limit.
@@ -74,44 +93,50 @@ func await(t *testing.T, done <-chan error, limit time.Duration) error {
 }
 
 func TestRunCancelledBeforeStart(t *testing.T) {
-	d := mustDocker(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := d.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "print(1)"})
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled", err)
-	}
-	assertGone(t, d, jobID(t))
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := d.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "print(1)"})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+		assertGone(t, d, jobID(t))
+	})
 }
 
 func TestRunCancelledMidway(t *testing.T) {
-	d := mustDocker(t, func(c *Config) { c.Timeout = 30 * time.Second })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := startSleeper(t, ctx, d)
-	cancel()
-	if err := await(t, done, 3*time.Second); !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled", err)
-	}
-	assertGone(t, d, jobID(t))
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode, func(c *Config) { c.Timeout = 30 * time.Second })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := startSleeper(t, ctx, d)
+		cancel()
+		if err := await(t, done, 3*time.Second); !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+		assertGone(t, d, jobID(t))
+	})
 }
 
 func TestCloseKillsInFlightRuns(t *testing.T) {
-	d := mustDocker(t, func(c *Config) { c.Timeout = 30 * time.Second })
-	done := startSleeper(t, context.Background(), d)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := d.Close(ctx); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	// Close waited for the run: it has returned already.
-	if err := await(t, done, 100*time.Millisecond); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
-		t.Errorf("the in-flight run ended with %v, want CodeUnavailable", err)
-	}
-	assertGone(t, d, jobID(t))
-	if _, err := d.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "print(1)"}); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
-		t.Errorf("Run after Close: %v, want CodeUnavailable", err)
-	}
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode, func(c *Config) { c.Timeout = 30 * time.Second })
+		done := startSleeper(t, context.Background(), d)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		// Close waited for the run: it has returned already.
+		if err := await(t, done, 100*time.Millisecond); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+			t.Errorf("the in-flight run ended with %v, want CodeUnavailable", err)
+		}
+		assertGone(t, d, jobID(t))
+		if _, err := d.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "print(1)"}); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+			t.Errorf("Run after Close: %v, want CodeUnavailable", err)
+		}
+	})
 }
 
 func TestReap(t *testing.T) {
@@ -193,6 +218,30 @@ func TestHealthMissingImage(t *testing.T) {
 	_, err = d.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "print(1)"})
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "make image") {
 		t.Errorf("Run = %v, want CodeUnavailable with the make image hint", err)
+	}
+}
+
+func TestHealthOutdatedImage(t *testing.T) {
+	d := mustDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// An image without the runner protocol's label, as an image built
+	// before the protocol (or by hand) would be: an empty one suffices.
+	ref := fmt.Sprintf("sandboxd-test-noprotocol:%d", os.Getpid())
+	var tarball bytes.Buffer
+	_ = tar.NewWriter(&tarball).Close()
+	rc, err := d.cli.ImageImport(ctx, image.ImportSource{Source: &tarball, SourceName: "-"}, ref, image.ImportOptions{})
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, rc)
+	rc.Close()
+	t.Cleanup(func() { _, _ = d.cli.ImageRemove(context.Background(), ref, image.RemoveOptions{Force: true}) })
+	d.cfg.Image = ref
+	err = d.Health(ctx)
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "make image") ||
+		!strings.Contains(sandboxd.ErrorMessage(err), "runner protocol") {
+		t.Errorf("Health = %v, want CodeUnavailable asking for make image", err)
 	}
 }
 

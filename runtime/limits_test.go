@@ -11,176 +11,200 @@ import (
 // Every limit of the container, proven by a program that tries to break it.
 
 func TestLimitTimeout(t *testing.T) {
-	d := mustDocker(t) // the real 5 s limit
-	start := time.Now()
-	res := mustRun(t, d, "print('spinning', flush=True)\nwhile True:\n    pass\n")
-	elapsed := time.Since(start)
-	check(t, res, want{stdout: "spinning\n", exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
-	limit := d.cfg.Timeout
-	if res.Duration < limit || res.Duration > limit+time.Second {
-		t.Errorf("Duration = %s, want within [%s, %s]", res.Duration, limit, limit+time.Second)
-	}
-	if elapsed > limit+2*time.Second {
-		t.Errorf("Run took %s, want the answer within a second or two of the %s limit", elapsed, limit)
-	}
-	assertGone(t, d, jobID(t))
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode) // the real 5 s limit
+		start := time.Now()
+		res := mustRun(t, d, "print('spinning', flush=True)\nwhile True:\n    pass\n")
+		elapsed := time.Since(start)
+		check(t, res, want{stdout: "spinning\n", exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
+		limit := d.cfg.Timeout
+		if res.Duration < limit || res.Duration > limit+time.Second {
+			t.Errorf("Duration = %s, want within [%s, %s]", res.Duration, limit, limit+time.Second)
+		}
+		if elapsed > limit+2*time.Second {
+			t.Errorf("Run took %s, want the answer within a second or two of the %s limit", elapsed, limit)
+		}
+		assertGone(t, d, jobID(t))
+	})
 }
 
 func TestLimitTimeoutWithOutputClosed(t *testing.T) {
-	d := mustDocker(t, func(c *Config) { c.Timeout = time.Second })
-	// The output stream ends at once; the program runs on.
-	res := mustRun(t, d, "import os\nos.close(1)\nos.close(2)\nwhile True:\n    pass\n")
-	check(t, res, want{exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
-	assertGone(t, d, jobID(t))
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode, func(c *Config) { c.Timeout = time.Second })
+		// The output stream ends at once; the program runs on.
+		res := mustRun(t, d, "import os\nos.close(1)\nos.close(2)\nwhile True:\n    pass\n")
+		check(t, res, want{exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
+		assertGone(t, d, jobID(t))
+	})
 }
 
 func TestLimitOutput(t *testing.T) {
-	d := mustDocker(t)
-	tests := []struct {
-		name, code string
-		stream     func(sandboxd.Result) (flooded, other string)
-	}{
-		{"stdout", "while True:\n    print('x' * 99)\n", func(r sandboxd.Result) (string, string) { return r.Stdout, r.Stderr }},
-		{"stderr", "import sys\nprint('hi')\nwhile True:\n    sys.stderr.write('y' * 100)\n", func(r sandboxd.Result) (string, string) { return r.Stderr, r.Stdout }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := mustRun(t, d, tt.code)
-			flooded, other := tt.stream(res)
-			if len(flooded) != d.cfg.MaxOutputBytes {
-				t.Errorf("kept %d bytes, want exactly the cap %d", len(flooded), d.cfg.MaxOutputBytes)
-			}
-			if strings.Trim(flooded, "xy\n") != "" {
-				t.Errorf("flooded stream holds something else than the flood")
-			}
-			if wantOther := map[string]string{"stdout": "", "stderr": "hi\n"}[tt.name]; other != wantOther {
-				t.Errorf("other stream = %q, want %q", other, wantOther)
-			}
-			if res.Status != sandboxd.StatusOutputLimit || !res.Truncated || res.TimedOut || res.ExitCode != 137 {
-				t.Errorf("status %q truncated %v timed_out %v exit %d, want output_limit, true, false, 137",
-					res.Status, res.Truncated, res.TimedOut, res.ExitCode)
-			}
-			if res.Duration > 2*time.Second {
-				t.Errorf("Duration = %s, want well before the %s timeout", res.Duration, d.cfg.Timeout)
-			}
-			assertGone(t, d, jobID(t))
-		})
-	}
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		tests := []struct {
+			name, code string
+			stream     func(sandboxd.Result) (flooded, other string)
+		}{
+			{"stdout", "while True:\n    print('x' * 99)\n", func(r sandboxd.Result) (string, string) { return r.Stdout, r.Stderr }},
+			{"stderr", "import sys\nprint('hi')\nwhile True:\n    sys.stderr.write('y' * 100)\n", func(r sandboxd.Result) (string, string) { return r.Stderr, r.Stdout }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				res := mustRun(t, d, tt.code)
+				flooded, other := tt.stream(res)
+				if len(flooded) != d.cfg.MaxOutputBytes {
+					t.Errorf("kept %d bytes, want exactly the cap %d", len(flooded), d.cfg.MaxOutputBytes)
+				}
+				if strings.Trim(flooded, "xy\n") != "" {
+					t.Errorf("flooded stream holds something else than the flood")
+				}
+				if wantOther := map[string]string{"stdout": "", "stderr": "hi\n"}[tt.name]; other != wantOther {
+					t.Errorf("other stream = %q, want %q", other, wantOther)
+				}
+				if res.Status != sandboxd.StatusOutputLimit || !res.Truncated || res.TimedOut || res.ExitCode != 137 {
+					t.Errorf("status %q truncated %v timed_out %v exit %d, want output_limit, true, false, 137",
+						res.Status, res.Truncated, res.TimedOut, res.ExitCode)
+				}
+				if res.Duration > 2*time.Second {
+					t.Errorf("Duration = %s, want well before the %s timeout", res.Duration, d.cfg.Timeout)
+				}
+				assertGone(t, d, jobID(t))
+			})
+		}
+	})
 }
 
 func TestLimitMemory(t *testing.T) {
-	d := mustDocker(t)
-	res := mustRun(t, d, "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n")
-	check(t, res, want{stdout: "allocating\n", exit: 137, status: sandboxd.StatusOOM, oom: true})
-	check(t, mustRun(t, d, "print(1)"), want{stdout: "1\n", status: sandboxd.StatusOK})
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		res := mustRun(t, d, "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n")
+		check(t, res, want{stdout: "allocating\n", exit: 137, status: sandboxd.StatusOOM, oom: true})
+		check(t, mustRun(t, d, "print(1)"), want{stdout: "1\n", status: sandboxd.StatusOK})
+	})
 }
 
 func TestLimitExit137IsNotOOM(t *testing.T) {
-	d := mustDocker(t)
-	// 137 alone is not an OOM: only the kernel's flag makes one.
-	res := mustRun(t, d, "import sys\nsys.exit(137)\n")
-	check(t, res, want{exit: 137, status: sandboxd.StatusError})
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		// 137 alone is not an OOM: only the kernel's flag makes one.
+		res := mustRun(t, d, "import sys\nsys.exit(137)\n")
+		check(t, res, want{exit: 137, status: sandboxd.StatusError})
+	})
 }
 
 func TestLimitPids(t *testing.T) {
-	d := mustDocker(t)
-	// Forks until the kernel refuses: 63 children and the runner make 64.
-	code := "import os, errno, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n" +
-		"            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n" +
-		"    print(errno.errorcode[e.errno], n)\n"
-	res := mustRun(t, d, code)
-	check(t, res, want{stdout: "EAGAIN 63\n", status: sandboxd.StatusOK})
-	assertGone(t, d, jobID(t))
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		// Forks until the kernel refuses: 63 children and the runner make 64.
+		code := "import os, errno, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n" +
+			"            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError as e:\n" +
+			"    print(errno.errorcode[e.errno], n)\n"
+		res := mustRun(t, d, code)
+		check(t, res, want{stdout: "EAGAIN 63\n", status: sandboxd.StatusOK})
+		assertGone(t, d, jobID(t))
+	})
 }
 
 func TestLimitForkBomb(t *testing.T) {
-	d := mustDocker(t, func(c *Config) { c.Timeout = 2 * time.Second })
-	start := time.Now()
-	res := mustRun(t, d, "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n")
-	check(t, res, want{exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("the answer took %s", elapsed)
-	}
-	assertGone(t, d, jobID(t))
-	check(t, mustRun(t, d, "print(1)"), want{stdout: "1\n", status: sandboxd.StatusOK})
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode, func(c *Config) { c.Timeout = 2 * time.Second })
+		start := time.Now()
+		res := mustRun(t, d, "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n")
+		check(t, res, want{exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			t.Errorf("the answer took %s", elapsed)
+		}
+		assertGone(t, d, jobID(t))
+		check(t, mustRun(t, d, "print(1)"), want{stdout: "1\n", status: sandboxd.StatusOK})
+	})
 }
 
 func TestLimitNetwork(t *testing.T) {
-	d := mustDocker(t)
-	// With network "none" there is only a loopback: nothing leaves the
-	// container, the route lookup itself fails.
-	code := "import socket, errno\nfor host, port in [('1.1.1.1', 53), ('127.0.0.1', 80)]:\n" +
-		"    s = socket.socket()\n    s.settimeout(2)\n    try:\n        s.connect((host, port))\n" +
-		"        print(host, 'connected')\n    except OSError as e:\n        print(host, errno.errorcode.get(e.errno, e))\n" +
-		"print(sorted(name for _, name in socket.if_nameindex()))\n"
-	res := mustRun(t, d, code)
-	check(t, res, want{stdout: "1.1.1.1 ENETUNREACH\n127.0.0.1 ECONNREFUSED\n['lo']\n", status: sandboxd.StatusOK})
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		// With network "none" there is only a loopback: nothing leaves the
+		// container, the route lookup itself fails.
+		code := "import socket, errno\nfor host, port in [('1.1.1.1', 53), ('127.0.0.1', 80)]:\n" +
+			"    s = socket.socket()\n    s.settimeout(2)\n    try:\n        s.connect((host, port))\n" +
+			"        print(host, 'connected')\n    except OSError as e:\n        print(host, errno.errorcode.get(e.errno, e))\n" +
+			"print(sorted(name for _, name in socket.if_nameindex()))\n"
+		res := mustRun(t, d, code)
+		check(t, res, want{stdout: "1.1.1.1 ENETUNREACH\n127.0.0.1 ECONNREFUSED\n['lo']\n", status: sandboxd.StatusOK})
+	})
 }
 
 func TestLimitReadOnlyRoot(t *testing.T) {
-	d := mustDocker(t)
-	code := "import errno\nfor path in ['/x', '/etc/x', '/var/tmp/x', '/opt/sandbox/run.py']:\n    try:\n" +
-		"        open(path, 'a').close()\n        print(path, 'written')\n    except OSError as e:\n" +
-		"        print(path, errno.errorcode[e.errno])\n"
-	res := mustRun(t, d, code)
-	// /var/tmp is world-writable: only the read-only root stops it. The
-	// runner belongs to root: permissions stop it first.
-	check(t, res, want{stdout: "/x EROFS\n/etc/x EROFS\n/var/tmp/x EROFS\n/opt/sandbox/run.py EACCES\n", status: sandboxd.StatusOK})
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		code := "import errno\nfor path in ['/x', '/etc/x', '/var/tmp/x', '/opt/sandbox/run.py']:\n    try:\n" +
+			"        open(path, 'a').close()\n        print(path, 'written')\n    except OSError as e:\n" +
+			"        print(path, errno.errorcode[e.errno])\n"
+		res := mustRun(t, d, code)
+		// /var/tmp is world-writable: only the read-only root stops it. The
+		// runner belongs to root: permissions stop it first.
+		check(t, res, want{stdout: "/x EROFS\n/etc/x EROFS\n/var/tmp/x EROFS\n/opt/sandbox/run.py EACCES\n", status: sandboxd.StatusOK})
+	})
 }
 
 func TestLimitTmpfs(t *testing.T) {
-	d := mustDocker(t)
-	t.Run("writable up to its size", func(t *testing.T) {
-		code := "import errno\ntotal, i = 0, 0\ntry:\n    while True:\n" +
-			"        with open(f'/tmp/f{i}', 'wb', buffering=0) as f:\n            for _ in range(4):\n" +
-			"                total += f.write(b'x' * (1 << 20))\n        i += 1\nexcept OSError as e:\n" +
-			"    print(errno.errorcode[e.errno], total >> 20, 'MiB')\n"
-		check(t, mustRun(t, d, code), want{stdout: "ENOSPC 16 MiB\n", status: sandboxd.StatusOK})
-	})
-	t.Run("no file past the size", func(t *testing.T) {
-		code := "import errno\ntotal = 0\ntry:\n    with open('/tmp/big', 'wb', buffering=0) as f:\n" +
-			"        while True:\n            total += f.write(b'x' * (1 << 20))\nexcept OSError as e:\n" +
-			"    print(errno.errorcode[e.errno], total >> 20, 'MiB')\n"
-		check(t, mustRun(t, d, code), want{stdout: "EFBIG 16 MiB\n", status: sandboxd.StatusOK})
-	})
-	t.Run("not executable", func(t *testing.T) {
-		code := "import shutil, os, subprocess, errno\nshutil.copy('/bin/true', '/tmp/t')\nos.chmod('/tmp/t', 0o755)\n" +
-			"try:\n    subprocess.run(['/tmp/t'])\n    print('executed')\nexcept OSError as e:\n" +
-			"    print(errno.errorcode[e.errno])\n"
-		check(t, mustRun(t, d, code), want{stdout: "EACCES\n", status: sandboxd.StatusOK})
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		t.Run("writable up to its size", func(t *testing.T) {
+			code := "import errno\ntotal, i = 0, 0\ntry:\n    while True:\n" +
+				"        with open(f'/tmp/f{i}', 'wb', buffering=0) as f:\n            for _ in range(4):\n" +
+				"                total += f.write(b'x' * (1 << 20))\n        i += 1\nexcept OSError as e:\n" +
+				"    print(errno.errorcode[e.errno], total >> 20, 'MiB')\n"
+			check(t, mustRun(t, d, code), want{stdout: "ENOSPC 16 MiB\n", status: sandboxd.StatusOK})
+		})
+		t.Run("no file past the size", func(t *testing.T) {
+			code := "import errno\ntotal = 0\ntry:\n    with open('/tmp/big', 'wb', buffering=0) as f:\n" +
+				"        while True:\n            total += f.write(b'x' * (1 << 20))\nexcept OSError as e:\n" +
+				"    print(errno.errorcode[e.errno], total >> 20, 'MiB')\n"
+			check(t, mustRun(t, d, code), want{stdout: "EFBIG 16 MiB\n", status: sandboxd.StatusOK})
+		})
+		t.Run("not executable", func(t *testing.T) {
+			code := "import shutil, os, subprocess, errno\nshutil.copy('/bin/true', '/tmp/t')\nos.chmod('/tmp/t', 0o755)\n" +
+				"try:\n    subprocess.run(['/tmp/t'])\n    print('executed')\nexcept OSError as e:\n" +
+				"    print(errno.errorcode[e.errno])\n"
+			check(t, mustRun(t, d, code), want{stdout: "EACCES\n", status: sandboxd.StatusOK})
+		})
 	})
 }
 
 func TestLimitIdentity(t *testing.T) {
-	d := mustDocker(t)
-	code := "keep = ('Uid', 'Gid', 'Groups', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs')\n" +
-		"for line in open('/proc/self/status'):\n    if line.split(':')[0] in keep:\n        print(line.rstrip())\n" +
-		"import resource\nprint(resource.getrlimit(resource.RLIMIT_NOFILE))\n"
-	res := mustRun(t, d, code)
-	check(t, res, want{
-		stdout: "Uid:\t10001\t10001\t10001\t10001\nGid:\t10001\t10001\t10001\t10001\nGroups:\t10001\n" +
-			"CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n" +
-			"CapAmb:\t0000000000000000\nNoNewPrivs:\t1\n(256, 256)\n",
-		status: sandboxd.StatusOK,
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		code := "keep = ('Uid', 'Gid', 'Groups', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs')\n" +
+			"for line in open('/proc/self/status'):\n    if line.split(':')[0] in keep:\n        print(line.rstrip())\n" +
+			"import resource\nprint(resource.getrlimit(resource.RLIMIT_NOFILE))\n"
+		res := mustRun(t, d, code)
+		check(t, res, want{
+			stdout: "Uid:\t10001\t10001\t10001\t10001\nGid:\t10001\t10001\t10001\t10001\nGroups:\t10001\n" +
+				"CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n" +
+				"CapAmb:\t0000000000000000\nNoNewPrivs:\t1\n(256, 256)\n",
+			status: sandboxd.StatusOK,
+		})
 	})
 }
 
 func TestLimitBackgroundChild(t *testing.T) {
-	d := mustDocker(t)
-	tests := []struct{ name, code string }{
-		{"popen", "import subprocess\nsubprocess.Popen(['sh', '-c', 'while true; do sleep 1; echo tick; done'])\nprint('parent done')\n"},
-		{"fork", "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    print('child woke')\nelse:\n    print('parent done')\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
-			res := mustRun(t, d, tt.code)
-			elapsed := time.Since(start)
-			check(t, res, want{stdout: "parent done\n", status: sandboxd.StatusOK})
-			if elapsed > 3*time.Second {
-				t.Errorf("Run took %s: it waited for the child", elapsed)
-			}
-			assertGone(t, d, jobID(t))
-		})
-	}
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		tests := []struct{ name, code string }{
+			{"popen", "import subprocess\nsubprocess.Popen(['sh', '-c', 'while true; do sleep 1; echo tick; done'])\nprint('parent done')\n"},
+			{"fork", "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n    print('child woke')\nelse:\n    print('parent done')\n"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				start := time.Now()
+				res := mustRun(t, d, tt.code)
+				elapsed := time.Since(start)
+				check(t, res, want{stdout: "parent done\n", status: sandboxd.StatusOK})
+				if elapsed > 3*time.Second {
+					t.Errorf("Run took %s: it waited for the child", elapsed)
+				}
+				assertGone(t, d, jobID(t))
+			})
+		}
+	})
 }

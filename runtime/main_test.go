@@ -157,11 +157,81 @@ func containersOf(tb testing.TB, d *Docker, job string) []container.Summary {
 	return list
 }
 
-// assertGone fails the test when a container of the job still exists.
+// assertGone fails the test when, once the runner's removals are done and
+// its pool is full again, a container of the job is left, or any container
+// of the runner's instance but the pool's idle ones.
 func assertGone(tb testing.TB, d *Docker, job string) {
 	tb.Helper()
+	idle := settle(tb, d)
 	if list := containersOf(tb, d, job); len(list) > 0 {
 		tb.Errorf("job %s left %d container(s), first %s in state %s", job, len(list), shortID(list[0].ID), list[0].State)
+	}
+	for _, c := range instanceContainers(tb, d) {
+		if !idle[c.ID] {
+			tb.Errorf("container %s (job %s, %s) is left, and it is no idle pool container", shortID(c.ID), c.Labels[LabelJob], c.State)
+		}
+	}
+}
+
+// settle waits until the runner's background removals are done and its pool
+// (if any, and started) is full and starting none, and returns the pool's
+// idle containers.
+func settle(tb testing.TB, d *Docker) map[string]bool {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if err := d.Settle(ctx); err != nil {
+			tb.Fatalf("the runner's removals did not end: %v", err)
+		}
+		idle := map[string]bool{}
+		if d.pool == nil {
+			return idle
+		}
+		d.pool.mu.Lock()
+		for _, b := range d.pool.idle {
+			idle[b.id] = true
+		}
+		full := len(idle) == d.pool.size && d.pool.starting == 0
+		full = full || !d.pool.started || d.pool.closed
+		d.pool.mu.Unlock()
+		if full {
+			return idle
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("the pool did not fill up: %+v", d.pool.stats())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// instanceContainers lists the containers (any state) of the runner's instance.
+func instanceContainers(tb testing.TB, d *Docker) []container.Summary {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: instanceFilter(d.cfg.Instance)})
+	if err != nil {
+		tb.Fatalf("ContainerList: %v", err)
+	}
+	return list
+}
+
+// modes are the two ways a runner gets its containers: created for each
+// run, or taken from a warm pool. Every test of runs passes in both.
+var modes = []struct {
+	name string
+	pool int
+}{{"fresh", 0}, {"pooled", 2}}
+
+// eachMode runs f as one subtest per mode; mode is the Config change that
+// selects it, for mustDocker.
+func eachMode(t *testing.T, f func(t *testing.T, mode func(*Config))) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			f(t, func(c *Config) { c.PoolSize = m.pool })
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -19,11 +20,21 @@ const drainGrace = 500 * time.Millisecond
 // exitKilled is the exit status of a process ended by SIGKILL (128 + 9).
 const exitKilled = 137
 
-// Run runs job.Code in a fresh container and returns what the program did.
-// The container is created, attached, registered for its exit, started, fed
-// the code on stdin, and watched: at Config.Timeout after the hand-over, or
-// as soon as stdout or stderr passes Config.MaxOutputBytes, it is killed.
-// Whatever happens, it is removed before Run returns.
+// errNotStarted is the error of a run whose container stopped before the
+// runner acknowledged the program: the program never ran.
+var errNotStarted = errors.New("runtime: the container stopped before its program started")
+
+// Run runs job.Code in a container of its own and returns what the program
+// did. The container is a warm one from the pool when Config.PoolSize > 0
+// (waiting, when the pool is empty, for one being started), else one
+// created for the run: created, attached, its exit awaited, started. The
+// code is handed over on stdin and the run watched: at Config.Timeout after
+// the hand-over, or as soon as stdout or stderr passes
+// Config.MaxOutputBytes, the container is killed. The answer comes as soon as
+// the image's runner reports the program's end, or else at the container's
+// exit. Whatever happens, the container is removed afterwards, in the
+// background (Close waits for it). A container that turns out to have died
+// before its program started is replaced by a fresh one, once.
 //
 // A program that fails, loops, floods or runs out of memory is a Result.
 // Errors are the service's: CodeUnavailable when Docker is unreachable, the
@@ -36,41 +47,70 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 	}
 	defer end()
 	log := d.log.With("job", job.ID)
-	id, err := d.create(ctx, newSpec(d.cfg, job), log)
-	if err != nil {
-		return sandboxd.Result{}, err
+	pooled := d.pool != nil
+	for attempt := 1; ; attempt++ {
+		b, err := d.acquire(ctx, job.ID, pooled, log)
+		if err != nil {
+			return sandboxd.Result{}, err
+		}
+		f.setContainer(b.id)
+		r := &run{d: d, b: b, log: log.With("container", shortID(b.id))}
+		res, err := r.supervise(ctx, job.Code)
+		d.retire(b)
+		switch {
+		case errors.Is(err, errNotStarted) && attempt == 1:
+			r.log.Warn("the container stopped before its program started; using a fresh one", "pooled", pooled)
+			pooled = false
+			continue
+		case errors.Is(err, errNotStarted) && !d.answers(ctx):
+			return sandboxd.Result{}, d.fail(ctx, "runtime.run", err)
+		case errors.Is(err, errNotStarted):
+			return sandboxd.Result{}, sandboxd.Wrap(sandboxd.CodeInternal, "runtime.run", err,
+				"the sandbox stopped before the program started")
+		case err != nil:
+			return sandboxd.Result{}, err
+		}
+		r.log.Debug("run finished", "status", res.Status, "exit_code", res.ExitCode, "duration", res.Duration)
+		return res, nil
 	}
-	f.setContainer(id)
-	log = log.With("container", shortID(id))
-	defer d.cleanup(ctx, id, log)
-
-	r := &run{d: d, id: id, log: log}
-	defer r.release()
-	if err := r.start(ctx); err != nil {
-		return sandboxd.Result{}, err
-	}
-	res, err := r.supervise(ctx, job.Code)
-	if err != nil {
-		return sandboxd.Result{}, err
-	}
-	log.Debug("run finished", "status", res.Status, "exit_code", res.ExitCode, "duration", res.Duration)
-	return res, nil
 }
 
-// create creates the run's container and returns its ID.
+// acquire returns a box for the job: from the pool when pooled and the pool
+// has or is starting one, else a fresh one.
+func (d *Docker) acquire(ctx context.Context, jobID string, pooled bool, log *slog.Logger) (*box, error) {
+	if pooled {
+		if b, err := d.pool.take(ctx); b != nil || err != nil {
+			return b, err
+		}
+	}
+	b, err := d.prepare(ctx, jobID, log)
+	if err == nil && d.pool != nil {
+		d.pool.kick() // the engine works again: the pool need not wait out its backoff
+	}
+	return b, err
+}
+
+// create creates a container and returns its ID. The call itself is not
+// cancelled with ctx: a create cancelled on our side may still complete on
+// the daemon's, after any attempt to remove it. When ctx ends meanwhile, the
+// new container is removed at once.
 func (d *Docker) create(ctx context.Context, sp spec, log *slog.Logger) (string, error) {
 	const op = "runtime.create"
-	resp, err := d.cli.ContainerCreate(ctx, sp.config, sp.host, nil, nil, sp.name)
+	if ctx.Err() != nil {
+		return "", ctxError(ctx, op)
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	resp, err := d.cli.ContainerCreate(cctx, sp.config, sp.host, nil, nil, sp.name)
 	if err != nil {
-		if ctx.Err() != nil {
-			// The daemon may have created it before the cancel reached it.
-			d.cleanup(ctx, sp.name, log)
-			return "", ctxError(ctx, op)
-		}
 		if cerrdefs.IsNotFound(err) {
 			return "", d.missingImage(op, err)
 		}
 		return "", d.fail(ctx, op, err)
+	}
+	if ctx.Err() != nil {
+		d.removeLater(resp.ID, log, nil)
+		return "", ctxError(ctx, op)
 	}
 	for _, w := range resp.Warnings {
 		log.Warn("docker warned at create", "warning", w)
@@ -104,104 +144,74 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
-// run is the state of one started container.
+// run is one program in one box.
 type run struct {
 	d      *Docker
-	id     string
+	b      *box
 	log    *slog.Logger
-	s      *stream
-	waitC  <-chan container.WaitResponse
-	waitE  <-chan error
-	waited bool
 	killed bool
 	res    sandboxd.Result
 }
 
-// start attaches, registers for the next exit, and starts the container, in
-// that order: attaching first loses no output; waiting first misses no exit.
-func (r *run) start(ctx context.Context) error {
-	s, err := r.d.attach(ctx, r.id)
-	if err != nil {
-		return r.d.fail(ctx, "runtime.attach", err)
-	}
-	r.s = s
-	// ContainerWait returns once the daemon has registered the wait.
-	r.waitC, r.waitE = r.d.cli.ContainerWait(ctx, r.id, container.WaitConditionNextExit)
-	select {
-	case err := <-r.waitE:
-		r.waited = true
-		return r.d.fail(ctx, "runtime.wait", err)
-	default:
-	}
-	if ctx.Err() != nil {
-		return ctxError(ctx, "runtime.start")
-	}
-	if err := r.d.cli.ContainerStart(ctx, r.id, container.StartOptions{}); err != nil {
-		return r.d.fail(ctx, "runtime.start", err)
-	}
-	return nil
-}
-
-// release closes the attach connection and, when the exit was never
-// received, drains the wait so the client's goroutine can end.
-func (r *run) release() {
-	if r.s != nil {
-		r.s.close()
-	}
-	if r.waitC != nil && !r.waited {
-		go func() {
-			select {
-			case <-r.waitC:
-			case <-r.waitE:
-			}
-		}()
-	}
-}
-
-// supervise hands the code over and watches the run to its end.
+// supervise hands the code over and watches the run to its end: the
+// runner's end marker, or else the container's exit.
 func (r *run) supervise(ctx context.Context, code string) (sandboxd.Result, error) {
 	handover := time.Now()
-	r.s.start(code)
+	r.b.s.send(r.b.proto.message(code))
 	deadline := time.NewTimer(r.d.cfg.Timeout)
 	defer deadline.Stop()
 	if err := r.watchOutput(ctx, deadline.C); err != nil {
 		return sandboxd.Result{}, err
 	}
-	exit, err := r.watchExit(ctx, deadline.C)
-	if err != nil {
-		return sandboxd.Result{}, err
+	// Reading has ended: the output no longer changes.
+	out := r.b.s.out
+	if status, ok := out.ended(); ok && !r.res.TimedOut {
+		r.res.ExitCode = status
+	} else {
+		exit, err := r.watchExit(ctx, deadline.C)
+		if err != nil {
+			return sandboxd.Result{}, err
+		}
+		if !out.acked() && !r.res.TimedOut && !out.truncated() {
+			return sandboxd.Result{}, errNotStarted
+		}
+		r.res.ExitCode = exit
+		if exit == exitKilled {
+			if r.res.OOMKilled, err = r.oomKilled(ctx); err != nil {
+				return sandboxd.Result{}, err
+			}
+		}
 	}
 	r.res.Duration = time.Since(handover)
-	r.res.ExitCode = exit
-	if exit == exitKilled {
-		r.res.OOMKilled = r.oomKilled(ctx)
-	}
-	r.res.Truncated = r.s.stdout.truncated || r.s.stderr.truncated
-	r.res.Stdout = decode(r.s.stdout.buf)
-	r.res.Stderr = decode(r.s.stderr.buf)
+	out.finish()
+	r.res.Truncated = out.truncated()
+	r.res.Stdout = decode(out.stdout.buf)
+	r.res.Stderr = decode(out.stderr.buf)
 	r.res.Classify()
 	return r.res, nil
 }
 
-// watchOutput reads the output until it ends, a cap is hit, the deadline
-// passes or ctx ends; in every case the attach connection is closed after.
+// watchOutput reads the output until it ends (or the end marker comes), a
+// cap is hit, the deadline passes or ctx ends; in every case the attach
+// connection is closed after.
 func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error {
-	defer r.s.close()
+	s := r.b.s
+	defer s.close()
 	select {
-	case <-r.s.done:
-		if r.s.err != nil {
-			r.log.Warn("attach stream ended with an error", "err", r.s.err)
+	case <-s.done:
+		if s.err != nil {
+			r.log.Warn("attach stream ended with an error", "err", s.err)
 		}
-		if r.s.stdout.truncated || r.s.stderr.truncated {
+		if s.out.truncated() {
 			r.kill(ctx) // the stream ended right after the cap: it is done
 		}
-	case <-r.s.capHit:
+	case <-s.capHit:
 		r.killAndDrain(ctx)
 	case <-deadline:
 		r.res.TimedOut = true
 		r.killAndDrain(ctx)
 	case <-ctx.Done():
-		r.s.close()
+		s.close()
 		r.kill(ctx)
 		return ctxError(ctx, "runtime.run")
 	}
@@ -218,9 +228,9 @@ func (r *run) killAndDrain(ctx context.Context) {
 		defer close(killed)
 		r.kill(ctx)
 	}()
-	r.s.drain(drainGrace)
-	<-r.s.done
-	r.s.close()
+	r.b.s.drain(drainGrace)
+	<-r.b.s.done
+	r.b.s.close()
 	<-killed
 }
 
@@ -234,25 +244,24 @@ func (r *run) watchExit(ctx context.Context, deadline <-chan time.Time) (int, er
 			stuck = time.After(cleanupTimeout)
 		}
 		select {
-		case w := <-r.waitC:
-			r.waited = true
-			if w.Error != nil && w.Error.Message != "" {
-				r.log.Warn("docker reported an error with the exit", "err", w.Error.Message)
+		case <-r.b.exited:
+			if err := r.b.waitErr; err != nil {
+				if ctx.Err() != nil {
+					r.kill(ctx)
+					return 0, ctxError(ctx, "runtime.run")
+				}
+				return 0, r.d.fail(ctx, "runtime.wait", err)
 			}
-			return int(w.StatusCode), nil
-		case err := <-r.waitE:
-			r.waited = true
-			if ctx.Err() != nil {
-				r.kill(ctx)
-				return 0, ctxError(ctx, "runtime.run")
+			if r.b.exitMsg != "" {
+				r.log.Warn("docker reported an error with the exit", "err", r.b.exitMsg)
 			}
-			return 0, r.d.fail(ctx, "runtime.wait", err)
+			return r.b.exitCode, nil
 		case <-deadline:
 			r.res.TimedOut = true
 			r.kill(ctx)
 		case <-stuck:
 			return 0, sandboxd.Errorf(sandboxd.CodeInternal, "runtime.wait",
-				"container %s did not exit within %s of SIGKILL", shortID(r.id), cleanupTimeout)
+				"container %s did not exit within %s of SIGKILL", shortID(r.b.id), cleanupTimeout)
 		case <-ctx.Done():
 			r.kill(ctx)
 			return 0, ctxError(ctx, "runtime.run")
@@ -266,7 +275,7 @@ func (r *run) kill(ctx context.Context) {
 	r.killed = true
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	err := r.d.cli.ContainerKill(ctx, r.id, "KILL")
+	err := r.d.cli.ContainerKill(ctx, r.b.id, "KILL")
 	switch {
 	case err == nil:
 	case cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err):
@@ -277,13 +286,18 @@ func (r *run) kill(ctx context.Context) {
 }
 
 // oomKilled reports whether the kernel's OOM killer ended the container.
-func (r *run) oomKilled(ctx context.Context) bool {
+// When the daemon no longer answers, the kill was most likely its own, on
+// its way down: that is the service's failure, not the program's answer.
+func (r *run) oomKilled(ctx context.Context) (bool, error) {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	info, err := r.d.cli.ContainerInspect(ctx, r.id)
+	info, err := r.d.cli.ContainerInspect(ctx, r.b.id)
 	if err != nil {
+		if !r.d.answers(ctx) {
+			return false, r.d.fail(ctx, "runtime.inspect", err)
+		}
 		r.log.Warn("inspect after exit 137 failed; not reporting OOM", "err", err)
-		return false
+		return false, nil
 	}
-	return info.State != nil && info.State.OOMKilled
+	return info.State != nil && info.State.OOMKilled, nil
 }

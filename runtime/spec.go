@@ -18,7 +18,8 @@ const (
 	LabelManaged = "io.sandboxd.managed"
 	// LabelInstance holds Config.Instance.
 	LabelInstance = "io.sandboxd.instance"
-	// LabelJob holds the job's ID.
+	// LabelJob holds the job's ID, or "pool" for a warm container started
+	// before its job was known.
 	LabelJob = "io.sandboxd.job"
 )
 

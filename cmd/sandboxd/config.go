@@ -59,6 +59,9 @@ type PaymentsConfig struct {
 	RPCURL            string
 	RelayerKeyFile    string
 	Ledger            string
+	VerifyTimeout     time.Duration
+	SettleTimeout     time.Duration
+	RPCTimeout        time.Duration
 }
 
 // defaults are the values used when neither the file nor the environment
@@ -79,7 +82,7 @@ var defaults = map[string]any{
 	"runtime.max_code_bytes":       65536,
 	"runtime.max_concurrency":      8,
 	"runtime.queue_wait":           "2s",
-	"runtime.pool_size":            0,
+	"runtime.pool_size":            4,
 	"runtime.instance":             "default",
 	"payments.enabled":             false,
 	"payments.network":             "eip155:84532",
@@ -94,6 +97,9 @@ var defaults = map[string]any{
 	"payments.rpc_url":             "",
 	"payments.relayer_key_file":    "",
 	"payments.ledger":              "data/ledger.db",
+	"payments.verify_timeout":      "10s",
+	"payments.settle_timeout":      "60s",
+	"payments.rpc_timeout":         "10s",
 }
 
 // LoadConfig reads the configuration: the defaults, then the file (path, or

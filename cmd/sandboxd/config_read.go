@@ -53,6 +53,9 @@ func (r *reader) config() Config {
 			RPCURL:            r.str("payments.rpc_url"),
 			RelayerKeyFile:    r.str("payments.relayer_key_file"),
 			Ledger:            r.str("payments.ledger"),
+			VerifyTimeout:     r.duration("payments.verify_timeout"),
+			SettleTimeout:     r.duration("payments.settle_timeout"),
+			RPCTimeout:        r.duration("payments.rpc_timeout"),
 		},
 	}
 }

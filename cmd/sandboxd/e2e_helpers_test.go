@@ -217,6 +217,10 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
+// noPool turns the warm pool off, for tests that count containers to see a
+// run in flight: with a pool, containers exist before any run.
+const noPool = "SANDBOX_RUNTIME_POOL_SIZE=0"
+
 // uniqueInstance names an instance for one test, so tests never reap each
 // other's containers.
 func uniqueInstance(t *testing.T) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,7 +48,7 @@ func TestCodeSizeLimitOverHTTP(t *testing.T) {
 
 func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 	mustIntegration(t)
-	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
+	s := startService(t, uniqueInstance(t), noPool, "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
 	first := s.postAsync("import time; time.sleep(2); print('slow')")
 	waitFor(t, 10*time.Second, "the first run's container", func() bool { return len(containers(t, s.instance)) > 0 })
 	start := time.Now()
@@ -65,7 +66,7 @@ func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 
 func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 	mustIntegration(t)
-	s := startService(t, uniqueInstance(t))
+	s := startService(t, uniqueInstance(t), noPool)
 	done := s.postAsync("import time; time.sleep(1.5); print('finished')")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
@@ -82,7 +83,7 @@ func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 
 func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
 	mustIntegration(t)
-	s := startService(t, uniqueInstance(t), "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
+	s := startService(t, uniqueInstance(t), noPool, "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
 	s.postAsync("import time; time.sleep(25)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
@@ -97,16 +98,39 @@ func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
 func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
 	mustIntegration(t)
 	instance := uniqueInstance(t)
-	s := startService(t, instance, "SANDBOX_RUNTIME_TIMEOUT=60s")
+	s := startService(t, instance, noPool, "SANDBOX_RUNTIME_TIMEOUT=60s")
 	s.postAsync("import time; time.sleep(50)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, instance)) > 0 })
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	s.waitExit(t, 10*time.Second)
-	if left := containers(t, instance); len(left) == 0 {
+	leftovers := containers(t, instance)
+	if len(leftovers) == 0 {
 		t.Fatal("a SIGKILLed service left no container; the test proves nothing")
 	}
+	// Restarted with the default warm pool, whose own containers come
+	// after the leftovers are gone.
 	startService(t, instance)
-	if left := containers(t, instance); len(left) != 0 {
-		t.Fatalf("leftovers not removed at start: %v", left)
+	for _, c := range containers(t, instance) {
+		if slices.ContainsFunc(leftovers, func(l string) bool { return l[:12] == c[:12] }) {
+			t.Fatalf("leftover %s not removed at start", c)
+		}
+	}
+}
+
+func TestWarmPoolServesAndLeavesNothing(t *testing.T) {
+	mustIntegration(t)
+	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_POOL_SIZE=2")
+	waitFor(t, 20*time.Second, "the pool to fill", func() bool { return len(containers(t, s.instance)) == 2 })
+	for i := range 4 {
+		if status, a, _ := s.post(t, "import socket; print(socket.gethostname())"); status != 200 || a.Status != "ok" || len(a.Stdout) != 13 {
+			t.Fatalf("call %d: %d %+v", i, status, a)
+		}
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.waitExit(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, s.logs())
+	}
+	if left := containers(t, s.instance); len(left) != 0 {
+		t.Fatalf("containers left after SIGTERM: %v", left)
 	}
 }

@@ -24,6 +24,9 @@ func (p PaymentsConfig) paymentsConfig() payments.Config {
 		RPCURL:            p.RPCURL,
 		RelayerKeyFile:    p.RelayerKeyFile,
 		Ledger:            p.Ledger,
+		VerifyTimeout:     p.VerifyTimeout,
+		SettleTimeout:     p.SettleTimeout,
+		RPCTimeout:        p.RPCTimeout,
 	}
 }
 

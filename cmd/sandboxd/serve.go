@@ -79,6 +79,7 @@ func (m *Main) Open(ctx context.Context) error {
 		PidsLimit:      rt.Pids,
 		TmpfsBytes:     rt.TmpfsBytes,
 		MaxOutputBytes: int(rt.MaxOutputBytes),
+		PoolSize:       int(rt.PoolSize),
 		Instance:       rt.Instance,
 	}, m.Log.With("component", "runtime"))
 	if err != nil {
@@ -115,7 +116,7 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	m.Log.Info("listening", "addr", m.ln.Addr().String(), "payments", m.Config.Payments.Enabled,
-		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency)
+		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency, "pool_size", rt.PoolSize)
 	return nil
 }
 

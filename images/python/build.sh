@@ -12,11 +12,14 @@ SUITE=${SUITE:-bookworm}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 PACKAGES=python3-minimal,libpython3.11-stdlib
 SANDBOX_UID=10001
+# The version of the protocol run.py speaks with the service (runtime/protocol.go:
+# runnerProtocol); the service refuses an image with another.
+RUNNER_PROTOCOL=2
 here=$(cd "$(dirname "$0")" && pwd)
 
 log() { printf 'image: %s\n' "$*" >&2; }
 
-inputs=$(cat "$here/build.sh" "$here/run.py"; echo "$SUITE $MIRROR $PACKAGES $SANDBOX_UID")
+inputs=$(cat "$here/build.sh" "$here/run.py"; echo "$SUITE $MIRROR $PACKAGES $SANDBOX_UID $RUNNER_PROTOCOL")
 hash=$(printf '%s' "$inputs" | sha256sum | cut -c1-16)
 
 have=$(docker image inspect --format '{{ index .Config.Labels "io.sandboxd.inputs" }}' "$IMAGE" 2>/dev/null || true)
@@ -54,8 +57,9 @@ echo "sandbox:x:$SANDBOX_UID:" >> "$root/etc/group"
 echo "sandbox:*:19000:0:99999:7:::" >> "$root/etc/shadow"
 
 install -D -m 0644 "$here/run.py" "$root/opt/sandbox/run.py"
-# Byte-compile the runner and the standard library once, so no run pays for it.
-chroot "$root" /usr/bin/python3 -m compileall -q /opt/sandbox /usr/lib/python3.11 >/dev/null 2>&1 || true
+# Byte-compile the standard library once, so no run pays for it (the runner
+# itself is a script, compiled at each start, before its program arrives).
+chroot "$root" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null 2>&1 || true
 
 log "importing into Docker as $IMAGE"
 tar -C "$root" -c . | docker import \
@@ -64,5 +68,6 @@ tar -C "$root" -c . | docker import \
   --change "ENV HOME=/tmp LANG=C.UTF-8 PYTHONIOENCODING=utf-8 PYTHONDONTWRITEBYTECODE=1" \
   --change 'CMD ["/usr/bin/python3", "-I", "/opt/sandbox/run.py"]' \
   --change "LABEL io.sandboxd.inputs=$hash" \
+  --change "LABEL io.sandboxd.runner=$RUNNER_PROTOCOL" \
   - "$IMAGE" >/dev/null
 log "built $IMAGE (inputs $hash): $(docker image inspect --format '{{.Size}}' "$IMAGE" | numfmt --to=iec)"

@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+
+	"sandboxd"
+)
+
+// box is one started container waiting for its program: attached, its exit
+// awaited, its runner blocked on stdin. A box runs one program at most, then
+// it is retired: no container ever runs two programs.
+type box struct {
+	id    string
+	proto *protocol
+	s     *stream
+	log   *slog.Logger
+	// exited is closed once the container's exit is known (exitCode,
+	// exitMsg) or the wait for it failed (waitErr).
+	exited   chan struct{}
+	exitCode int
+	exitMsg  string
+	waitErr  error
+	// stopWait ends the wait for the exit; called once the box is removed.
+	stopWait context.CancelFunc
+	// left is closed when the box leaves the pool's idle list.
+	left chan struct{}
+}
+
+// prepare creates a container for the job (poolJob for the pool), attaches
+// to it, awaits its exit and starts it: the runner inside then waits for its
+// program. On failure nothing is left behind.
+func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*box, error) {
+	id, err := d.create(ctx, newSpec(d.cfg, sandboxd.Job{ID: jobID}), log)
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.start(ctx, id, log.With("container", shortID(id)))
+	if err != nil {
+		d.removeLater(id, log, nil)
+		return nil, err
+	}
+	return b, nil
+}
+
+// start attaches, registers for the next exit, and starts the container, in
+// that order: attaching first loses no output; waiting first misses no exit.
+func (d *Docker) start(ctx context.Context, id string, log *slog.Logger) (*box, error) {
+	proto := newProtocol()
+	s, err := d.attach(ctx, id, proto)
+	if err != nil {
+		return nil, d.fail(ctx, "runtime.attach", err)
+	}
+	// The wait lives as long as the box, not as the request that made it.
+	life, stopWait := context.WithCancel(context.WithoutCancel(ctx))
+	// ContainerWait returns once the daemon has registered the wait.
+	waitC, waitE := d.cli.ContainerWait(life, id, container.WaitConditionNextExit)
+	select {
+	case err := <-waitE:
+		s.close()
+		stopWait()
+		return nil, d.fail(ctx, "runtime.wait", err)
+	default:
+	}
+	b := &box{id: id, proto: proto, s: s, log: log, exited: make(chan struct{}), stopWait: stopWait}
+	go b.awaitExit(waitC, waitE)
+	if ctx.Err() == nil {
+		err = d.cli.ContainerStart(ctx, id, container.StartOptions{})
+	}
+	if ctx.Err() != nil || err != nil {
+		s.close()
+		stopWait()
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx, "runtime.start")
+		}
+		return nil, d.fail(ctx, "runtime.start", err)
+	}
+	s.read()
+	return b, nil
+}
+
+// awaitExit records the container's exit, or the failure of the wait.
+func (b *box) awaitExit(waitC <-chan container.WaitResponse, waitE <-chan error) {
+	defer close(b.exited)
+	select {
+	case w := <-waitC:
+		b.exitCode = int(w.StatusCode)
+		if w.Error != nil {
+			b.exitMsg = w.Error.Message
+		}
+	case err := <-waitE:
+		b.waitErr = err
+	}
+}
+
+// dead reports whether the container has exited or its output ended: a box
+// that is no use for a program.
+func (b *box) dead() bool {
+	select {
+	case <-b.exited:
+		return true
+	default:
+		return b.s.ended()
+	}
+}
+
+// exitState describes how the container ended, for logs.
+func (b *box) exitState() string {
+	select {
+	case <-b.exited:
+		if b.waitErr != nil {
+			return "unknown: " + b.waitErr.Error()
+		}
+		return fmt.Sprintf("status %d", b.exitCode)
+	default:
+		return "output closed"
+	}
+}
+
+// retire closes a box's attach connection and removes its container in the
+// background (a forced remove kills it first). Close waits for it.
+func (d *Docker) retire(b *box) {
+	b.s.close()
+	d.removeLater(b.id, b.log, b.stopWait)
+}
+
+// removeRetryFor is how long a removal is tried again while the daemon is
+// unreachable: long enough for dockerd to stop (it kills every container
+// first) and start again.
+const removeRetryFor = 2 * time.Minute
+
+// removeLater force-removes a container in the background, then calls after
+// (when not nil). While the daemon is unreachable (a restart) it tries
+// again, for up to removeRetryFor; a removal that still fails is logged, and
+// Reap removes the container at the next start. Close waits for it.
+func (d *Docker) removeLater(id string, log *slog.Logger, after func()) {
+	d.bg.add()
+	go func() {
+		defer d.bg.done()
+		if after != nil {
+			defer after()
+		}
+		giveUp := time.Now().Add(removeRetryFor)
+		for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			err := d.remove(ctx, id)
+			cancel()
+			if err == nil {
+				return
+			}
+			if !client.IsErrConnectionFailed(err) || time.Now().After(giveUp) {
+				log.Warn("removing the container failed; Reap will retry at the next start", "err", err)
+				return
+			}
+			time.Sleep(pause)
+		}
+	}()
+}

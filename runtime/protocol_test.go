@@ -1,0 +1,191 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+)
+
+// testProtocol is a protocol with a known token.
+func testProtocol() *protocol {
+	p := newProtocol()
+	token := strings.Repeat("ab", tokenBytes)
+	p.token = token
+	p.prefix = []byte(markerMagic + token + ":")
+	p.ack = []byte(markerMagic + token + ":go\n")
+	return p
+}
+
+// marker is the end marker of p with the status.
+func marker(p *protocol, status int) string {
+	return fmt.Sprintf("%s%03d\n", p.prefix, status)
+}
+
+func TestProtocolToken(t *testing.T) {
+	a, b := newProtocol(), newProtocol()
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(a.token) || a.token == b.token {
+		t.Errorf("tokens %q and %q: want 32 random hex digits each", a.token, b.token)
+	}
+	if got, want := string(a.message("print(1)\n")), a.token+" 9\nprint(1)\n"; got != want {
+		t.Errorf("message = %q, want %q", got, want)
+	}
+	if got, want := string(a.ack), "\x00sandboxd:"+a.token+":go\n"; got != want {
+		t.Errorf("ack = %q, want %q", got, want)
+	}
+	if a.markerLen() != len(marker(a, 0)) {
+		t.Errorf("markerLen = %d, want %d", a.markerLen(), len(marker(a, 0)))
+	}
+}
+
+func TestDemuxProtocol(t *testing.T) {
+	p := testProtocol()
+	ack, end := string(p.ack), marker(p, 0)
+	fake := strings.Replace(end, "abab", "abac", 1) // another token
+	tests := []struct {
+		name           string
+		in             []byte
+		max            int
+		ended          bool
+		status         int
+		acked          bool
+		stdout, stderr string
+		truncated      bool
+	}{
+		{
+			name: "hello world", max: 100, ended: true, acked: true, stdout: "hello\n",
+			in: frames(frame(1, ack), frame(1, "hello\n"), frame(1, end), frame(2, end)),
+		},
+		{
+			name: "ack, output and marker in one frame", max: 100, ended: true, status: 3, acked: true, stdout: "a", stderr: "b",
+			in: frames(frame(1, ack+"a"+marker(p, 3)), frame(2, "b"+marker(p, 3))),
+		},
+		{
+			name: "output without a final newline", max: 100, ended: true, acked: true, stdout: "no newline", stderr: "err",
+			in: frames(frame(1, ack), frame(2, "err"), frame(1, "no newline"), frame(2, end), frame(1, end)),
+		},
+		{
+			name: "exit status 255", max: 100, ended: true, status: 255, acked: true,
+			in: frames(frame(1, ack), frame(1, marker(p, 255)), frame(2, marker(p, 255))),
+		},
+		{
+			name: "a status over 255 is no marker", max: 100, acked: true,
+			stdout: marker(p, 256), stderr: marker(p, 256),
+			in: frames(frame(1, ack), frame(1, marker(p, 256)), frame(2, marker(p, 256))),
+		},
+		{
+			name: "marker on stdout only: not ended, still stripped", max: 100, acked: true, stdout: "x\n",
+			in: frames(frame(1, ack), frame(1, "x\n"), frame(1, end)),
+		},
+		{
+			name: "statuses differ", max: 100, acked: true,
+			in: frames(frame(1, ack), frame(1, marker(p, 1)), frame(2, marker(p, 2))),
+		},
+		{
+			name: "another token is output", max: 200, acked: true, stdout: "x" + fake, stderr: fake,
+			in: frames(frame(1, ack), frame(1, "x"+fake), frame(2, fake)),
+		},
+		{
+			name: "marker not at the end is output", max: 200, acked: true, stdout: end + "more\n",
+			in: frames(frame(1, ack), frame(1, end), frame(1, "more\n"), frame(2, end)),
+		},
+		{
+			name: "no ack: markers are not believed", max: 200, stdout: "early\n" + ack,
+			in: frames(frame(1, "early\n"+ack), frame(1, end), frame(2, end)),
+		},
+		{
+			name: "a partial ack is output", max: 200, stdout: ack[:12] + "x",
+			in: frames(frame(1, ack[:12]), frame(1, "x")),
+		},
+		{
+			name: "exactly the cap, then the marker", max: 10, ended: true, acked: true, stdout: "0123456789", stderr: "abcdefghij",
+			in: frames(frame(1, ack), frame(1, "0123456789"+end), frame(2, "abcdefghij"), frame(2, end)),
+		},
+		{
+			name: "a byte over the cap, then the marker", max: 10, acked: true, truncated: true, stdout: "0123456789",
+			in: frames(frame(1, ack), frame(1, "0123456789X"), frame(1, end), frame(2, end)),
+		},
+		{
+			name: "over the cap with what looks like a marker's start", max: 10, acked: true, truncated: true, stdout: "0123456789",
+			in: frames(frame(1, ack), frame(1, "0123456789"+end[:20]), frame(1, end), frame(2, end)),
+		},
+		{
+			name: "over the cap, stream ends inside a marker-like tail", max: 10, acked: true, truncated: true, stdout: "0123456789",
+			in: frames(frame(1, ack), frame(1, "0123456789"+end[:20])),
+		},
+		{
+			name: "empty stream", max: 10,
+		},
+	}
+	for _, tt := range tests {
+		for _, oneByte := range []bool{false, true} {
+			name := tt.name
+			var r io.Reader = bytes.NewReader(tt.in)
+			if oneByte {
+				name += "/one byte at a time"
+				r = iotest.OneByteReader(r)
+			}
+			t.Run(name, func(t *testing.T) {
+				o := newOutput(tt.max, p)
+				caps := 0
+				if err := demux(r, o, func() { caps++ }); err != nil {
+					t.Fatalf("demux: %v", err)
+				}
+				status, ended := o.ended()
+				if ended != tt.ended || status != tt.status || o.acked() != tt.acked {
+					t.Errorf("ended %v status %d acked %v, want %v %d %v", ended, status, o.acked(), tt.ended, tt.status, tt.acked)
+				}
+				if (caps > 0) != o.truncated() {
+					t.Errorf("onCap called %d times while truncated is %v", caps, o.truncated())
+				}
+				o.finish()
+				if string(o.stdout.buf) != tt.stdout || string(o.stderr.buf) != tt.stderr {
+					t.Errorf("stdout %q stderr %q, want %q %q", o.stdout.buf, o.stderr.buf, tt.stdout, tt.stderr)
+				}
+				if o.truncated() != tt.truncated {
+					t.Errorf("truncated %v, want %v", o.truncated(), tt.truncated)
+				}
+			})
+		}
+	}
+}
+
+func TestDemuxAnswersAtTheMarker(t *testing.T) {
+	// The end marker ends reading although the connection stays open: the
+	// pipe below is never closed.
+	p := testProtocol()
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	go func() {
+		_, _ = pw.Write(frames(frame(1, string(p.ack)+"hi\n"+marker(p, 7)), frame(2, marker(p, 7))))
+	}()
+	o := newOutput(100, p)
+	done := make(chan error, 1)
+	go func() { done <- demux(pr, o, func() {}) }()
+	select {
+	case err := <-done:
+		if status, ok := o.ended(); err != nil || !ok || status != 7 {
+			t.Errorf("demux = %v, ended %v status %d; want nil, true, 7", err, ok, status)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("demux did not return at the end marker")
+	}
+}
+
+func TestCapBufferHoldsAtMostAMarkerPastTheCap(t *testing.T) {
+	p := testProtocol()
+	b := capBuffer{max: 100, proto: p}
+	b.write([]byte(strings.Repeat("z", 100)))
+	b.write(p.prefix) // could still be the marker
+	if b.truncated || len(b.buf) != 100+len(p.prefix) {
+		t.Fatalf("truncated %v with %d bytes; want a possible marker held", b.truncated, len(b.buf))
+	}
+	b.write([]byte("1234\n")) // it is not
+	if !b.truncated || len(b.buf) != 100 || cap(b.buf) > 100+p.markerLen() {
+		t.Errorf("truncated %v, %d bytes in a buffer of %d; want true, 100, at most %d", b.truncated, len(b.buf), cap(b.buf), 100+p.markerLen())
+	}
+}
