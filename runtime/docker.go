@@ -216,6 +216,24 @@ func (d *Docker) answers(ctx context.Context) bool {
 	return err == nil
 }
 
+// shutdownWindow is how long after an unexplained kill the daemon is
+// watched for going away: dockerd exits within this once it has stopped
+// its containers.
+const shutdownWindow = 2 * time.Second
+
+// goesAway reports whether the daemon stops answering within the shutdown
+// window, polling its ping.
+func (d *Docker) goesAway(ctx context.Context) bool {
+	deadline := time.Now().Add(shutdownWindow)
+	for time.Now().Before(deadline) {
+		if !d.answers(ctx) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
 // missingImage is the error for an image that is not there, with the fix.
 func (d *Docker) missingImage(op string, err error) error {
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(

@@ -181,6 +181,14 @@ func (r *run) supervise(ctx context.Context, code string) (sandboxd.Result, erro
 				return sandboxd.Result{}, err
 			}
 		}
+		// A program killed by a signal that we did not send may have been
+		// killed by dockerd stopping (it kills every container at shutdown,
+		// then goes away): that is our failure, not the program's answer,
+		// and must not be delivered (or charged).
+		if exit > 128 && !r.res.TimedOut && !out.truncated() && !r.res.OOMKilled && r.d.goesAway(ctx) {
+			return sandboxd.Result{}, sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.run",
+				"Docker stopped during the run; retry once it is back")
+		}
 	}
 	r.res.Duration = time.Since(handover)
 	out.finish()
