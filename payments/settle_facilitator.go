@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -94,6 +95,12 @@ type facilitatorAnswer struct {
 func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
 	var a facilitatorAnswer
 	status, err := f.post(ctx, "/verify", f.verifyTimeout, p, &a)
+	if err != nil && staleConnection(err) {
+		// A kept-alive connection the facilitator had closed: /verify
+		// changes nothing, so asking again on a fresh one is safe.
+		a = facilitatorAnswer{}
+		status, err = f.post(ctx, "/verify", f.verifyTimeout, p, &a)
+	}
 	if err != nil {
 		return err
 	}
@@ -202,6 +209,12 @@ func (f *FacilitatorSettler) unavailable(path string, sent bool, err error) erro
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
 		"the payment facilitator at %s gave no usable answer, so whether it settled is unknown "+
 			"and this payment cannot be used again", url))
+}
+
+// staleConnection reports whether err is a connection closed under a
+// request, as happens on a reused keep-alive connection.
+func staleConnection(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // dialFailed reports whether an HTTP call failed before a connection was
