@@ -84,7 +84,19 @@ func newTestChain(t *testing.T) *testChain {
 
 	receipt := c.send(t, nil, hexutil.MustDecode(artifact.Bytecode))
 	c.token = receipt.ContractAddress
-	return c
+	// The receipt can be found a moment before the new head's state is:
+	// wait until the token's code is there for readers of "latest".
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, err := c.client.CodeAt(context.Background(), c.token, nil)
+		if err == nil && len(code) > 0 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the token's code never appeared at %s: %v", c.token.Hex(), err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // pending reports whether the funder or the relayer has a transaction in
@@ -147,7 +159,16 @@ func (c *testChain) waitReceipt(t *testing.T, hash common.Hash) *types.Receipt {
 			if r.Status != types.ReceiptStatusSuccessful {
 				t.Fatalf("transaction %s reverted", hash.Hex())
 			}
-			return r
+			// The receipt can be found a moment before the head moves to
+			// its block: wait, so "latest" readers see its effects.
+			for time.Now().Before(deadline) {
+				head, err := c.client.HeaderByNumber(context.Background(), nil)
+				if err == nil && head.Number.Cmp(r.BlockNumber) >= 0 {
+					return r
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			t.Fatalf("the head never reached block %v of %s", r.BlockNumber, hash.Hex())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
