@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"sandboxd"
 	"sandboxd/httpapi"
 	"sandboxd/internal/slots"
 	"sandboxd/runtime"
@@ -161,14 +160,9 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
-// Addr is the address the service listens on (useful with port 0).
-func (m *Main) Addr() string { return m.ln.Addr().String() }
-
 // newLogger returns a text logger at the level.
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
-
-var _ sandboxd.Runner = (*runtime.Docker)(nil)
