@@ -23,6 +23,9 @@ const (
 	CodeMethod Code = "method"
 	// CodePayment: payment is required, or the one offered was refused (402).
 	CodePayment Code = "payment"
+	// CodePending: the run was paid for, but whether its settlement landed
+	// is not known yet; the payment is spent and must not be sent again (202).
+	CodePending Code = "pending"
 	// CodeBusy: every sandbox is busy; try again after RetryAfter (429).
 	CodeBusy Code = "busy"
 	// CodeUnavailable: a dependency (Docker, the ledger, the chain) is down (503).

@@ -13,29 +13,62 @@ type PaymentRequest struct {
 	Header http.Header
 }
 
-// PaymentGate decides whether a request may run.
+// PaymentGate decides whether a request may run, in two phases around the
+// sandbox slot, so that checking a payment never holds a sandbox and a
+// request refused for capacity is never charged:
 //
-// Begin is called after the request was validated and admitted, before the
-// run. It returns a Charge when the request may run. It returns an *Error:
+//	validate the body → Check (no slot) → take a slot → Reserve → run → Settle
+//
+// Check is called after the request was validated, before a slot is taken.
+// It decodes the payment, verifies it locally, then asks the chain or the
+// facilitator whether it would settle, that remote check bounded by its own
+// limit on checks at once (never by the sandbox slots). It holds nothing
+// when it returns: an Authorization that is dropped costs nobody anything.
+// It returns an *Error:
 //   - CodePayment with the x402 terms in Header and Body when no payment
 //     came, or the payment failed a check (Message names the check);
 //   - CodeInvalid when a payment header does not decode;
-//   - CodeUnavailable when the ledger, chain or facilitator cannot be reached.
+//   - CodeBusy (RetryAfter set) when too many payments are being checked
+//     and none finished within the gate's wait;
+//   - CodeUnavailable when the chain or facilitator cannot be reached;
+//   - ctx's error when ctx ended first.
 type PaymentGate interface {
-	Begin(ctx context.Context, req PaymentRequest) (Charge, error)
+	Check(ctx context.Context, req PaymentRequest) (Authorization, error)
 }
 
-// Charge is an admitted payment for exactly one run. Exactly one of Settle
-// and Release must be called.
+// Authorization is a payment that passed every check, not yet reserved.
+//
+// Reserve is called once a sandbox slot is held, right before the run. It
+// records the payment as spent-in-progress and returns its Charge. It
+// returns an *Error:
+//   - CodePayment (terms attached) when the same payment was already used,
+//     by an earlier request or a concurrent one;
+//   - CodeUnavailable when the ledger cannot record it, or the gate is
+//     closing: nothing runs and nothing is charged.
+type Authorization interface {
+	Reserve(ctx context.Context) (Charge, error)
+}
+
+// Charge is a reserved payment for exactly one run. Exactly one of Settle
+// and Release must be called. From Reserve on, the caller's going away does
+// not matter: the run is completed and settled (the payer asked for it).
 //
 // Settle is called with a delivered result; it collects the payment and
-// returns headers for the answer (PAYMENT-RESPONSE). If collection fails it
-// returns an *Error with CodePayment (and a failed settlement header); if the
-// service cannot record the settlement it returns CodeUnavailable and
-// collects nothing. On any error the answer must be dropped.
+// returns headers for the answer (PAYMENT-RESPONSE). It returns an *Error:
+//   - CodePayment (a failed PAYMENT-RESPONSE attached) when the settlement
+//     was refused or reverted: nothing was collected;
+//   - CodePending (202, a PAYMENT-RESPONSE with errorReason
+//     "settlement_pending" and the transaction hash attached) when the
+//     settlement may have been sent but its outcome is unknown: the payment
+//     is spent, the ledger resolves it later from the chain, and the payer
+//     must not pay again;
+//   - CodeUnavailable when the settlement never left or the ledger could
+//     not record it: nothing was collected.
 //
-// Release is called when the service failed to deliver: nothing is charged
-// and the same payment may be offered again.
+// On any error the result is withheld.
+//
+// Release is called when the service failed to deliver (a 5xx before a
+// result): nothing is charged and the same payment may be offered again.
 type Charge interface {
 	Settle(ctx context.Context, result Result) (http.Header, error)
 	Release(ctx context.Context)

@@ -26,44 +26,25 @@ type codeResponse struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-// handleCode runs one program. The order matters for payments: everything
-// that can refuse a request for free (validation, capacity) comes before the
-// payment gate, and the charge is released whenever the service itself
-// fails, so nobody pays for a refused request or the service's failure.
+// handleCode runs one program through the payment flow (execute) and
+// answers its result.
 func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	job, err := s.parseJob(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	release, err := s.Admitter.Admit(r.Context())
+	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer release()
-
-	charge, err := s.Gate.Begin(r.Context(), sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.Runner.Run(r.Context(), job)
-	if err != nil {
-		charge.Release(contextFor(r))
-		s.writeError(w, r, err)
-		return
-	}
-	header, err := charge.Settle(contextFor(r), res)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	for k, vs := range header {
+	for k, vs := range out.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
 		}
 	}
+	res := out.Result
 	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds())
 	writeJSON(w, http.StatusOK, codeResponse{

@@ -55,7 +55,7 @@ func TestCodeErrors(t *testing.T) {
 		path      string
 		body      string
 		runErr    error
-		beginErr  error
+		checkErr  error
 		settleErr error
 		status    int
 		inError   string
@@ -79,7 +79,7 @@ func TestCodeErrors(t *testing.T) {
 		{name: "code over limit", body: `{"code":"` + strings.Repeat("x", 101) + `"}`, status: 413, inError: "limit of 100"},
 		{name: "code at limit", body: `{"code":"` + strings.Repeat("x", 100) + `"}`, status: 200, ran: true},
 		{name: "body over limit", body: `{"code":"` + strings.Repeat("x", 2000) + `"}`, status: 413, inError: "1024 bytes"},
-		{name: "payment required", body: `{"code":"x"}`, beginErr: payErr, status: 402, inError: "payment required"},
+		{name: "payment required", body: `{"code":"x"}`, checkErr: payErr, status: 402, inError: "payment required"},
 		{name: "docker down", body: `{"code":"x"}`, runErr: sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime", "Docker is not reachable"),
 			status: 503, inError: "Docker is not reachable", ran: true, released: true},
 		{name: "internal error hidden", body: `{"code":"x"}`, runErr: errors.New("secret /var/run detail"),
@@ -91,7 +91,7 @@ func TestCodeErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			runner := &fakeRunner{err: tc.runErr, result: sandboxd.Result{Status: sandboxd.StatusOK}}
-			gate := &fakeGate{beginErr: tc.beginErr, settleErr: tc.settleErr}
+			gate := &fakeGate{checkErr: tc.checkErr, settleErr: tc.settleErr}
 			method, path := "POST", "/v1/code"
 			if tc.method != "" {
 				method = tc.method

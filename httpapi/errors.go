@@ -22,6 +22,8 @@ func statusOf(code sandboxd.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case sandboxd.CodePayment:
 		return http.StatusPaymentRequired
+	case sandboxd.CodePending:
+		return http.StatusAccepted
 	case sandboxd.CodeBusy:
 		return http.StatusTooManyRequests
 	case sandboxd.CodeUnavailable:

@@ -47,23 +47,57 @@ func (f *fakeRunner) ran() int {
 	return len(f.jobs)
 }
 
-// fakeGate records what happened to its charges.
+// fakeGate records what happened to its authorizations and charges.
 type fakeGate struct {
-	mu        sync.Mutex
-	beginErr  error
-	settleErr error
-	settled   int
-	released  int
+	mu         sync.Mutex
+	checkErr   error
+	reserveErr error
+	settleErr  error
+	// checkBlock, when non-nil, makes Check wait for it (or ctx).
+	checkBlock chan struct{}
+	checked    int
+	reserved   int
+	settled    int
+	released   int
 }
 
-func (g *fakeGate) Begin(context.Context, sandboxd.PaymentRequest) (sandboxd.Charge, error) {
-	if g.beginErr != nil {
-		return nil, g.beginErr
+func (g *fakeGate) Check(ctx context.Context, _ sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	g.mu.Lock()
+	g.checked++
+	block := g.checkBlock
+	g.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if g.checkErr != nil {
+		return nil, g.checkErr
 	}
 	return fakeCharge{g}, nil
 }
 
+// count returns one of the gate's counters under its lock.
+func (g *fakeGate) count(n *int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return *n
+}
+
+// fakeCharge is both the fake authorization and the fake charge.
 type fakeCharge struct{ g *fakeGate }
+
+func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	if c.g.reserveErr != nil {
+		return nil, c.g.reserveErr
+	}
+	c.g.reserved++
+	return c, nil
+}
 
 func (c fakeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error) {
 	c.g.mu.Lock()

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -13,21 +14,42 @@ type Timeouts struct {
 	ReadHeader time.Duration
 	// Read bounds reading the whole request, body included.
 	Read time.Duration
-	// Write bounds the handler and the answer; it must exceed the run's
-	// timeout plus settlement.
+	// Write bounds reading the body, the handler and the answer, from the
+	// end of the headers; it must exceed Read plus the longest handler:
+	// queue wait, payment check, run and settlement (see Check).
 	Write time.Duration
 	// Idle bounds a kept-alive connection between requests.
 	Idle time.Duration
 }
 
-// DefaultTimeouts returns the timeouts for a run limit of runTimeout.
-func DefaultTimeouts(runTimeout time.Duration) Timeouts {
-	return Timeouts{
+// writeMargin is added to the write deadline beyond the longest handler,
+// for writing the answer itself.
+const writeMargin = 10 * time.Second
+
+// DefaultTimeouts returns the timeouts for handlers that take at most
+// handler once the request's headers are read (for POST /v1/code: the
+// queue wait, the payment check, the run and the settlement). The write
+// deadline runs from the end of the headers, so it covers reading the body
+// too: Read + handler + a margin. A shorter one would cut a paid answer off
+// after its settlement, charging the payer for an EOF.
+func DefaultTimeouts(handler time.Duration) Timeouts {
+	t := Timeouts{
 		ReadHeader: 10 * time.Second,
 		Read:       30 * time.Second,
-		Write:      runTimeout + 2*time.Minute,
 		Idle:       2 * time.Minute,
 	}
+	t.Write = t.Read + handler + writeMargin
+	return t
+}
+
+// Check reports an error when the write deadline cannot cover reading the
+// body and a handler that takes handler.
+func (t Timeouts) Check(handler time.Duration) error {
+	if t.Write < t.Read+handler {
+		return fmt.Errorf("the HTTP write deadline %s is shorter than reading a request (%s) plus the longest request (%s)",
+			t.Write, t.Read, handler)
+	}
+	return nil
 }
 
 // NewHTTPServer returns an http.Server for h with the timeouts and a 64 KiB

@@ -65,13 +65,6 @@ func resourceURL(r *http.Request) string {
 	return scheme + "://" + host + r.URL.Path
 }
 
-// contextFor returns a context for settling or releasing a payment: it
-// outlives the caller hanging up, since money must never be left half-done.
-// The settlers bound their own calls with timeouts.
-func contextFor(r *http.Request) context.Context {
-	return context.WithoutCancel(r.Context())
-}
-
 // newJobID returns a short random identifier for logs and labels.
 func newJobID() string {
 	var b [8]byte

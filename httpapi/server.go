@@ -7,6 +7,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -20,7 +21,8 @@ type VersionInfo struct {
 	GoVersion string `json:"go"`
 }
 
-// Server holds what the handlers need. All fields are required.
+// Server holds what the handlers need. All fields are required but
+// RunLimit.
 type Server struct {
 	Runner   sandboxd.Runner
 	Admitter sandboxd.Admitter
@@ -30,6 +32,10 @@ type Server struct {
 	MaxBodyBytes int64
 	// MaxCodeBytes caps the code field; a larger one is answered 413.
 	MaxCodeBytes int
+	// RunLimit, when set, bounds a run detached from its caller (a paid run
+	// goes on after a hang-up): the run's timeout plus the container's
+	// start and removal.
+	RunLimit time.Duration
 	// Version is reported by GET /v1/version.
 	Version VersionInfo
 }

@@ -22,6 +22,8 @@ type charge struct {
 	resourceURL string
 	log         *slog.Logger
 	done        atomic.Bool
+	// finish ends the charge's count in the gate's flight (see Gate.Close).
+	finish func()
 }
 
 var _ sandboxd.Charge = (*charge)(nil)
@@ -34,24 +36,26 @@ var _ sandboxd.Charge = (*charge)(nil)
 // caller goes away: stopping it halfway would leave a transaction whose
 // outcome nobody records.
 //
-// A failed settlement is CodePayment (402) with a failed PAYMENT-RESPONSE,
-// whatever failed, the payer's authorization or the chain or facilitator:
-// that is the answer x402 defines for it and the one the official clients
-// read (errorReason says which; the message says whether the same payment
-// may be sent again). The ledger row ends:
-//   - failed, when the settlement was refused (a *RejectError) or may have
-//     been sent and its outcome is unknown (a timeout or a garbled answer
-//     after it left; the transaction hash is kept when there is one): the
-//     payment is never admitted again, so it cannot buy a second answer;
-//   - released, when the settlement never left (ErrSettleNotSent): nobody
-//     was charged, and a retry of the same payment is admitted and settled
-//     exactly once.
+// A settlement that failed is answered by what is known of it:
+//   - refused or reverted (a *RejectError): CodePayment (402) with a failed
+//     PAYMENT-RESPONSE; the row ends failed (the hash kept when a
+//     transaction was sent) and the payment is never admitted again;
+//   - never sent (ErrSettleNotSent): CodePayment (402) with a failed
+//     PAYMENT-RESPONSE whose message says the same payment may be sent
+//     again; the row is released, and a retry is settled exactly once;
+//   - possibly sent, outcome unknown (a timeout, a garbled answer after it
+//     left): CodePending (202) with the transaction hash when there is one,
+//     never a 402 that would invite the payer to pay again; the row stays
+//     settling with reason ReasonSettlementPending and the hash, and the
+//     gate's resolver (or Recover at the next start) settles or releases
+//     it from the chain.
 func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Header, error) {
 	const op = "payments.settle"
 	if !c.done.CompareAndSwap(false, true) {
 		c.log.Error("payments: charge settled after it was settled or released")
 		return nil, sandboxd.Errorf(sandboxd.CodeInternal, op, "this payment was already settled or released")
 	}
+	defer c.finish()
 	ctx = context.WithoutCancel(ctx)
 	t := c.p.Transfer
 	if err := c.ledgerWrite("settling", func(ctx context.Context) error {
@@ -76,13 +80,16 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Heade
 }
 
 // settleFailed records a failed settlement (see Settle for the row's end
-// state) and returns the CodePayment error with the failed settlement
-// response.
+// state) and returns the CodePayment or CodePending error with the failed
+// settlement response.
 func (c *charge) settleFailed(op, tx string, err error) error {
 	t := c.p.Transfer
 	reason := rejectReason(err, ReasonUnexpectedSettle)
 	var r *RejectError
-	if !errors.As(err, &r) && errors.Is(err, ErrSettleNotSent) {
+	if !errors.As(err, &r) && !errors.Is(err, ErrSettleNotSent) {
+		return c.settlePending(op, tx, err)
+	}
+	if r == nil {
 		c.log.Warn("payments: settlement not sent; answer withheld, payment released", "reason", reason, "err", err)
 		c.ledgerWrite("released", func(ctx context.Context) error {
 			return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
@@ -95,15 +102,22 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 	}
 	resp := SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(), ErrorReason: reason}
 	perr := c.g.paymentError(op, c.resourceURL, "payment could not be settled, so the answer is withheld: "+settleFailure(err), err)
-	if h, herr := settleHeader(c.p.Version, resp); herr == nil {
-		if perr.Header == nil {
-			perr.Header = http.Header{}
-		}
-		for k, v := range h {
-			perr.Header[k] = v
-		}
-	}
+	c.addSettleHeader(perr, resp)
 	return perr
+}
+
+// addSettleHeader adds the settlement response resp to e's headers.
+func (c *charge) addSettleHeader(e *sandboxd.Error, resp SettleResponse) {
+	h, err := settleHeader(c.p.Version, resp)
+	if err != nil {
+		return
+	}
+	if e.Header == nil {
+		e.Header = http.Header{}
+	}
+	for k, v := range h {
+		e.Header[k] = v
+	}
 }
 
 // Release records that nothing is collected: the service failed to deliver,
@@ -113,6 +127,7 @@ func (c *charge) Release(ctx context.Context) {
 		c.log.Error("payments: charge released after it was settled or released")
 		return
 	}
+	defer c.finish()
 	t := c.p.Transfer
 	c.ledgerWrite("released", func(ctx context.Context) error {
 		return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())

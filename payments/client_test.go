@@ -42,7 +42,7 @@ func gateServer(t *testing.T, g *Gate, v1Only bool) *httptest.Server {
 		json.NewEncoder(w).Encode(body)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := g.Begin(r.Context(), sandboxd.PaymentRequest{ResourceURL: "http://" + r.Host + r.URL.Path, Header: r.Header})
+		c, err := begin(g, r.Context(), sandboxd.PaymentRequest{ResourceURL: "http://" + r.Host + r.URL.Path, Header: r.Header})
 		if err != nil {
 			writeErr(w, err)
 			return

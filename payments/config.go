@@ -26,6 +26,14 @@ const (
 	DefaultSettleTimeout = 60 * time.Second
 	// DefaultRPCTimeout bounds each JSON-RPC call to the chain.
 	DefaultRPCTimeout = 10 * time.Second
+	// DefaultMaxChecks bounds the remote checks of payments at once.
+	DefaultMaxChecks = 16
+	// DefaultCheckWait is how long a payment waits for a check slot.
+	DefaultCheckWait = 3 * time.Second
+	// windowMargin is added to the validity window a payment needs, for
+	// what the named bounds do not cover: container creation, ledger
+	// writes, clock skew between this host and the chain.
+	windowMargin = 10 * time.Second
 	// DefaultDescription describes the paid resource in the terms.
 	DefaultDescription = "Run a short Python program"
 )
@@ -72,6 +80,32 @@ type Config struct {
 	// the chain (onchain), inside the two bounds above; zero means
 	// DefaultRPCTimeout.
 	RPCTimeout time.Duration
+	// MaxChecks is payments.max_checks: how many payments may be checked
+	// remotely (facilitator /verify, chain reads) at once; zero means
+	// DefaultMaxChecks. Checks hold no sandbox slot.
+	MaxChecks int
+	// CheckWait is payments.check_wait: how long a payment waits for a
+	// check slot before the request is answered 429; zero means
+	// DefaultCheckWait.
+	CheckWait time.Duration
+	// QueueWait and RunTimeout are runtime.queue_wait and runtime.timeout:
+	// a paid request may wait that long for a sandbox and then run that
+	// long before it settles. They enter the validity window (Window).
+	QueueWait, RunTimeout time.Duration
+}
+
+// Window is the validity a payment must have left when it is checked: the
+// longest the service can take from the check to a settlement on chain,
+//
+//	check_wait + verify_timeout + runtime.queue_wait + runtime.timeout + settle_timeout + 10 s
+//
+// (the settlement budget is payments.settle_timeout, the longest Settle
+// waits for its receipt; the margin covers container start, ledger writes
+// and clock skew). An authorization whose validBefore comes sooner could
+// expire while it runs or settles: the run would be free, or the relayer's
+// transaction would revert at its own cost.
+func (c Config) Window() time.Duration {
+	return c.checkWait() + c.verifyTimeout() + c.QueueWait + c.RunTimeout + c.settleTimeout() + windowMargin
 }
 
 // Validate checks every field and returns one error listing each problem,
@@ -132,6 +166,18 @@ func (c Config) Validate() error {
 	if c.RPCTimeout < 0 {
 		bad("rpc_timeout", "%s is negative", c.RPCTimeout)
 	}
+	if c.MaxChecks < 0 || c.MaxChecks > 4096 {
+		bad("max_checks", "%d is out of range (1 to 4096)", c.MaxChecks)
+	}
+	if c.CheckWait < 0 || c.CheckWait > time.Minute {
+		bad("check_wait", "%s is out of range (0s, the default of 3s, to 60s)", c.CheckWait)
+	}
+	if w := c.Window(); c.MaxTimeoutSeconds >= 10 && time.Duration(c.MaxTimeoutSeconds)*time.Second < w {
+		bad("max_timeout_seconds", "%d s cannot cover the validity window a payment needs, %s = payments.check_wait (%s) + "+
+			"payments.verify_timeout (%s) + runtime.queue_wait (%s) + runtime.timeout (%s) + payments.settle_timeout (%s) + %s margin; "+
+			"raise it to at least %d or lower those", c.MaxTimeoutSeconds, w, c.checkWait(), c.verifyTimeout(), c.QueueWait,
+			c.RunTimeout, c.settleTimeout(), windowMargin, int((w+time.Second-1)/time.Second))
+	}
 	return errors.Join(errs...)
 }
 
@@ -165,6 +211,27 @@ func (c Config) settleTimeout() time.Duration {
 		return c.SettleTimeout
 	}
 	return DefaultSettleTimeout
+}
+
+// RequestBudget is the longest the payment flow can add to a request: a
+// wait for a check slot and the remote check, the settlement, and the
+// ledger writes around it.
+func (c Config) RequestBudget() time.Duration {
+	return c.checkWait() + c.verifyTimeout() + c.settleTimeout() + 3*ledgerWriteTimeout
+}
+
+func (c Config) checkWait() time.Duration {
+	if c.CheckWait > 0 {
+		return c.CheckWait
+	}
+	return DefaultCheckWait
+}
+
+func (c Config) maxChecks() int {
+	if c.MaxChecks > 0 {
+		return c.MaxChecks
+	}
+	return DefaultMaxChecks
 }
 
 func (c Config) rpcTimeout() time.Duration {

@@ -16,12 +16,14 @@ type FreeGate struct{}
 
 var _ sandboxd.PaymentGate = FreeGate{}
 
-// Begin admits every request.
-func (FreeGate) Begin(context.Context, sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+// Check admits every request.
+func (FreeGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	return freeCharge{}, nil
 }
 
+// freeCharge is both the authorization and the charge of a free call.
 type freeCharge struct{}
 
+func (freeCharge) Reserve(context.Context) (sandboxd.Charge, error)             { return freeCharge{}, nil }
 func (freeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error) { return nil, nil }
 func (freeCharge) Release(context.Context)                                      {}

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/internal/slots"
 )
 
 // Gate is the x402 payment gate: it quotes terms to unpaid requests, and
 // admits a request whose payment verifies locally, passes the settler's
-// on-chain check, and reserves in the ledger.
+// remote check (bounded by its own limit, holding no sandbox slot), and
+// reserves in the ledger once a slot is held.
 type Gate struct {
 	req         Requirements
 	description string
@@ -22,6 +24,16 @@ type Gate struct {
 	log         *slog.Logger
 	now         func() time.Time
 	closers     []io.Closer
+	// checks bounds the remote checks at once; window is the validity a
+	// payment must have left when checked (Config.Window).
+	checks *slots.Slots
+	window time.Duration
+	// flight tracks the charges between Reserve and the end of their
+	// settlement or release, so Close waits for them (up to drain).
+	flight flight
+	drain  time.Duration
+	// stopResolver stops the loop NewGate starts; nil when none runs.
+	stopResolver func()
 }
 
 var _ sandboxd.PaymentGate = (*Gate)(nil)
@@ -37,6 +49,9 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the clock verification uses; nil means time.Now.
 	Now func() time.Time
+	// Drain bounds how long Close waits for settlements in flight; zero
+	// means the settle timeout plus two ledger writes.
+	Drain time.Duration
 }
 
 // NewGateWith returns a Gate quoting the terms of cfg with the given parts.
@@ -52,12 +67,16 @@ func NewGateWith(cfg Config, o Options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{req: req, description: cfg.description(), settler: o.Settler, ledger: o.Ledger, log: o.Log, now: o.Now}
+	g := &Gate{req: req, description: cfg.description(), settler: o.Settler, ledger: o.Ledger, log: o.Log, now: o.Now,
+		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(), drain: o.Drain}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	if g.now == nil {
 		g.now = time.Now
+	}
+	if g.drain <= 0 {
+		g.drain = cfg.settleTimeout() + 2*ledgerWriteTimeout
 	}
 	return g, nil
 }
@@ -104,7 +123,8 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 		return fail(err)
 	}
 	g.closers = closers
-	log.Info("payments: gate ready", "network", req.Network, "asset", req.Asset, "price", g.priceText(),
+	g.stopResolver = g.startResolver(resolveEvery)
+	log.Info("payments: gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
 		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", cfg.Ledger,
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
 		"left_settling", rep.Left)
@@ -129,8 +149,20 @@ func newSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Log
 	return nil, nil, fmt.Errorf("payments.settlement: %q is not one of facilitator, onchain", cfg.Settlement)
 }
 
-// Close closes the ledger and the chain connection NewGate opened.
+// Close waits for the settlements in flight (up to the drain bound: a
+// settlement cut off by closing the ledger or the chain client under it
+// would leave a payment collected and unrecorded), refuses new
+// reservations, stops the pending resolver, then closes the ledger and the
+// chain connection NewGate opened.
 func (g *Gate) Close() error {
+	if left := g.flight.close(g.drain); left > 0 {
+		g.log.Error("payments: settlements still in flight after the drain bound; closing under them, "+
+			"Recover resolves their rows at the next start", "in_flight", left, "drain", g.drain)
+	}
+	if g.stopResolver != nil {
+		g.stopResolver()
+		g.stopResolver = nil
+	}
 	var errs []error
 	for i := len(g.closers) - 1; i >= 0; i-- {
 		errs = append(errs, g.closers[i].Close())
@@ -142,11 +174,12 @@ func (g *Gate) Close() error {
 // Requirements returns the terms entry the gate quotes.
 func (g *Gate) Requirements() Requirements { return g.req }
 
-// Begin admits a paid request: it decodes the payment header, verifies it
-// locally, asks the settler whether it would settle, and reserves it in the
-// ledger. See sandboxd.PaymentGate for the errors.
-func (g *Gate) Begin(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Charge, error) {
-	const op = "payments.begin"
+// Check decodes the payment header, verifies it locally (its validity
+// window included), then asks the settler whether it would settle, holding
+// one of the gate's check slots (never a sandbox) for that remote call
+// only. See sandboxd.PaymentGate for the errors.
+func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	const op = "payments.check"
 	p, err := DecodePaymentHeader(r.Header)
 	if err != nil {
 		return nil, err
@@ -155,30 +188,76 @@ func (g *Gate) Begin(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.C
 		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
 			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
 	}
-	if err := Verify(g.req, p, g.now()); err != nil {
+	now := g.now()
+	if err := Verify(g.req, p, now); err != nil {
 		g.log.Info("payments: payment refused", "check", "verify", "reason", rejectReason(err, ""),
 			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	t := p.Transfer
 	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
-	if err := g.settler.Check(ctx, p); err != nil {
+	if err := checkWindow(t, now, g.window); err != nil {
+		log.Info("payments: payment refused", "check", "window", "reason", ReasonValidBefore, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	release, err := g.checks.Admit(ctx)
+	if err != nil {
+		return nil, checksBusy(err)
+	}
+	err = g.settler.Check(ctx, p)
+	release()
+	if err != nil {
 		log.Info("payments: payment refused", "check", "settler", "reason", rejectReason(err, ""), "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
-	err = g.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
+	return &authorization{g: g, p: p, resourceURL: r.ResourceURL, log: log}, nil
+}
+
+// checksBusy turns a full check queue into the gate's own 429: the
+// sandboxes may well be free, it is the checks that are not.
+func checksBusy(err error) error {
+	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
+		return err
+	}
+	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
+		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
+}
+
+// authorization is a checked payment, not yet reserved.
+type authorization struct {
+	g           *Gate
+	p           *Payment
+	resourceURL string
+	log         *slog.Logger
+}
+
+var _ sandboxd.Authorization = (*authorization)(nil)
+
+// Reserve records the payment in the ledger and returns its charge. The
+// charge counts as in flight until settled or released, so Close waits for
+// it. See sandboxd.Authorization for the errors.
+func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
+	const op = "payments.reserve"
+	g, t := a.g, a.p.Transfer
+	done, ok := g.flight.add()
+	if !ok {
+		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
+	}
+	err := g.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
 		Network: g.req.Network, Asset: g.req.Asset})
 	if errors.Is(err, ErrAlreadyUsed) {
-		log.Info("payments: payment refused", "check", "ledger", "reason", ReasonNonceUsed)
-		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
+		done()
+		a.log.Info("payments: payment refused", "check", "ledger", "reason", ReasonNonceUsed)
+		return nil, g.paymentError(op, a.resourceURL, fmt.Sprintf(
 			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", ReasonNonceUsed), err)
 	}
 	if err != nil {
-		log.Error("payments: cannot reserve the payment", "err", err)
+		done()
+		a.log.Error("payments: cannot reserve the payment", "err", err)
 		return nil, err
 	}
-	log.Info("payments: payment reserved", "value", t.Value.String())
-	return &charge{g: g, p: p, resourceURL: r.ResourceURL, log: log}, nil
+	a.log.Info("payments: payment reserved", "value", t.Value.String())
+	return &charge{g: g, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
 }
 
 // refusal turns a verification or check failure into the gate's error: a

@@ -99,7 +99,7 @@ func wantPaymentError(tb testing.TB, err error, parts ...string) *sandboxd.Error
 
 func TestGateUnpaid(t *testing.T) {
 	g, _ := newTestGate(t, &fakeSettler{})
-	_, err := g.Begin(context.Background(), paidRequest(http.Header{}))
+	_, err := begin(g, context.Background(), paidRequest(http.Header{}))
 	e := wantPaymentError(t, err, "payment required", "0.005 USDC")
 
 	raw, err := base64.StdEncoding.DecodeString(e.Header.Get(HeaderPaymentRequired))
@@ -116,7 +116,7 @@ func TestGateUnpaid(t *testing.T) {
 		"resource":    map[string]any{"url": testResource, "description": DefaultDescription, "mimeType": "application/json"},
 		"accepts": []any{map[string]any{
 			"scheme": "exact", "network": "eip155:84532", "amount": "5000", "asset": testAsset,
-			"payTo": testPayTo, "maxTimeoutSeconds": 60.0, "extra": map[string]any{"name": "USDC", "version": "2"},
+			"payTo": testPayTo, "maxTimeoutSeconds": 120.0, "extra": map[string]any{"name": "USDC", "version": "2"},
 		}},
 		"extensions": map[string]any{},
 	}
@@ -130,7 +130,7 @@ func TestGateUnpaid(t *testing.T) {
 		"accepts": []any{map[string]any{
 			"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "5000", "resource": testResource,
 			"description": DefaultDescription, "mimeType": "application/json", "payTo": testPayTo,
-			"maxTimeoutSeconds": 60, "asset": testAsset, "extra": map[string]any{"name": "USDC", "version": "2"},
+			"maxTimeoutSeconds": 120, "asset": testAsset, "extra": map[string]any{"name": "USDC", "version": "2"},
 		}},
 	})
 	if body != wantBody {
@@ -157,7 +157,7 @@ func TestGateBadHeader(t *testing.T) {
 	g, _ := newTestGate(t, &fakeSettler{})
 	h := http.Header{}
 	h.Set(HeaderPaymentSignature, "***")
-	_, err := g.Begin(context.Background(), paidRequest(h))
+	_, err := begin(g, context.Background(), paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
 		t.Fatalf("Begin = %v, want CodeInvalid", err)
 	}
@@ -167,7 +167,7 @@ func TestGateRefusesBeforeCheck(t *testing.T) {
 	s := &fakeSettler{}
 	g, _ := newTestGate(t, s)
 	pp := mustPayload(t, mustKey(t), g.Requirements(), func(a *Authorization) { a.Value = "1" })
-	_, err := g.Begin(context.Background(), paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	_, err := begin(g, context.Background(), paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
 	wantPaymentError(t, err, "payment refused", ReasonValueMismatch)
 	if len(s.calls) != 0 {
 		t.Fatalf("settler called (%v) for a payment that failed verification", s.calls)
@@ -190,7 +190,7 @@ func TestGateOrder(t *testing.T) {
 	}
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
-	c, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestGateCheckFailures(t *testing.T) {
 			g, l := newTestGate(t, s)
 			key := mustKey(t)
 			pp := mustPayload(t, key, g.Requirements(), nil)
-			_, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+			_, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
 			if code := sandboxd.ErrorCode(err); code != tt.code {
 				t.Fatalf("code %s (%v), want %s", code, err, tt.code)
 			}
@@ -246,7 +246,7 @@ func TestGateSettle(t *testing.T) {
 			if version == 1 {
 				h, respHeader, network = mustHeader(t, HeaderXPayment, v1Of(pp)), HeaderXPaymentResponse, "base-sepolia"
 			}
-			c, err := g.Begin(ctx, paidRequest(h))
+			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +277,7 @@ func TestGateSettleFailure(t *testing.T) {
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
 	h := mustHeader(t, HeaderPaymentSignature, pp)
-	c, err := g.Begin(ctx, paidRequest(h))
+	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,21 +298,24 @@ func TestGateSettleFailure(t *testing.T) {
 		t.Fatalf("row %+v", row)
 	}
 	// A payment whose settlement failed is not admitted again.
-	_, err = g.Begin(ctx, paidRequest(h))
+	_, err = begin(g, ctx, paidRequest(h))
 	wantPaymentError(t, err, "already used", ReasonNonceUsed)
 
-	// An outage during settlement is a failed settlement too.
+	// An outage after the settlement may have left is pending, not a
+	// refusal: the payer must not be told to pay again (item 6).
 	s.settleErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "the chain is down")
+	s.settleTx = "0x" + strings.Repeat("ab", 32)
 	pp = mustPayload(t, key, g.Requirements(), nil)
-	c, err = g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	h = mustHeader(t, HeaderPaymentSignature, pp)
+	c, err = begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Settle(ctx, sandboxd.Result{})
-	e = wantPaymentError(t, err, "the chain is down")
-	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil || sr.ErrorReason != ReasonUnexpectedSettle {
-		t.Fatalf("settle response %+v, %v", sr, err)
-	}
+	out, err = c.Settle(ctx, sandboxd.Result{})
+	entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
+	wantPending(t, l, entry, out, err, s.settleTx)
+	_, err = begin(g, ctx, paidRequest(h))
+	wantPaymentError(t, err, "already used", ReasonNonceUsed)
 }
 
 func TestGateReleaseAllowsRetry(t *testing.T) {
@@ -322,7 +325,7 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
 	h := mustHeader(t, HeaderPaymentSignature, pp)
-	c, err := g.Begin(ctx, paidRequest(h))
+	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +335,7 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	if s.settles.Load() != 0 {
 		t.Fatal("Release settled")
 	}
-	c, err = g.Begin(ctx, paidRequest(h))
+	c, err = begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatalf("Begin after release: %v", err)
 	}
@@ -348,7 +351,7 @@ func TestGateSettleOnce(t *testing.T) {
 	g, l := newTestGate(t, s)
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
-	c, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +382,7 @@ func TestGateDuplicatePayment(t *testing.T) {
 	var admitted, refused atomic.Int32
 	for range 20 {
 		wg.Go(func() {
-			_, err := g.Begin(ctx, paidRequest(h))
+			_, err := begin(g, ctx, paidRequest(h))
 			switch {
 			case err == nil:
 				admitted.Add(1)
@@ -401,7 +404,7 @@ func TestGateLedgerDown(t *testing.T) {
 	g, l := newTestGate(t, &fakeSettler{})
 	l.Close()
 	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
-	_, err := g.Begin(context.Background(), paidRequest(h))
+	_, err := begin(g, context.Background(), paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 		t.Fatalf("Begin = %v, want CodeUnavailable", err)
 	}

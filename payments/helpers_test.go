@@ -1,13 +1,18 @@
 package payments
 
 import (
+	"context"
 	"crypto/ecdsa"
+	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
+
+	"sandboxd"
 )
 
 // testNow is the fixed clock of the unit tests.
@@ -29,7 +34,7 @@ func testConfig(tb testing.TB) Config {
 		AssetVersion:      "2",
 		Price:             "0.005",
 		PayTo:             testPayTo,
-		MaxTimeoutSeconds: 60,
+		MaxTimeoutSeconds: 120,
 		Settlement:        SettleFacilitator,
 		FacilitatorURL:    "http://127.0.0.1:1/facilitator",
 		Ledger:            filepath.Join(tb.TempDir(), "sub", "ledger.db"),
@@ -99,4 +104,46 @@ func mustDecode(tb testing.TB, h http.Header) *Payment {
 
 func v1Of(p PaymentPayload) PaymentPayloadV1 {
 	return PaymentPayloadV1{X402Version: 1, Scheme: p.Accepted.Scheme, Network: V1Network(p.Accepted.Network), Payload: p.Payload}
+}
+
+// begin runs both phases of the gate, Check then Reserve, as httpapi does
+// around the sandbox slot.
+func begin(g *Gate, ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+	a, err := g.Check(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return a.Reserve(ctx)
+}
+
+// wantPending asserts the answer of a settlement whose outcome is unknown:
+// no answer headers, CodePending (202, never a 402 inviting a second
+// payment) with a PAYMENT-RESPONSE saying settlement_pending and naming tx,
+// and a body carrying the same; the row stays settling, marked pending.
+func wantPending(tb testing.TB, l *Ledger, entry Entry, out http.Header, err error, tx string) Entry {
+	tb.Helper()
+	if out != nil {
+		tb.Fatalf("headers %v with an unknown settlement: the answer would be delivered", out)
+	}
+	var e *sandboxd.Error
+	if !errors.As(err, &e) || e.Code != sandboxd.CodePending {
+		tb.Fatalf("error %v, want CodePending", err)
+	}
+	if e.Header.Get(HeaderPaymentRequired) != "" || !strings.Contains(e.Message, "do not pay again") {
+		tb.Fatalf("a pending settlement answered like a refusal: %q, headers %v", e.Message, e.Header)
+	}
+	var sr SettleResponse
+	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil {
+		tb.Fatal(err)
+	}
+	body, ok := e.Body.(pendingBody)
+	if sr.Success || sr.ErrorReason != ReasonSettlementPending || sr.Transaction != tx ||
+		!ok || body.Status != ReasonSettlementPending || body.Transaction != tx || body.Error == "" {
+		tb.Fatalf("settle response %+v, body %+v; want settlement_pending with transaction %q", sr, e.Body, tx)
+	}
+	row := wantStatus(tb, l, entry, StatusSettling)
+	if row.Reason != ReasonSettlementPending || row.TxHash != tx {
+		tb.Fatalf("row %+v, want settling, pending, tx %q", row, tx)
+	}
+	return row
 }

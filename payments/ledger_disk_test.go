@@ -83,14 +83,14 @@ func TestLedgerDiskFull(t *testing.T) {
 		return paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
 	}
 	running := pay()
-	charge, err := g.Begin(ctx, running)
+	charge, err := begin(g, ctx, running)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	filler := filepath.Join(dir, "filler")
 	mustFill(t, filler)
-	_, err = g.Begin(ctx, pay())
+	_, err = begin(g, ctx, pay())
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "ledger could not record the payment") {
 		t.Fatalf("Begin on a full disk = %v, want CodeUnavailable saying the ledger could not record the payment", err)
 	}
@@ -106,7 +106,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	c, err := g.Begin(ctx, pay())
+	c, err := begin(g, ctx, pay())
 	if err != nil {
 		t.Fatalf("Begin after space was freed: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	if rep, err := l.Recover(ctx, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 released", rep, err)
 	}
-	c, err = g.Begin(ctx, running)
+	c, err = begin(g, ctx, running)
 	if err != nil {
 		t.Fatalf("the stopped payment after a restart: %v", err)
 	}

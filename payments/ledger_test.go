@@ -269,7 +269,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 	pay := func() sandboxd.PaymentRequest {
 		return paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
 	}
-	charge, err := g.Begin(ctx, pay())
+	charge, err := begin(g, ctx, pay())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Begin(ctx, pay())
+	_, err = begin(g, ctx, pay())
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), "removed or replaced") ||
 		!strings.Contains(sandboxd.ErrorMessage(err), "ledger could not record the payment") {
 		t.Fatalf("Begin with the ledger removed = %v, want CodeUnavailable", err)

@@ -79,7 +79,7 @@ func (l *Ledger) recoverSettling(ctx context.Context, s Settler, e Entry, log *s
 	used, err := s.NonceUsed(ctx, common.HexToAddress(e.Payer), [32]byte(nonce))
 	switch {
 	case errors.Is(err, ErrNonceStateUnknown):
-		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", ReasonUnknownAfterRestart); err != nil {
+		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, e.TxHash, ReasonUnknownAfterRestart); err != nil {
 			return err
 		}
 		log.Warn("payments: a settlement was in flight when the service stopped and the settler cannot tell "+
@@ -91,7 +91,7 @@ func (l *Ledger) recoverSettling(ctx context.Context, s Settler, e Entry, log *s
 			"so it stays settling (refused) until the next start", "err", err)
 		rep.Left++
 	case used:
-		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "", ""); err != nil {
+		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, e.TxHash, ""); err != nil {
 			return err
 		}
 		log.Info("payments: recovered payment: used on chain, marked settled")

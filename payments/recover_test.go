@@ -239,7 +239,7 @@ func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 			t.Errorf("at Settle the row is %+v, %v; want settling", got, err)
 		}
 	}
-	c, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	h := http.Header{}
 	h.Set(HeaderPaymentSignature, os.Getenv(crashEnvHeader))
-	c, err := g.Begin(ctx, paidRequest(h))
+	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,14 +336,14 @@ func TestCrashRecovery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := g.Begin(ctx, paidRequest(inRun.h))
+		c, err := begin(g, ctx, paidRequest(inRun.h))
 		if err != nil {
 			t.Fatalf("the payment of the crashed run is refused: %v", err)
 		}
 		if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = g.Begin(ctx, paidRequest(inSettle.h))
+		_, err = begin(g, ctx, paidRequest(inSettle.h))
 		wantPaymentError(t, err, "already used")
 	})
 

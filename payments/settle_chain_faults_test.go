@@ -162,7 +162,7 @@ func TestChainRPCFaultsAtCheck(t *testing.T) {
 			} else {
 				c.proxy.set("eth_call", -1, fault)
 			}
-			_, err := g.Begin(ctx, paidRequest(h))
+			_, err := begin(g, ctx, paidRequest(h))
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "the chain RPC failed") {
 				t.Fatalf("Begin = %v, want CodeUnavailable saying the chain RPC failed", err)
 			}
@@ -174,7 +174,7 @@ func TestChainRPCFaultsAtCheck(t *testing.T) {
 			} else if c.proxy.clear() == 0 {
 				t.Fatal("eth_call was never called")
 			}
-			charge, err := g.Begin(ctx, paidRequest(h))
+			charge, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatalf("the same payment after the chain came back: %v", err)
 			}
@@ -185,7 +185,7 @@ func TestChainRPCFaultsAtCheck(t *testing.T) {
 	poor := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), req, func(a *Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	}))
-	_, err := g.Begin(ctx, paidRequest(poor))
+	_, err := begin(g, ctx, paidRequest(poor))
 	wantPaymentError(t, err, ReasonInsufficientFunds)
 
 	// Recover's question (authorizationState) fails as unavailable, which
@@ -208,7 +208,8 @@ type settleFault struct {
 	times  int // calls hit, meeting faults in turn; negative: every call
 	// want is the ledger row's end: settled (the answer is delivered),
 	// released (never sent: the same payment is settled on a retry) or
-	// failed (sent, outcome unknown: a retry is refused).
+	// settling (sent, outcome unknown: pending, a retry is refused, the
+	// resolver settles or releases it).
 	want string
 	// charged says whether the payer ends up paying once (never twice).
 	charged bool
@@ -227,7 +228,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			h, payer := c.funded(t, req)
 			p := mustDecode(t, h)
 			entry := Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
-			charge, err := g.Begin(ctx, paidRequest(h))
+			charge, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +237,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			} else {
 				c.proxy.set(tc.method, tc.times, tc.faults...)
 			}
-			if tc.want == StatusFailed {
+			if tc.want == StatusSettling {
 				s.settleTimeout = faultSettleTimeout // it waits this long for a receipt
 			}
 			s.mu.Lock()
@@ -255,6 +256,11 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				if err != nil || out.Get(HeaderPaymentResponse) == "" {
 					t.Fatalf("Settle = %v, %v; want the answer delivered", out, err)
 				}
+			} else if tc.want == StatusSettling {
+				if row.TxHash == "" {
+					t.Fatalf("row %+v: want the transaction hash", row)
+				}
+				wantPending(t, l, entry, out, err, row.TxHash)
 			} else {
 				wantSettleRefused(t, out, err, row)
 			}
@@ -263,7 +269,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				if !strings.Contains(sandboxd.ErrorMessage(err), "nothing was charged") {
 					t.Fatalf("message %q does not say nothing was charged", sandboxd.ErrorMessage(err))
 				}
-				retry, err := g.Begin(ctx, paidRequest(h))
+				retry, err := begin(g, ctx, paidRequest(h))
 				if err != nil {
 					t.Fatalf("retry of a payment whose settlement was never sent: %v", err)
 				}
@@ -271,14 +277,22 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 					t.Fatalf("settling the retry: %v", err)
 				}
 				wantStatus(t, l, entry, StatusSettled)
-			case StatusFailed:
-				if row.TxHash == "" || !strings.Contains(sandboxd.ErrorMessage(err), row.TxHash) {
-					t.Fatalf("row %+v, message %q: want the transaction hash in both", row, sandboxd.ErrorMessage(err))
+			case StatusSettling:
+				// The resolver looks it up: collected or not, never twice.
+				if _, err := g.ResolvePending(ctx); err != nil {
+					t.Fatal(err)
 				}
-				_, err := g.Begin(ctx, paidRequest(h))
+				if !tc.charged {
+					wantStatus(t, l, entry, StatusReleased)
+					break
+				}
+				if row := wantStatus(t, l, entry, StatusSettled); row.TxHash == "" {
+					t.Fatalf("settled row %+v lost its transaction hash", row)
+				}
+				_, err := begin(g, ctx, paidRequest(h))
 				wantPaymentError(t, err, "already used")
 			}
-			charged := tc.charged || tc.want != StatusFailed
+			charged := tc.charged || tc.want != StatusSettling
 			if got, want := c.balance(t, payer), int64(1_000_000); (got == want-5000) != charged || got < want-5000 {
 				t.Fatalf("payer balance %d (charged %v); want charged once: %v", got, want-got, charged)
 			}
@@ -323,8 +337,10 @@ func TestChainRPCFaultsBeforeSend(t *testing.T) {
 
 // TestChainRPCFaultsAfterSend: the chain fails once the settlement may
 // have been sent. If its receipt comes, the answer is delivered; if not,
-// the row fails with the transaction hash and a retry is refused, so the
-// payer is never charged twice (and the answer is never given unpaid).
+// the answer is pending (202) with the transaction hash, the row stays
+// settling, a retry is refused, and the resolver settles or releases it
+// from the chain, so the payer is never charged twice (and the answer is
+// never given unpaid).
 func TestChainRPCFaultsAfterSend(t *testing.T) {
 	t.Parallel()
 	garbage := []rpcFault{faultHTML, faultBadJSON, faultRPCError, faultSlow}
@@ -332,8 +348,8 @@ func TestChainRPCFaultsAfterSend(t *testing.T) {
 		{name: "send answer lost", method: "eth_sendRawTransaction", faults: []rpcFault{faultLostAnswer}, times: -1, want: StatusSettled},
 		{name: "send answer slow", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlowAnswer}, times: -1, want: StatusSettled},
 		{name: "receipt flaky", method: "eth_getTransactionReceipt", faults: garbage[:3], times: 3, want: StatusSettled},
-		{name: "send dropped", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlow}, times: -1, want: StatusFailed, charged: false},
+		{name: "send dropped", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlow}, times: -1, want: StatusSettling, charged: false},
 		// Each poll meets the next of html, bad JSON, a JSON-RPC error, no answer.
-		{name: "receipt never", method: "eth_getTransactionReceipt", faults: garbage, times: -1, want: StatusFailed, charged: true},
+		{name: "receipt never", method: "eth_getTransactionReceipt", faults: garbage, times: -1, want: StatusSettling, charged: true},
 	})
 }

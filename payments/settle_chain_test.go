@@ -238,10 +238,10 @@ func TestChainSettler(t *testing.T) {
 
 	// A real settlement moves the price.
 	pp := mustPayload(t, payer, req, func(a *Authorization) {
-		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	})
 	h := mustHeader(t, HeaderPaymentSignature, pp)
-	charge, err := g.Begin(ctx, paidRequest(h))
+	charge, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,10 +263,10 @@ func TestChainSettler(t *testing.T) {
 
 	// A replay is refused by the ledger, and by the chain when the ledger
 	// does not know it (a second server, a lost ledger).
-	_, err = g.Begin(ctx, paidRequest(h))
+	_, err = begin(g, ctx, paidRequest(h))
 	wantPaymentError(t, err, "already used")
 	g2, _, _ := c.gate(t)
-	_, err = g2.Begin(ctx, paidRequest(h))
+	_, err = begin(g2, ctx, paidRequest(h))
 	wantPaymentError(t, err, ReasonNonceUsed)
 	p := mustDecode(t, h)
 	if err := Verify(req, p, time.Now()); err != nil {
@@ -281,8 +281,8 @@ func TestChainSettler(t *testing.T) {
 
 	// An unfunded payer is refused before the run.
 	poor := mustKey(t)
-	_, err = g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, poor, req, func(a *Authorization) {
-		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+	_, err = begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, poor, req, func(a *Authorization) {
+		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	}))))
 	wantPaymentError(t, err, ReasonInsufficientFunds)
 
@@ -319,7 +319,7 @@ func TestChainSettlerConcurrent(t *testing.T) {
 		payer := mustKey(t)
 		c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
 		payments[i] = mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
-			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		}))
 	}
 	var wg sync.WaitGroup
@@ -327,7 +327,7 @@ func TestChainSettlerConcurrent(t *testing.T) {
 	for i, h := range payments {
 		wg.Go(func() {
 			<-start
-			charge, err := g.Begin(ctx, paidRequest(h))
+			charge, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Error(err)
 				return
@@ -382,7 +382,7 @@ func TestChainRecover(t *testing.T) {
 	var ps []*Payment
 	for range 2 {
 		p := mustDecode(t, mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
-			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		})))
 		if err := Verify(req, p, time.Now()); err != nil {
 			t.Fatal(err)
@@ -434,9 +434,9 @@ func TestChainSettlerStaleRelayerNonce(t *testing.T) {
 	pay := func() {
 		t.Helper()
 		h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
-			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+60, 10)
+			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		}))
-		charge, err := g.Begin(ctx, paidRequest(h))
+		charge, err := begin(g, ctx, paidRequest(h))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,12 +100,12 @@ func TestFacilitatorFaultsAtStart(t *testing.T) {
 	defer g.Close()
 	g.now = func() time.Time { return testNow }
 	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
-	_, err = g.Begin(ctx, paidRequest(h))
+	_, err = begin(g, ctx, paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), srv.URL()+"/verify") {
 		t.Fatalf("Begin = %v, want CodeUnavailable naming %s/verify", err, srv.URL())
 	}
 	srv.Up()
-	c, err := g.Begin(ctx, paidRequest(h))
+	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestFacilitatorFaultsAtCheck(t *testing.T) {
 			} else {
 				fac.set(answer, answerOK)
 			}
-			_, err := g.Begin(ctx, paidRequest(h))
+			_, err := begin(g, ctx, paidRequest(h))
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), srv.URL()+"/verify") {
 				t.Fatalf("Begin = %v, want CodeUnavailable naming %s/verify", err, srv.URL())
 			}
@@ -143,7 +143,7 @@ func TestFacilitatorFaultsAtCheck(t *testing.T) {
 				srv.Up()
 			}
 			fac.set(answerOK, answerOK)
-			c, err := g.Begin(ctx, paidRequest(h))
+			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatalf("the same payment afterwards: %v", err)
 			}
@@ -159,8 +159,9 @@ func TestFacilitatorFaultsAtCheck(t *testing.T) {
 //   - connection refused: /settle never got the payment, so it is released
 //     and a retry of the same payment is settled exactly once;
 //   - slow past SettleTimeout, garbled, 5xx, no errorReason: /settle got the
-//     payment and may have settled it, so it is failed and a retry is
-//     refused without a second /settle.
+//     payment and may have settled it, so it is pending (202, never "pay
+//     again"), a retry is refused without a second /settle, and the
+//     resolver, which cannot ask a facilitator, marks it failed.
 func TestFacilitatorFaultsAtSettle(t *testing.T) {
 	ctx := context.Background()
 	for _, answer := range []string{"closed port", answerSlow, answerGarbage, answerHTML502, answerJSON500, answerNoReason} {
@@ -171,7 +172,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			pp := mustPayload(t, key, g.Requirements(), nil)
 			h := mustHeader(t, HeaderPaymentSignature, pp)
 			entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
-			c, err := g.Begin(ctx, paidRequest(h))
+			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,14 +186,6 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			if d := time.Since(start); d > 5*faultRPCTimeout {
 				t.Fatalf("Settle took %s; SettleTimeout is %s", d, faultRPCTimeout)
 			}
-			if out != nil {
-				t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
-			}
-			e := wantPaymentError(t, err, "the answer is withheld", srv.URL()+"/settle")
-			var sr SettleResponse
-			if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil || sr.Success || sr.ErrorReason != ReasonUnexpectedSettle {
-				t.Fatalf("settle response %+v, %v", sr, err)
-			}
 			if answer == "closed port" {
 				srv.Up()
 			}
@@ -200,10 +193,18 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 
 			if answer == "closed port" {
 				wantStatus(t, l, entry, StatusReleased)
+				if out != nil {
+					t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
+				}
+				e := wantPaymentError(t, err, "the answer is withheld", srv.URL()+"/settle")
+				var sr SettleResponse
+				if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil || sr.Success || sr.ErrorReason != ReasonUnexpectedSettle {
+					t.Fatalf("settle response %+v, %v", sr, err)
+				}
 				if !strings.Contains(e.Message, "nothing was charged") {
 					t.Fatalf("message %q does not say nothing was charged", e.Message)
 				}
-				retry, err := g.Begin(ctx, paidRequest(h))
+				retry, err := begin(g, ctx, paidRequest(h))
 				if err != nil {
 					t.Fatalf("retry of a payment /settle never got: %v", err)
 				}
@@ -216,13 +217,16 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 				}
 				return
 			}
-			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != ReasonUnexpectedSettle {
+			wantPending(t, l, entry, out, err, "")
+			_, err = begin(g, ctx, paidRequest(h))
+			wantPaymentError(t, err, "already used")
+			if rep, err := g.ResolvePending(ctx); err != nil || rep.Failed != 1 {
+				t.Fatalf("ResolvePending = %+v, %v; want the pending row failed (a facilitator cannot tell)", rep, err)
+			}
+			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != ReasonUnknownAfterRestart {
 				t.Fatalf("row %+v", row)
 			}
-			if !strings.Contains(e.Message, "whether it settled is unknown") {
-				t.Fatalf("message %q does not say the outcome is unknown", e.Message)
-			}
-			_, err = g.Begin(ctx, paidRequest(h))
+			_, err = begin(g, ctx, paidRequest(h))
 			wantPaymentError(t, err, "already used")
 			if n := fac.settleCount(); n != 1 {
 				t.Fatalf("/settle got %d requests, want 1", n)

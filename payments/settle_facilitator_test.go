@@ -190,7 +190,7 @@ func TestGateWithFacilitatorSettlesOnce(t *testing.T) {
 	ctx := context.Background()
 	stub, f := newStub(t)
 	g, _ := newTestGate(t, f)
-	c, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

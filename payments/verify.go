@@ -62,6 +62,20 @@ func Verify(req Requirements, p *Payment, now time.Time) error {
 	return nil
 }
 
+// checkWindow requires t to stay valid for window after now: time for the
+// service to wait for a sandbox, run and settle (Config.Window). It is a
+// ReasonValidBefore refusal naming what is needed and how to get it.
+func checkWindow(t *Transfer, now time.Time, window time.Duration) error {
+	need := now.Add(window).Unix()
+	if t.ValidBefore.Cmp(big.NewInt(need)) >= 0 {
+		return nil
+	}
+	left := new(big.Int).Sub(t.ValidBefore, big.NewInt(now.Unix()))
+	return reject(ReasonValidBefore, "authorization expires too soon for this service: validBefore %s is %s s after now, "+
+		"but a run here may take %d s from this check to its settlement; sign it valid for the terms' maxTimeoutSeconds",
+		t.ValidBefore, left, int64(window/time.Second))
+}
+
 // checkValue requires the exact price: more would overcharge the payer.
 func checkValue(value *big.Int, amount string) error {
 	price, ok := new(big.Int).SetString(amount, 10)

@@ -62,6 +62,8 @@ type PaymentsConfig struct {
 	VerifyTimeout     time.Duration
 	SettleTimeout     time.Duration
 	RPCTimeout        time.Duration
+	MaxChecks         int64
+	CheckWait         time.Duration
 }
 
 // defaults are the values used when neither the file nor the environment
@@ -91,7 +93,7 @@ var defaults = map[string]any{
 	"payments.asset_version":       "2",
 	"payments.price":               "0.005",
 	"payments.pay_to":              "",
-	"payments.max_timeout_seconds": 60,
+	"payments.max_timeout_seconds": 120,
 	"payments.settlement":          "facilitator",
 	"payments.facilitator_url":     "https://x402.org/facilitator",
 	"payments.rpc_url":             "",
@@ -100,6 +102,8 @@ var defaults = map[string]any{
 	"payments.verify_timeout":      "10s",
 	"payments.settle_timeout":      "60s",
 	"payments.rpc_timeout":         "10s",
+	"payments.max_checks":          16,
+	"payments.check_wait":          "3s",
 }
 
 // LoadConfig reads the configuration: the defaults, then the file (path, or

@@ -56,6 +56,8 @@ func (r *reader) config() Config {
 			VerifyTimeout:     r.duration("payments.verify_timeout"),
 			SettleTimeout:     r.duration("payments.settle_timeout"),
 			RPCTimeout:        r.duration("payments.rpc_timeout"),
+			MaxChecks:         r.int("payments.max_checks"),
+			CheckWait:         r.duration("payments.check_wait"),
 		},
 	}
 }

@@ -43,7 +43,7 @@ func (c Config) Validate() error {
 	check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
 	check(inRange(rt.PoolSize, 0, 256), "runtime.pool_size", "%d is outside 0..256", rt.PoolSize)
 	check(validInstance(rt.Instance), "runtime.instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", rt.Instance)
-	if err := c.Payments.validate(); err != nil {
+	if err := c.Payments.validate(rt); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

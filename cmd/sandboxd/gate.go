@@ -8,9 +8,10 @@ import (
 	"sandboxd/payments"
 )
 
-// paymentsConfig copies the payments.* keys into the payments package's
-// own configuration.
-func (p PaymentsConfig) paymentsConfig() payments.Config {
+// paymentsConfig copies the payments.* keys, and the runtime keys a
+// payment's validity window depends on, into the payments package's own
+// configuration.
+func (p PaymentsConfig) paymentsConfig(rt RuntimeConfig) payments.Config {
 	return payments.Config{
 		Network:           p.Network,
 		Asset:             p.Asset,
@@ -27,16 +28,20 @@ func (p PaymentsConfig) paymentsConfig() payments.Config {
 		VerifyTimeout:     p.VerifyTimeout,
 		SettleTimeout:     p.SettleTimeout,
 		RPCTimeout:        p.RPCTimeout,
+		MaxChecks:         int(p.MaxChecks),
+		CheckWait:         p.CheckWait,
+		QueueWait:         rt.QueueWait,
+		RunTimeout:        rt.Timeout,
 	}
 }
 
 // validate checks the payments.* keys when payments are on; when they are
 // off none of them is used.
-func (p PaymentsConfig) validate() error {
+func (p PaymentsConfig) validate(rt RuntimeConfig) error {
 	if !p.Enabled {
 		return nil
 	}
-	if err := p.paymentsConfig().Validate(); err != nil {
+	if err := p.paymentsConfig(rt).Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
@@ -49,7 +54,7 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	if !m.Config.Payments.Enabled {
 		return payments.FreeGate{}, func() error { return nil }, nil
 	}
-	g, err := payments.NewGate(ctx, m.Config.Payments.paymentsConfig(), m.Log.With("component", "payments"))
+	g, err := payments.NewGate(ctx, m.Config.Payments.paymentsConfig(m.Config.Runtime), m.Log.With("component", "payments"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)
 	}

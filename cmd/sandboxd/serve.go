@@ -100,13 +100,18 @@ func (m *Main) Open(ctx context.Context) error {
 		Log:          m.Log.With("component", "httpapi"),
 		MaxBodyBytes: m.Config.Server.MaxBodyBytes,
 		MaxCodeBytes: int(rt.MaxCodeBytes),
+		RunLimit:     rt.runLimit(),
 		Version:      httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
+	}
+	timeouts, err := m.Config.httpTimeouts()
+	if err != nil {
+		return err
 	}
 	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
 	}
-	m.server = httpapi.NewHTTPServer(api.Handler(), httpapi.DefaultTimeouts(rt.Timeout), m.Log.With("component", "http"))
+	m.server = httpapi.NewHTTPServer(api.Handler(), timeouts, m.Log.With("component", "http"))
 	m.served = make(chan struct{})
 	go func() {
 		defer close(m.served)
@@ -136,6 +141,9 @@ func (m *Main) reap(ctx context.Context) {
 
 // Close stops taking requests, lets runs finish within the shutdown grace,
 // kills what is still running, and removes every container of this service.
+// The payment gate closes last: it waits for the settlements in flight
+// (paid runs go on after their caller left) before it closes the ledger
+// and the chain client.
 func (m *Main) Close() error {
 	var errs []error
 	if m.server != nil {

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWriteDeadlineCoversAPaidRequest (issue 8, item 6): the HTTP write
+// deadline covers reading the body, the queue wait, the payment check, the
+// run and the settlement, whatever they are set to; before, it was the run
+// timeout plus 2 minutes, so a settle_timeout of 5 minutes charged the payer
+// for an EOF.
+func TestWriteDeadlineCoversAPaidRequest(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, `runtime:
+  timeout: 20s
+  queue_wait: 30s
+payments:
+  enabled: true
+  pay_to: "0x000000000000000000000000000000000000dEaD"
+  settle_timeout: 5m
+  verify_timeout: 30s
+  check_wait: 20s
+  max_timeout_seconds: 600
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := cfg.httpTimeouts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := to.Read + 30*time.Second + 20*time.Second + 30*time.Second + 20*time.Second + 5*time.Minute
+	if to.Write < longest {
+		t.Fatalf("write deadline %s, shorter than a paid request can take (%s)", to.Write, longest)
+	}
+	free := cfg
+	free.Payments.Enabled = false
+	if to, _ := free.httpTimeouts(); to.Write < to.Read+30*time.Second+20*time.Second {
+		t.Fatalf("free: write deadline %s", to.Write)
+	}
+}
+
+// TestWindowMustFitMaxTimeout (item 3): a configuration whose
+// max_timeout_seconds cannot cover the validity window a payment needs is
+// refused at start, naming the keys.
+func TestWindowMustFitMaxTimeout(t *testing.T) {
+	_, err := LoadConfig(writeConfig(t, `runtime:
+  timeout: 60s
+payments:
+  enabled: true
+  pay_to: "0x000000000000000000000000000000000000dEaD"
+`))
+	if err == nil {
+		t.Fatal("a 60 s run with max_timeout_seconds 120 and settle_timeout 60s was accepted")
+	}
+	for _, key := range []string{"payments.max_timeout_seconds", "runtime.timeout (1m0s)", "payments.settle_timeout (1m0s)", "at least 145"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error %q does not name %q", err, key)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"sandboxd"
+)
+
+// outcome is a delivered and settled run: the program's result and the
+// headers the payment adds to the answer (PAYMENT-RESPONSE).
+type outcome struct {
+	Result sandboxd.Result
+	Header http.Header
+}
+
+// execute runs one validated job through the payment flow. It is the one
+// flow of every paid entry point (POST /v1/code, the MCP tool), in an order
+// that keeps two promises: nobody pays for a refusal, and nobody gets a run
+// without paying for it.
+//
+//  1. Check the payment: decode and verify locally, then the remote check,
+//     bounded by the gate's own limit; no sandbox slot is held, so payments
+//     signed by unfunded keys cannot take the sandboxes.
+//  2. Take a sandbox slot: a 429 here has reserved and charged nothing.
+//  3. Reserve the payment in the ledger.
+//  4. Run and settle, detached from ctx: once reserved, the authorization
+//     is spent whether or not the caller is still there, so a hang-up can
+//     neither stop the run nor release the payment for a second run. The
+//     run is bounded by the runner's own timeout and RunLimit.
+//
+// Only the service's own failure to deliver (a runner error) releases the
+// reservation. The errors are the gate's and the runner's (see
+// sandboxd.PaymentGate, sandboxd.Charge, sandboxd.Runner), the admitter's
+// CodeBusy, or ctx's error when the caller left before the reservation.
+func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.PaymentRequest) (outcome, error) {
+	auth, err := s.Gate.Check(ctx, pay)
+	if err != nil {
+		return outcome{}, err
+	}
+	release, err := s.Admitter.Admit(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer release()
+	// From the reservation on, the caller's hang-up changes nothing.
+	ctx = context.WithoutCancel(ctx)
+	charge, err := auth.Reserve(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	runCtx, cancel := s.runContext(ctx)
+	res, err := s.Runner.Run(runCtx, job)
+	cancel()
+	if err != nil {
+		charge.Release(ctx)
+		return outcome{}, err
+	}
+	header, err := charge.Settle(ctx, res)
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{Result: res, Header: header}, nil
+}
+
+// runContext bounds a detached run by RunLimit, when set.
+func (s *Server) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.RunLimit > 0 {
+		return context.WithTimeout(ctx, s.RunLimit)
+	}
+	return context.WithCancel(ctx)
+}

@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"sandboxd"
+	"sandboxd/internal/slots"
+	"sandboxd/payments"
+)
+
+// slowRefuser is a settler whose remote check refuses every payer but the
+// funded one, slowly, as a facilitator under load or a slow RPC would.
+type slowRefuser struct {
+	funded common.Address
+	delay  time.Duration
+}
+
+func (s *slowRefuser) Check(ctx context.Context, p *payments.Payment) error {
+	if p.Transfer.From == s.funded {
+		return nil
+	}
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return &payments.RejectError{Reason: payments.ReasonInsufficientFunds, Check: "the payer's balance is 0"}
+}
+
+func (s *slowRefuser) Settle(context.Context, *payments.Payment) (string, error) {
+	return "0x" + strings.Repeat("ab", 32), nil
+}
+
+func (s *slowRefuser) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
+	return false, nil
+}
+
+// TestUnfundedPayersCannotTakeTheSandboxes (issue 8, item 4): 24 requests
+// signed by fresh unfunded keys (valid signatures, free to make), which a
+// facilitator refuses after 2 s each, are sent at once against a service
+// with two sandboxes; a paying caller sent among them still gets its answer
+// (200) in normal time, never a 429. Before the fix each of them held a
+// sandbox slot during its check, and the paying caller got 429.
+func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
+	const slow = 2 * time.Second
+	payer := mustKey(t)
+	settler := &slowRefuser{funded: crypto.PubkeyToAddress(payer.PublicKey), delay: slow}
+	cfg := payments.Config{Network: "eip155:84532", Asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+		AssetName: "USDC", AssetVersion: "2", Price: "0.005", PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+		MaxTimeoutSeconds: 120, Settlement: payments.SettleFacilitator, FacilitatorURL: "http://127.0.0.1:1",
+		Ledger: filepath.Join(t.TempDir(), "ledger.db"), CheckWait: 2 * slow, QueueWait: 500 * time.Millisecond, RunTimeout: time.Second}
+	ledger, err := payments.OpenLedger(context.Background(), cfg.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ledger.Close() })
+	gate, err := payments.NewGateWith(cfg, payments.Options{Settler: settler, Ledger: ledger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &fakeRunner{result: sandboxd.Result{Stdout: "42\n", Status: sandboxd.StatusOK}}
+	srv := newTestServer(runner, nil)
+	srv.Gate = gate
+	srv.Admitter = slots.New(2, cfg.QueueWait)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+
+	var wg sync.WaitGroup
+	statuses := make(chan int, 24)
+	for i := 0; i < 24; i++ {
+		h := signedHeader(t, mustKey(t), gate.Requirements())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- post(t, ts.URL, h)
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the unfunded payers are all in their checks
+	start := time.Now()
+	status := post(t, ts.URL, signedHeader(t, payer, gate.Requirements()))
+	took := time.Since(start)
+	wg.Wait()
+	close(statuses)
+	if status != http.StatusOK {
+		t.Fatalf("the paying caller got %d among 24 unfunded payers, want 200", status)
+	}
+	// It may wait for one round of check slots (16 at once) behind them.
+	if took > 2*slow+time.Second {
+		t.Fatalf("the paying caller waited %s", took)
+	}
+	for s := range statuses {
+		if s != http.StatusPaymentRequired && s != http.StatusTooManyRequests {
+			t.Errorf("an unfunded payer got %d, want 402 (or 429 from the check queue)", s)
+		}
+	}
+	if n := runner.ran(); n != 1 {
+		t.Fatalf("%d runs, want only the paying caller's", n)
+	}
+}
+
+// signedHeader returns the PAYMENT-SIGNATURE header of a fresh payment by key.
+func signedHeader(t *testing.T, key *ecdsa.PrivateKey, req payments.Requirements) http.Header {
+	t.Helper()
+	pp, err := payments.NewPaymentPayload(key, req, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := payments.EncodeHeader(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return http.Header{payments.HeaderPaymentSignature: {v}}
+}
+
+// post sends one call with header h and returns its status.
+func post(t *testing.T, url string, h http.Header) int {
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/code", strings.NewReader(`{"code":"print(42)"}`))
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func mustKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}

@@ -1,0 +1,114 @@
+package payments
+
+import (
+	"context"
+	"time"
+
+	"sandboxd"
+)
+
+// ReasonSettlementPending is the errorReason of a settlement that may have
+// been sent but whose outcome is not known yet. It is this service's own
+// code: a payer that reads it must wait, not pay again.
+const ReasonSettlementPending = "settlement_pending"
+
+// resolveEvery is how often the gate NewGate builds looks the pending
+// settlements up on chain.
+const resolveEvery = 30 * time.Second
+
+// pendingBody is the JSON answer of a pending settlement (202).
+type pendingBody struct {
+	// Status is always ReasonSettlementPending.
+	Status string `json:"status"`
+	// Transaction is the settlement's hash, when one was sent.
+	Transaction string `json:"transaction"`
+	// Error says what happened and what the payer should do.
+	Error string `json:"error"`
+}
+
+// settlePending records a settlement whose outcome is unknown (the row
+// stays settling, with its hash and ReasonSettlementPending, for the
+// resolver) and returns the CodePending error: 202 with the hash, never a
+// refusal that would invite a second payment.
+func (c *charge) settlePending(op, tx string, err error) error {
+	t := c.p.Transfer
+	c.log.Warn("payments: settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
+	c.ledgerWrite("pending", func(ctx context.Context) error {
+		return c.g.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx)
+	})
+	msg := "the settlement of this payment was sent but its outcome is not known yet; the payment is spent, " +
+		"do not pay again: it is looked up on chain and either collected or released"
+	if tx != "" {
+		msg += "; the transaction is " + tx
+	}
+	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
+		Body: pendingBody{Status: ReasonSettlementPending, Transaction: tx, Error: msg}}
+	c.addSettleHeader(e, SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
+		ErrorReason: ReasonSettlementPending})
+	return e
+}
+
+// MarkPending records that a settling payment's settlement may have been
+// sent by tx ("" when no hash is known) and its outcome is unknown: the row
+// stays settling (the payment is refused if offered again) with reason
+// ReasonSettlementPending, for ResolvePending.
+func (l *Ledger) MarkPending(ctx context.Context, payer, nonce, tx string) error {
+	return l.move(ctx, "payments.ledger.pending", payer, nonce, []string{StatusSettling},
+		`tx_hash = ?, reason = ?`, tx, ReasonSettlementPending)
+}
+
+// PendingSettlements lists the settling rows marked pending, oldest first:
+// the settlements whose outcome this process did not learn. Rows settling
+// without that mark are in flight in some request and are left alone.
+func (l *Ledger) PendingSettlements(ctx context.Context) ([]Entry, error) {
+	return l.query(ctx, `WHERE status = 'settling' AND reason = ? ORDER BY created_at`, ReasonSettlementPending)
+}
+
+// ResolvePending looks each pending settlement up, as Recover does for the
+// rows a crash left settling: settled when its nonce is used on chain,
+// released when it is not, failed when the settler cannot tell (a
+// facilitator), left when the chain cannot be asked. Only a ledger failure
+// is an error.
+func (g *Gate) ResolvePending(ctx context.Context) (RecoverReport, error) {
+	var rep RecoverReport
+	rows, err := g.ledger.PendingSettlements(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, e := range rows {
+		elog := g.log.With("payer", e.Payer, "nonce", e.Nonce, "tx", e.TxHash, "reserved_at", e.Created)
+		if err := g.ledger.recoverSettling(ctx, g.settler, e, elog, &rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// startResolver runs ResolvePending every interval until the returned stop
+// function is called; stop waits for a pass under way to end.
+func (g *Gate) startResolver(every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if rep, err := g.ResolvePending(ctx); err != nil {
+				g.log.Warn("payments: resolving pending settlements failed; trying again later", "err", err)
+			} else if rep != (RecoverReport{}) {
+				g.log.Info("payments: pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
+					"failed", rep.Failed, "left", rep.Left)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
