@@ -40,7 +40,7 @@ type errorBody struct {
 
 // writeError answers err with its status, headers and JSON body, and logs
 // it: internal errors with their cause at error level (callers never see the
-// cause), the rest at debug level.
+// cause), a pending settlement at warn level, the rest at debug level.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The caller hung up; nobody is left to read an answer.
@@ -66,9 +66,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	log := s.Log.With("method", r.Method, "path", r.URL.Path, "status", status)
-	if status >= 500 {
+	switch {
+	case status >= 500:
 		log.Error("request failed", "err", err)
-	} else {
+	case code == sandboxd.CodePending:
+		log.Warn("run withheld: its settlement is pending", "err", err)
+	default:
 		log.Debug("request refused", "err", err)
 	}
 	writeJSON(w, status, body)

@@ -90,13 +90,7 @@ func TestMain(m *testing.M) {
 // being an anvil account.
 func TestOnchain(t *testing.T) {
 	mustInterop(t)
-	c := startAnvil(t)
-	c.setup(t, map[string]int64{payer.address: 10_000_000})
-	env := []string{
-		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
-		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
-		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
-	}
+	c, env := startMode(t, "onchain", nil)
 	runScenarios(t, c, "onchain", env)
 }
 
@@ -104,13 +98,7 @@ func TestOnchain(t *testing.T) {
 // facilitator, served by interop/facilitator.mjs on the same chain.
 func TestFacilitator(t *testing.T) {
 	mustInterop(t)
-	c := startAnvil(t)
-	c.setup(t, map[string]int64{payer.address: 10_000_000})
-	url := startFacilitator(t, c, writeKey(t, "facilitator.key", facilitator.key))
-	env := []string{
-		"SANDBOX_PAYMENTS_SETTLEMENT=facilitator",
-		"SANDBOX_PAYMENTS_FACILITATOR_URL=" + url,
-	}
+	c, env := startMode(t, "facilitator", nil)
 	runScenarios(t, c, "facilitator", env)
 }
 

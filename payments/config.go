@@ -26,8 +26,10 @@ const (
 	DefaultSettleTimeout = 60 * time.Second
 	// DefaultRPCTimeout bounds each JSON-RPC call to the chain.
 	DefaultRPCTimeout = 10 * time.Second
-	// DefaultMaxChecks bounds the remote checks of payments at once.
-	DefaultMaxChecks = 16
+	// DefaultMaxChecks bounds the remote checks of payments at once. A
+	// check holds a goroutine and a connection, no sandbox: the bound is
+	// there to cap what a flood pushes at the facilitator or the RPC node.
+	DefaultMaxChecks = 64
 	// DefaultCheckWait is how long a payment waits for a check slot.
 	DefaultCheckWait = 3 * time.Second
 	// windowMargin is added to the validity window a payment needs, for

@@ -102,7 +102,7 @@ var defaults = map[string]any{
 	"payments.verify_timeout":      "10s",
 	"payments.settle_timeout":      "60s",
 	"payments.rpc_timeout":         "10s",
-	"payments.max_checks":          16,
+	"payments.max_checks":          64,
 	"payments.check_wait":          "3s",
 }
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// sign.mjs signs x402 payments with the official client (@x402/core's x402Client and
+// @x402/evm's exact scheme) without sending them, so that the Go interop tests can play a
+// hostile payer with genuine signatures: hang up mid-run, replay, flood with unfunded keys.
+// It asks URL for the terms (an unpaid POST, answered 402) and prints one JSON line:
+// {"headers":[{"name":"PAYMENT-SIGNATURE","value":"..."}, ...]}.
+//
+//   node sign.mjs --url URL/v1/code (--key-file FILE | --fresh N) [--valid-for SECONDS]
+//
+// --fresh N signs N payments, each by a new random key that holds nothing (unfunded).
+// --valid-for S makes the client sign an authorization valid S seconds ahead, as if the
+// terms had quoted maxTimeoutSeconds S (the official client signs now + maxTimeoutSeconds).
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { readKeyFile } from "./chain.mjs";
+
+function parseArgs(argv) {
+  const out = { url: "", keyFile: "", fresh: 0, validFor: 0 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--url") out.url = argv[++i];
+    else if (a === "--key-file") out.keyFile = argv[++i];
+    else if (a === "--fresh") out.fresh = Number(argv[++i]);
+    else if (a === "--valid-for") out.validFor = Number(argv[++i]);
+    else throw new Error(`unknown argument ${a}`);
+  }
+  if (!out.url || (!out.keyFile && !out.fresh)) throw new Error("--url and one of --key-file, --fresh are required");
+  return out;
+}
+
+async function terms(url) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ code: "print(1)" }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let body = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  if (res.status !== 402) throw new Error(`unpaid call answered ${res.status}, want 402: ${text}`);
+  return new x402HTTPClient(new x402Client()).getPaymentRequiredResponse((n) => res.headers.get(n), body);
+}
+
+async function sign(account, required) {
+  const client = new x402Client().register("eip155:84532", new ExactEvmScheme(account));
+  const payload = await client.createPaymentPayload(required);
+  const headers = new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+  const [name, value] = Object.entries(headers)[0];
+  return { name, value, payer: account.address };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const required = await terms(args.url);
+  if (args.validFor) required.accepts = required.accepts.map((a) => ({ ...a, maxTimeoutSeconds: args.validFor }));
+  const accounts = args.fresh
+    ? Array.from({ length: args.fresh }, () => privateKeyToAccount(generatePrivateKey()))
+    : [privateKeyToAccount(readKeyFile(args.keyFile))];
+  const headers = [];
+  for (const account of accounts) headers.push(await sign(account, required));
+  process.stdout.write(JSON.stringify({ headers }) + "\n");
+}
+
+main().catch((err) => {
+  process.stdout.write(JSON.stringify({ error: err.message }) + "\n");
+  process.exit(1);
+});
