@@ -182,6 +182,14 @@ func testUnfundedFlood(t *testing.T, c *chain, url, keyFile string) {
 // refusalDelay: a facilitator's isValid false, a JSON-RPC error (a reverted eth_call).
 // Answers that let a payment through pass at once.
 func slowRefusals(t testing.TB, target string) string {
+	return delayProxy(t, target, refusalDelay, func(_ string, _, answer []byte) bool {
+		return bytes.Contains(answer, []byte(`"isValid":false`)) || bytes.Contains(answer, []byte(`"error":{`))
+	})
+}
+
+// delayProxy serves a reverse proxy to target that holds for delay each answer for which
+// hold(path, request body, answer) is true (or until the caller gives up).
+func delayProxy(t testing.TB, target string, delay time.Duration, hold func(path string, req, answer []byte) bool) string {
 	t.Helper()
 	client := &http.Client{Timeout: 60 * time.Second}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -199,9 +207,9 @@ func slowRefusals(t testing.TB, target string) string {
 		}
 		defer res.Body.Close()
 		answer, _ := io.ReadAll(res.Body)
-		if bytes.Contains(answer, []byte(`"isValid":false`)) || bytes.Contains(answer, []byte(`"error":{`)) {
+		if hold(r.URL.Path, body, answer) {
 			select {
-			case <-time.After(refusalDelay):
+			case <-time.After(delay):
 			case <-r.Context().Done():
 			}
 		}

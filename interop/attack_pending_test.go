@@ -1,0 +1,116 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sandboxd/payments"
+)
+
+// stallDelay holds the settlement's outcome well past payments.settle_timeout (3 s here).
+const stallDelay = 10 * time.Second
+
+// TestSettlementPendingOnchain (issue 8, item 6): the receipts of settlement transactions
+// do not come back in time (a stalled RPC node); the transaction was sent and mined.
+func TestSettlementPendingOnchain(t *testing.T) {
+	mustInterop(t)
+	c, env := startMode(t, "onchain", func(t testing.TB, url string) string {
+		return delayProxy(t, url, stallDelay, func(_ string, req, _ []byte) bool {
+			return bytes.Contains(req, []byte("eth_getTransactionReceipt"))
+		})
+	})
+	testSettlementPending(t, c, "pending-onchain", env, payments.StatusSettled)
+}
+
+// TestSettlementPendingFacilitator (item 6): the facilitator's /settle answers after
+// payments.settle_timeout; it settles anyway.
+func TestSettlementPendingFacilitator(t *testing.T) {
+	mustInterop(t)
+	c, env := startMode(t, "facilitator", func(t testing.TB, url string) string {
+		return delayProxy(t, url, stallDelay, func(path string, _, _ []byte) bool { return strings.HasSuffix(path, "/settle") })
+	})
+	testSettlementPending(t, c, "pending-facilitator", env, payments.StatusFailed)
+}
+
+// testSettlementPending pays with the official client's signature for a call whose
+// settlement may have been sent but whose outcome the service does not learn in time. The
+// answer is 202 settlement_pending with the transaction hash when known, never a 402
+// inviting a second payment; the same payment is then refused; the payer paid exactly
+// once; after a restart, recovery resolves the row: settled from the chain (onchain), or
+// failed for the operator to look up (a facilitator cannot be asked).
+func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string, resolved string) {
+	ledgerPath := filepath.Join(t.TempDir(), "ledger.db")
+	env := append(paymentEnv(modeEnv), "SANDBOX_PAYMENTS_SETTLE_TIMEOUT=3s", "SANDBOX_PAYMENTS_LEDGER="+ledgerPath)
+	svc := startService(t, instance(name), true, env...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sandboxd log:\n%s", svc.output())
+		}
+	})
+	url := svc.url + "/v1/code"
+	before := snapshot(t, c)
+	h := signPayments(t, url, "--key-file", writeKey(t, "payer.key", payer.key))[0]
+	status, body, header := paidPost(t, url, h, "print(6*7)", 60*time.Second)
+	if status != http.StatusAccepted || body.Status != payments.ReasonSettlementPending || body.Stdout != nil {
+		t.Fatalf("a settlement whose outcome is unknown: status %d, body %v (status %q); want 202 settlement_pending", status, body, body.Status)
+	}
+	var sr settleResponse
+	raw, err := base64.StdEncoding.DecodeString(header.Get("PAYMENT-RESPONSE"))
+	if err != nil || json.Unmarshal(raw, &sr) != nil || sr.Success || sr.ErrorReason != payments.ReasonSettlementPending {
+		t.Fatalf("PAYMENT-RESPONSE %q: want success false, errorReason settlement_pending", raw)
+	}
+	if header.Get("PAYMENT-REQUIRED") != "" {
+		t.Errorf("the pending answer carries terms: an invitation to pay again")
+	}
+	waitFor(stallDelay+5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	hash := expectMoved(t, c, before, payer.address)
+	if resolved == payments.StatusSettled && !strings.EqualFold(sr.Transaction, hash) {
+		t.Errorf("PAYMENT-RESPONSE names transaction %q, the transfer is in %s", sr.Transaction, hash)
+	}
+	if status, body, _ := paidPost(t, url, h, "print(6*7)", 30*time.Second); status != http.StatusPaymentRequired || body.Stdout != nil {
+		t.Errorf("the same payment sent again: status %d, body %v; want 402", status, body)
+	}
+	svc.stop()
+	again := startService(t, instance(name+"-again"), false, env...)
+	again.stop()
+	time.Sleep(300 * time.Millisecond)
+	expectMoved(t, c, before, payer.address)
+	row := ledgerRow(t, ledgerPath, h)
+	if row.Status != resolved || (resolved == payments.StatusSettled && !strings.EqualFold(row.TxHash, hash)) {
+		t.Fatalf("ledger row after recovery %+v, want %s (tx %s)", row, resolved, hash)
+	}
+}
+
+// ledgerRow reads the ledger row of the payment h from the ledger file of a stopped service.
+func ledgerRow(t *testing.T, path string, h signed) payments.Entry {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(h.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Payload struct {
+			Authorization struct{ From, Nonce string } `json:"authorization"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	l, err := payments.OpenLedger(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	row, err := l.Get(context.Background(), p.Payload.Authorization.From, p.Payload.Authorization.Nonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row
+}
