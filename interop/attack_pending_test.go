@@ -2,7 +2,6 @@ package interop
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -86,31 +85,4 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	if row.Status != resolved || (resolved == payments.StatusSettled && !strings.EqualFold(row.TxHash, hash)) {
 		t.Fatalf("ledger row after recovery %+v, want %s (tx %s)", row, resolved, hash)
 	}
-}
-
-// ledgerRow reads the ledger row of the payment h from the ledger file of a stopped service.
-func ledgerRow(t *testing.T, path string, h signed) payments.Entry {
-	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(h.Value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p struct {
-		Payload struct {
-			Authorization struct{ From, Nonce string } `json:"authorization"`
-		} `json:"payload"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		t.Fatal(err)
-	}
-	l, err := payments.OpenLedger(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	row, err := l.Get(context.Background(), p.Payload.Authorization.From, p.Payload.Authorization.Nonce)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return row
 }

@@ -141,9 +141,10 @@ func (m *Main) reap(ctx context.Context) {
 
 // Close stops taking requests, lets runs finish within the shutdown grace,
 // kills what is still running, and removes every container of this service.
-// The payment gate closes last: it waits for the settlements in flight
+// Then the payment gate closes: it waits for the settlements in flight
 // (paid runs go on after their caller left) before it closes the ledger
-// and the chain client.
+// and the chain client, and only then are the connections closed, so a
+// settlement that outlasts the grace still reaches its payer.
 func (m *Main) Close() error {
 	var errs []error
 	if m.server != nil {
@@ -158,12 +159,14 @@ func (m *Main) Close() error {
 		errs = append(errs, m.runner.Close(ctx))
 		cancel()
 	}
+	// Before the connections close: the gate waits for settlements in
+	// flight, and their handlers still answer their payers.
+	if m.closer != nil {
+		errs = append(errs, m.closer())
+	}
 	if m.server != nil {
 		_ = m.server.Close()
 		<-m.served
-	}
-	if m.closer != nil {
-		errs = append(errs, m.closer())
 	}
 	return errors.Join(errs...)
 }
