@@ -2,8 +2,6 @@ package interop
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -60,10 +58,9 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	if status != http.StatusAccepted || body.Status != payments.ReasonSettlementPending || body.Stdout != nil {
 		t.Fatalf("a settlement whose outcome is unknown: status %d, body %v (status %q); want 202 settlement_pending", status, body, body.Status)
 	}
-	var sr settleResponse
-	raw, err := base64.StdEncoding.DecodeString(header.Get("PAYMENT-RESPONSE"))
-	if err != nil || json.Unmarshal(raw, &sr) != nil || sr.Success || sr.ErrorReason != payments.ReasonSettlementPending {
-		t.Fatalf("PAYMENT-RESPONSE %q: want success false, errorReason settlement_pending", raw)
+	sr := settlementOf(t, header)
+	if sr.Success || sr.ErrorReason != payments.ReasonSettlementPending {
+		t.Fatalf("PAYMENT-RESPONSE %+v: want success false, errorReason settlement_pending", sr)
 	}
 	if header.Get("PAYMENT-REQUIRED") != "" {
 		t.Errorf("the pending answer carries terms: an invitation to pay again")

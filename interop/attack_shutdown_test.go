@@ -60,10 +60,8 @@ func TestShutdownFinishesSettlement(t *testing.T) {
 	if a.status != http.StatusOK || a.body.Stdout == nil || *a.body.Stdout != "42\n" {
 		t.Fatalf("a paid call settling during shutdown: status %d, body %v; want 200 with 42", a.status, a.body)
 	}
-	var sr settleResponse
-	raw, err := base64.StdEncoding.DecodeString(a.header.Get("PAYMENT-RESPONSE"))
-	if err != nil || json.Unmarshal(raw, &sr) != nil || !sr.Success {
-		t.Fatalf("PAYMENT-RESPONSE %q, want success", raw)
+	if sr := settlementOf(t, a.header); !sr.Success {
+		t.Fatalf("PAYMENT-RESPONSE %+v, want success", sr)
 	}
 	hash := expectMoved(t, c, before, payer.address)
 	row := ledgerRow(t, ledgerPath, h)
@@ -97,4 +95,15 @@ func ledgerRow(t *testing.T, path string, h signed) payments.Entry {
 		t.Fatal(err)
 	}
 	return row
+}
+
+// settlementOf decodes the PAYMENT-RESPONSE header of an answer.
+func settlementOf(t *testing.T, h http.Header) settleResponse {
+	t.Helper()
+	var sr settleResponse
+	raw, err := base64.StdEncoding.DecodeString(h.Get("PAYMENT-RESPONSE"))
+	if err != nil || json.Unmarshal(raw, &sr) != nil {
+		t.Fatalf("PAYMENT-RESPONSE %q does not decode", h.Get("PAYMENT-RESPONSE"))
+	}
+	return sr
 }
