@@ -56,14 +56,16 @@ type Authorization interface {
 // Settle is called with a delivered result; it collects the payment and
 // returns headers for the answer (PAYMENT-RESPONSE). It returns an *Error:
 //   - CodePayment (a failed PAYMENT-RESPONSE attached) when the settlement
-//     was refused or reverted: nothing was collected;
+//     was refused or reverted (nothing collected; the payment is never
+//     admitted again), or never left (nothing collected; the message says
+//     the same payment may be sent again);
 //   - CodePending (202, a PAYMENT-RESPONSE with errorReason
 //     "settlement_pending" and the transaction hash attached) when the
 //     settlement may have been sent but its outcome is unknown: the payment
 //     is spent, the ledger resolves it later from the chain, and the payer
 //     must not pay again;
-//   - CodeUnavailable when the settlement never left or the ledger could
-//     not record it: nothing was collected.
+//   - CodeUnavailable when the ledger could not record the settlement
+//     before sending it: nothing was sent.
 //
 // On any error the result is withheld.
 //

@@ -24,12 +24,15 @@ const (
 	// StatusSettling: the settlement is being sent, or was sent and its
 	// outcome not yet recorded. It is written, durably, before the settler
 	// is asked to settle, so a crash can tell "never sent" (reserved) from
-	// "maybe collected" (settling).
+	// "maybe collected" (settling). A settling row with reason
+	// ReasonSettlementPending was sent and its outcome is unknown: the
+	// gate's resolver and Recover look it up.
 	StatusSettling = "settling"
 	// StatusSettled: the payment was collected.
 	StatusSettled = "settled"
-	// StatusFailed: settlement was refused or its outcome is unknown; the
-	// answer was dropped and the payment is never admitted again.
+	// StatusFailed: settlement was refused, or its outcome stayed unknown
+	// to a settler that cannot ask the chain (a facilitator); the answer
+	// was dropped and the payment is never admitted again.
 	StatusFailed = "failed"
 	// StatusReleased: nothing was collected (the service failed to deliver,
 	// or the settlement never left); the payment may be offered again.

@@ -31,9 +31,9 @@ type RecoverReport struct {
 //     before it is), so nobody was charged: released in every mode, and the
 //     same payment may be offered again;
 //   - settling, and the settler can ask the chain (onchain): settled when
-//     the nonce is used (with no transaction hash, which is not known),
-//     released when it is not; when the chain cannot be asked the row stays
-//     settling, which refuses the payment, until the next start;
+//     the nonce is used (keeping the transaction hash when a pending row
+//     has one), released when it is not; when the chain cannot be asked the
+//     row stays settling, which refuses the payment, until the next start;
 //   - settling, and the settler cannot tell (ErrNonceStateUnknown, a
 //     facilitator): failed with ReasonUnknownAfterRestart, logged at warn
 //     with the payer and nonce for an operator to look up. The signed
@@ -82,13 +82,13 @@ func (l *Ledger) recoverSettling(ctx context.Context, s Settler, e Entry, log *s
 		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, e.TxHash, ReasonUnknownAfterRestart); err != nil {
 			return err
 		}
-		log.Warn("payments: a settlement was in flight when the service stopped and the settler cannot tell "+
+		log.Warn("payments: a settlement's outcome is unknown (in flight at a stop, or pending) and the settler cannot tell "+
 			"whether it was collected; marked failed, so this payment is never admitted again (look the payer and nonce up on chain)",
 			"reason", ReasonUnknownAfterRestart)
 		rep.Failed++
 	case err != nil:
-		log.Warn("payments: a settlement was in flight when the service stopped; asking the chain failed, "+
-			"so it stays settling (refused) until the next start", "err", err)
+		log.Warn("payments: a settlement's outcome is unknown (in flight at a stop, or pending); asking the chain failed, "+
+			"so it stays settling (refused) until it is asked again", "err", err)
 		rep.Left++
 	case used:
 		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, e.TxHash, ""); err != nil {
