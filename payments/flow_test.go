@@ -156,3 +156,33 @@ func TestGateCloseDrainIsBounded(t *testing.T) {
 		t.Fatalf("Close = %v after %s", err, time.Since(start))
 	}
 }
+
+// TestResolverResolvesPendingRows: the gate's resolver loop takes up a
+// pending settlement on its own (here under a settler that cannot tell, so
+// the row ends failed for the operator), and stops when asked.
+func TestResolverResolvesPendingRows(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleErr: sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "no answer")}
+	g, l := newTestGate(t, s)
+	pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Settle(ctx, sandboxd.Result{})
+	entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
+	wantPending(t, l, entry, out, err, "")
+	stop := g.startResolver(10 * time.Millisecond)
+	defer stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		row, err := l.Get(ctx, entry.Payer, entry.Nonce)
+		if err == nil && row.Status == StatusFailed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("row %+v (%v) not resolved by the resolver", row, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
