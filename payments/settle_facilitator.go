@@ -75,9 +75,9 @@ func NewFacilitatorSettler(c FacilitatorConfig) *FacilitatorSettler {
 
 // facilitatorRequest is the body of /verify and /settle.
 type facilitatorRequest struct {
-	X402Version         int             `json:"x402Version"`
-	PaymentPayload      json.RawMessage `json:"paymentPayload"`
-	PaymentRequirements Requirements    `json:"paymentRequirements"`
+	X402Version         int            `json:"x402Version"`
+	PaymentPayload      PaymentPayload `json:"paymentPayload"`
+	PaymentRequirements Requirements   `json:"paymentRequirements"`
 }
 
 // facilitatorAnswer holds the fields of a /verify or /settle answer.
@@ -181,16 +181,18 @@ func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time
 	return resp.StatusCode, nil
 }
 
-// facilitatorPayload is the payment as the facilitator gets it: a v2
-// payer's payload exactly as sent; a v1 payer's signed authorization put
-// into a v2 payload against the matched terms (the signature covers only
-// the authorization, which is unchanged).
-func facilitatorPayload(p *Payment) json.RawMessage {
-	if p.Version == 2 && json.Valid(p.Raw) {
-		return p.Raw
+// facilitatorPayload is the payment as the facilitator gets it: the
+// canonical encoding of exactly what was decoded and verified, never the
+// payer's bytes (which another JSON reader could read differently). A v2
+// payment keeps the terms entry, resource and extensions the payer echoed; a
+// v1 payer's signed authorization is put into a v2 payload against the
+// matched terms (the signature covers only the authorization, unchanged).
+func facilitatorPayload(p *Payment) PaymentPayload {
+	if p.Version == 2 && p.Accepted != nil {
+		return PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted,
+			Payload: p.Exact, Extensions: p.Extensions}
 	}
-	b, _ := json.Marshal(PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact})
-	return b
+	return PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact}
 }
 
 // unavailable is the error of a failed call to path; sent says whether the

@@ -104,8 +104,8 @@ func TestFacilitatorRequestBody(t *testing.T) {
 			if got.X402Version != 2 || got.PaymentRequirements != testRequirements(t) {
 				t.Fatalf("request %s", body)
 			}
-			if !v1 && string(got.PaymentPayload) != string(p.Raw) {
-				t.Fatalf("v2 payload not sent as received:\n got %s\nwant %s", got.PaymentPayload, p.Raw)
+			if want, _ := json.Marshal(facilitatorPayload(p)); string(got.PaymentPayload) != string(want) {
+				t.Fatalf("payload not the canonical encoding:\n got %s\nwant %s", got.PaymentPayload, want)
 			}
 			var payload PaymentPayload
 			if err := json.Unmarshal(got.PaymentPayload, &payload); err != nil {

@@ -1,0 +1,106 @@
+package interop
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWireAttacks sends hostile forms of real payments (made by the official client) to
+// the real service, in both settlement modes, on anvil: every one is refused before
+// anything is reserved or settled, and the honest payer can still pay afterwards.
+func TestWireAttacks(t *testing.T) {
+	mustInterop(t)
+	for _, mode := range []string{"onchain", "facilitator"} {
+		t.Run(mode, func(t *testing.T) {
+			c := startAnvil(t)
+			c.setup(t, map[string]int64{payer.address: 10_000_000})
+			svc := startService(t, instance("wire-"+mode), true, paymentEnv(settlementEnv(t, c, mode))...)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("sandboxd log:\n%s", svc.output())
+				}
+			})
+			url := svc.url + "/v1/code"
+			payerKey := writeKey(t, "payer.key", payer.key)
+			decoyKey := writeKey(t, "decoy.key", unfunded.key)
+			t.Run("decoy-payload", func(t *testing.T) { testDecoyPayload(t, c, url, payerKey, decoyKey) })
+		})
+	}
+}
+
+// settlementEnv configures the service for mode on c, starting the official facilitator
+// for the facilitator mode.
+func settlementEnv(t *testing.T, c *chain, mode string) []string {
+	t.Helper()
+	if mode == "facilitator" {
+		return []string{
+			"SANDBOX_PAYMENTS_SETTLEMENT=facilitator",
+			"SANDBOX_PAYMENTS_FACILITATOR_URL=" + startFacilitator(t, c, writeKey(t, "facilitator.key", facilitator.key)),
+		}
+	}
+	return []string{
+		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
+		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
+		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
+	}
+}
+
+// signed is what client.mjs prints for the sign scenario.
+type signed struct {
+	Payment map[string]json.RawMessage `json:"payment"`
+	Headers map[string]string          `json:"headers"`
+}
+
+// testDecoyPayload is issue 8's first attack: the payer's real payment B with a second
+// "payload" key (a decoy A signed by a throwaway key) that Go's decoder would read in
+// place of B while a JavaScript facilitator reads B. Each variant must be a 400 that
+// settles nothing; B's owner then pays with B.
+func testDecoyPayload(t *testing.T, c *chain, url, payerKey, decoyKey string) {
+	var b, a signed
+	runClient(t, &b, "sign", url, payerKey)
+	runClient(t, &a, "sign", url, decoyKey)
+	real, err := json.Marshal(b.Payment)
+	if err != nil || b.Headers["PAYMENT-SIGNATURE"] == "" {
+		t.Fatalf("the official client made no payment: %v %+v", err, b)
+	}
+	before := snapshot(t, c)
+	for name, key := range map[string]string{"case variant": "Payload", "exact duplicate": "payload"} {
+		attack := strings.TrimSuffix(string(real), "}") + `,"` + key + `":` + string(a.Payment["payload"]) + "}"
+		status, body := postPayment(t, url, "PAYMENT-SIGNATURE", base64.StdEncoding.EncodeToString([]byte(attack)))
+		if status != http.StatusBadRequest || !strings.Contains(body, `\"`+key+`\"`) && !strings.Contains(body, `"`+key+`"`) {
+			t.Errorf("%s: status %d, body %s; want 400 naming the key %q", name, status, body, key)
+		}
+		if strings.Contains(body, `"stdout"`) {
+			t.Errorf("%s: the attack got a run: %s", name, body)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	expectUnmoved(t, c, before)
+
+	status, body := postPayment(t, url, "PAYMENT-SIGNATURE", b.Headers["PAYMENT-SIGNATURE"])
+	if status != http.StatusOK || !strings.Contains(body, `"stdout":"42\n"`) {
+		t.Fatalf("the payer's own payment after the attack: status %d, body %s; want 200 with the run", status, body)
+	}
+	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	expectMoved(t, c, before, payer.address)
+}
+
+// postPayment posts print(6*7) with one payment header and returns the status and body.
+func postPayment(t *testing.T, url, header, value string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(header, value)
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
