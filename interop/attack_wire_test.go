@@ -3,9 +3,13 @@ package interop
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -103,4 +107,34 @@ func postPayment(t *testing.T, url, header, value string) (int, string) {
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(body)
+}
+
+// TestCallRefusesHostileServer runs the real `sandboxd call` against a server quoting a
+// thousand times the price on another network with a window of years: it exits 1,
+// says why, and never sends a payment.
+func TestCallRefusesHostileServer(t *testing.T) {
+	mustInterop(t)
+	var paid atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("PAYMENT-SIGNATURE") != "" || r.Header.Get("X-PAYMENT") != "" {
+			paid.Add(1)
+			return
+		}
+		terms, _ := json.Marshal(map[string]any{"x402Version": 2, "resource": map[string]string{"url": "http://x/v1/code"},
+			"accepts": []map[string]any{{"scheme": "exact", "network": "eip155:8453", "amount": "5000000",
+				"asset": usdc, "payTo": payee.address, "maxTimeoutSeconds": 1 << 30,
+				"extra": map[string]string{"name": "USDC", "version": "2"}}}})
+		w.Header().Set("PAYMENT-REQUIRED", base64.StdEncoding.EncodeToString(terms))
+		w.WriteHeader(http.StatusPaymentRequired)
+	}))
+	defer srv.Close()
+	cmd := exec.Command(binary, "call", "--key-file", writeKey(t, "payer.key", payer.key), "--url", srv.URL+"/v1/code", "-c", "print(1)")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "refusing to pay, nothing was signed") {
+		t.Errorf("sandboxd call: %v\n%s\nwant exit 1 and the reason", err, out)
+	}
+	if n := paid.Load(); n != 0 {
+		t.Fatalf("sandboxd call sent %d payments to the hostile server", n)
+	}
 }
