@@ -72,6 +72,9 @@ func testDecoyPayload(t *testing.T, c *chain, url, payerKey, decoyKey string) {
 	if err != nil || b.Headers["PAYMENT-SIGNATURE"] == "" {
 		t.Fatalf("the official client made no payment: %v %+v", err, b)
 	}
+	if status, body := postPayment(t, url, "", ""); status != http.StatusPaymentRequired {
+		t.Fatalf("unpaid call: status %d (%s), want 402", status, body)
+	}
 	before := snapshot(t, c)
 	for name, key := range map[string]string{"case variant": "Payload", "exact duplicate": "payload"} {
 		attack := strings.TrimSuffix(string(real), "}") + `,"` + key + `":` + string(a.Payment["payload"]) + "}"
@@ -94,18 +97,26 @@ func testDecoyPayload(t *testing.T, c *chain, url, payerKey, decoyKey string) {
 	expectMoved(t, c, before, payer.address)
 }
 
-// postPayment posts print(6*7) with one payment header and returns the status and body.
+// postPayment posts print(6*7) with one payment header (none when header is "") and
+// returns the status and body; an answer to a payment, and every 402, must carry
+// Cache-Control: no-store.
 func postPayment(t *testing.T, url, header, value string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(header, value)
+	if header != "" {
+		req.Header.Set(header, value)
+	}
 	res, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
+	paid := res.StatusCode == http.StatusOK && header != ""
+	if (paid || res.StatusCode == http.StatusPaymentRequired) && res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("answer %d to a payment call: Cache-Control %q, want no-store", res.StatusCode, res.Header.Get("Cache-Control"))
+	}
 	return res.StatusCode, string(body)
 }
 

@@ -131,7 +131,7 @@ func DecodeHeader(value string, v any) error {
 
 // settleHeader returns the settlement report header for a payer of the
 // given version: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE with the v1
-// network name for v1.
+// network name for v1, with Cache-Control: no-store.
 func settleHeader(version int, r SettleResponse) (http.Header, error) {
 	name := HeaderPaymentResponse
 	if version == 1 {
@@ -142,7 +142,16 @@ func settleHeader(version int, r SettleResponse) (http.Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := http.Header{}
+	h := noStore()
 	h.Set(name, v)
 	return h, nil
+}
+
+// noStore returns headers that keep a payment answer out of every cache:
+// terms are per request, and a paid answer or settlement report belongs to
+// one payer.
+func noStore() http.Header {
+	h := http.Header{}
+	h.Set("Cache-Control", "no-store")
+	return h
 }
