@@ -12,10 +12,9 @@ import (
 const healthTimeout = 3 * time.Second
 
 // handleHealth answers 200 when runs can start, else 503 with the reason.
+// Answers are reused for healthTTL (see healthCache).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-	defer cancel()
-	if err := s.Runner.Health(ctx); err != nil {
+	if err := s.health.check(r.Context(), s.Runner.Health); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

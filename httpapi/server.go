@@ -20,7 +20,7 @@ type VersionInfo struct {
 	GoVersion string `json:"go"`
 }
 
-// Server holds what the handlers need. All fields are required.
+// Server holds what the handlers need. All exported fields are required.
 type Server struct {
 	Runner   sandboxd.Runner
 	Admitter sandboxd.Admitter
@@ -32,6 +32,8 @@ type Server struct {
 	MaxCodeBytes int
 	// Version is reported by GET /v1/version.
 	Version VersionInfo
+
+	health healthCache
 }
 
 // Handler returns the routes of the API.

@@ -54,8 +54,8 @@ type ChainConfig struct {
 	// so one hung call cannot use up a whole settlement; zero means
 	// DefaultRPCTimeout.
 	RPCTimeout time.Duration
-	// Endpoint, when set, names the backend (payments.rpc_url's value) in
-	// the errors of NewChainSettler, which only the operator sees.
+	// Endpoint, when set, is payments.rpc_url's value; the errors of
+	// NewChainSettler name its scheme and host only (see RedactURL).
 	Endpoint string
 	// Log receives the settler's events; nil discards them.
 	Log *slog.Logger
@@ -112,7 +112,7 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 	}
 	where := "payments.rpc_url"
 	if c.Endpoint != "" {
-		where += " " + c.Endpoint
+		where += " " + RedactURL(c.Endpoint)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
@@ -155,13 +155,14 @@ func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("payments.network: %w", err)
 	}
+	r := newRedactor(cfg.RPCURL)
 	dctx, cancel := context.WithTimeout(ctx, cfg.rpcTimeout())
 	client, err := ethclient.DialContext(dctx, cfg.RPCURL)
 	cancel()
 	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, "cannot connect to payments.rpc_url "+cfg.RPCURL)
+		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", r.err(err), "cannot connect to payments.rpc_url "+r.safe)
 	}
-	s, err := NewChainSettler(ctx, client, key, ChainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
+	s, err := NewChainSettler(ctx, redactedClient{c: client, r: r}, key, ChainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
 		CheckTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(), RPCTimeout: cfg.rpcTimeout(),
 		Endpoint: cfg.RPCURL, Log: log})
 	if err != nil {
@@ -169,7 +170,7 @@ func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *sl
 		return nil, err
 	}
 	s.close = client.Close
-	log.Info("payments: settling on chain", "rpc_url", cfg.RPCURL, "chain_id", s.chainID, "relayer", s.relayer.Hex())
+	log.Info("payments: settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
 	return s, nil
 }
 

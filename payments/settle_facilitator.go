@@ -39,8 +39,8 @@ type FacilitatorConfig struct {
 // facilitator's /verify and /settle. It cannot tell whether a nonce was
 // used (NonceUsed returns ErrNonceStateUnknown).
 //
-// Its errors name the facilitator's URL: it is public (the public test
-// facilitator, or one authenticated by a header, never by the URL).
+// Its error messages, which callers see, never name the facilitator's URL;
+// their causes, for the log, do.
 type FacilitatorSettler struct {
 	url                          string
 	client                       *http.Client
@@ -198,19 +198,21 @@ func facilitatorPayload(p *Payment) PaymentPayload {
 // unavailable is the error of a failed call to path; sent says whether the
 // request may have reached the facilitator. For /settle the message says
 // what that means for the payment, and an unsent one wraps ErrSettleNotSent.
+// The message reaches callers, so it names the facilitator's path but not
+// its URL; the cause, for the log, has the URL.
 func (f *FacilitatorSettler) unavailable(path string, sent bool, err error) error {
-	url := f.url + path
+	err = fmt.Errorf("%s%s: %w", f.url, path, err)
 	switch {
 	case path != "/settle":
 		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
-			"the payment facilitator at %s cannot be reached or gave no usable answer; nothing was charged, try again later", url))
+			"the payment facilitator's %s cannot be reached or gave no usable answer; nothing was charged, try again later", path))
 	case !sent:
-		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", ErrSettleNotSent, err), fmt.Sprintf(
-			"the payment facilitator at %s cannot be reached; nothing was charged, so the same payment may be sent again later", url))
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", ErrSettleNotSent, err),
+			"the payment facilitator's /settle cannot be reached; nothing was charged, so the same payment may be sent again later")
 	}
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
-		"the payment facilitator at %s gave no usable answer, so whether it settled is unknown "+
-			"and this payment cannot be used again", url))
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err,
+		"the payment facilitator's /settle gave no usable answer, so whether it settled is unknown "+
+			"and this payment cannot be used again")
 }
 
 // staleConnection reports whether err is a connection closed under a
