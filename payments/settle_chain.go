@@ -77,6 +77,7 @@ type ChainSettler struct {
 	settleTimeout time.Duration
 	rpcTimeout    time.Duration
 	receiptPoll   time.Duration
+	bumpAfter     time.Duration // a settlement transaction stuck this long is replaced
 	log           *slog.Logger
 	close         func()
 
@@ -104,6 +105,7 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 	if s.settleTimeout <= 0 {
 		s.settleTimeout = DefaultSettleTimeout
 	}
+	s.bumpAfter = s.settleTimeout / 4
 	if s.rpcTimeout <= 0 {
 		s.rpcTimeout = DefaultRPCTimeout
 	}
@@ -242,13 +244,16 @@ func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 	} else {
 		log.Info("payments: settlement sent")
 	}
-	receipt, err := s.waitReceipt(ctx, tx.Hash())
+	st := newSentTx(tx)
+	receipt, err := s.waitReceipt(ctx, log, st)
 	if err != nil {
-		log.Warn("payments: settlement outcome unknown", "err", err)
+		hash = st.tx.Hash().Hex()
+		log.Warn("payments: settlement outcome unknown", "err", err, "latest_version", hash)
 		return hash, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, fmt.Sprintf(
 			"the chain RPC failed after the settlement transaction %s was sent, so its outcome is unknown "+
 				"and this payment cannot be used again; look the transaction up", hash))
 	}
+	hash = receipt.TxHash.Hex()
 	if receipt.Status != types.ReceiptStatusSuccessful {
 		log.Warn("payments: settlement reverted", "block", receipt.BlockNumber)
 		return hash, reject(ReasonSettlementReverted, "the settlement transaction %s reverted", hash)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum"
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
 )
@@ -142,25 +141,30 @@ func (s *ChainSettler) fees(ctx context.Context) (types.TxData, error) {
 	return &types.DynamicFeeTx{GasTipCap: tip, GasFeeCap: feeCap}, nil
 }
 
-// waitReceipt polls for the receipt of hash until ctx ends, each poll
-// bounded by the per-call timeout. A failed poll is tried again at the next
-// tick: a flaky RPC must not turn a landed settlement into a lost answer.
-// When no receipt comes, the error carries the last failure.
-func (s *ChainSettler) waitReceipt(ctx context.Context, hash common.Hash) (*types.Receipt, error) {
+// waitReceipt polls for the receipt of st's transaction (any version of
+// it) until ctx ends, each poll bounded by the per-call timeout, and
+// replaces it when it is stuck (see maybeBump). A failed poll is tried
+// again at the next tick: a flaky RPC must not turn a landed settlement
+// into a lost answer. When no receipt comes, the error carries the last
+// failure.
+func (s *ChainSettler) waitReceipt(ctx context.Context, log *slog.Logger, st *sentTx) (*types.Receipt, error) {
 	start := time.Now()
 	var last error
 	tick := time.NewTicker(s.receiptPoll)
 	defer tick.Stop()
 	for {
-		cctx, cancel := s.call(ctx)
-		r, err := s.backend.TransactionReceipt(cctx, hash)
-		cancel()
-		switch {
-		case err == nil:
-			return r, nil
-		case !errors.Is(err, ethereum.NotFound):
-			last = s.timedOut(err)
+		for _, hash := range st.hashes {
+			cctx, cancel := s.call(ctx)
+			r, err := s.backend.TransactionReceipt(cctx, hash)
+			cancel()
+			switch {
+			case err == nil:
+				return r, nil
+			case !errors.Is(err, ethereum.NotFound):
+				last = s.timedOut(err)
+			}
 		}
+		s.maybeBump(ctx, log, st)
 		select {
 		case <-ctx.Done():
 			waited := time.Since(start).Round(time.Millisecond)
