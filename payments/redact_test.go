@@ -3,6 +3,7 @@ package payments
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -87,5 +88,30 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	wantNoSecret(t, "the log", logs.String())
 	if !strings.Contains(logs.String(), "settling on chain") {
 		t.Errorf("the log lacks the start line: %s", logs.String())
+	}
+}
+
+// TestFacilitatorRefusalEchoesNoURL: a facilitator's free-text refusal
+// (viem names the RPC URL it used) stays in the log; the caller's 402 says
+// only which check failed and the x402 code.
+func TestFacilitatorRefusalEchoesNoURL(t *testing.T) {
+	const said = "HTTP request failed. URL: https://rpc.example/v2/SECRETKEY123 Docs: https://viem.sh/docs"
+	stub, f := newStub(t)
+	stub.verifyStatus, stub.verifyBody = 200, `{"isValid":false,"invalidReason":"insufficient_funds","invalidMessage":"`+said+`"}`
+	stub.settleBody = `{"success":false,"errorReason":"invalid_transaction_state","errorMessage":"` + said + `"}`
+	p, _ := verifiedPayment(t, false)
+	checkErr := f.Check(context.Background(), p)
+	_, settleErr := f.Settle(context.Background(), p)
+	for name, err := range map[string]error{"/verify": checkErr, "/settle": settleErr} {
+		var r *RejectError
+		if !errors.As(err, &r) {
+			t.Fatalf("%s: %v, want a refusal", name, err)
+		}
+		if caller := r.Check + " (" + r.Reason + ")"; strings.Contains(caller, "rpc.example") || strings.Contains(caller, "viem.sh") {
+			t.Errorf("%s: the caller's message %q echoes the facilitator's text", name, caller)
+		}
+		if !strings.Contains(err.Error(), "rpc.example") {
+			t.Errorf("%s: the cause %q lost the facilitator's text for the log", name, err)
+		}
 	}
 }

@@ -110,7 +110,7 @@ func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
 	if a.InvalidReason == "" {
 		return f.unavailable("/verify", true, fmt.Errorf("status %d, isValid false, no invalidReason", status))
 	}
-	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment" + detail(a.InvalidMessage)}
+	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment", Err: facilitatorSaid(a.InvalidMessage)}
 }
 
 // Settle asks the facilitator's /settle to collect p. It is never retried:
@@ -130,7 +130,7 @@ func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, er
 	if a.ErrorReason == "" {
 		return a.Transaction, f.unavailable("/settle", true, fmt.Errorf("status %d, success false, no errorReason", status))
 	}
-	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment" + detail(a.ErrorMessage)}
+	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment", Err: facilitatorSaid(a.ErrorMessage)}
 }
 
 // NonceUsed returns ErrNonceStateUnknown: a facilitator has no query for
@@ -228,11 +228,15 @@ func dialFailed(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func detail(msg string) string {
+// facilitatorSaid is a facilitator's own explanation of a refusal, kept
+// as the cause (for the log) and never shown to callers: it is free text
+// from another service's stack (viem's errors name RPC URLs, which may hold
+// API keys). The x402 reason code says what the payer needs.
+func facilitatorSaid(msg string) error {
 	if msg == "" {
-		return ""
+		return nil
 	}
-	return ": " + msg
+	return fmt.Errorf("the facilitator said: %s", snippet([]byte(msg)))
 }
 
 func snippet(b []byte) string {
