@@ -33,7 +33,7 @@ type Server struct {
 	// Version is reported by GET /v1/version.
 	Version VersionInfo
 
-	health healthCache
+	engine engineCache
 }
 
 // Handler returns the routes of the API.
