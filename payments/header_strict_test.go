@@ -183,3 +183,34 @@ func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
 		}
 	}
 }
+
+// TestGateRefusesTheDecoyBeforeAnything: through the gate, the decoy
+// payment is a 400 before the settler is asked or the ledger touched, and
+// the owner of the real payment then pays with it.
+func TestGateRefusesTheDecoyBeforeAnything(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleTx: "0x1"}
+	g, l := newTestGate(t, s)
+	b := mustPayload(t, mustKey(t), g.Requirements(), nil)
+	decoy := mustPayload(t, mustKey(t), g.Requirements(), nil)
+	attack := withMember(mustWire(t, b), "Payload", mustWire(t, decoy.Payload))
+	if _, err := g.Begin(ctx, paidRequest(rawHeader(HeaderPaymentSignature, attack))); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+		t.Fatalf("Begin(decoy) = %v, want CodeInvalid", err)
+	}
+	if len(s.calls) != 0 {
+		t.Fatalf("the settler was asked %v about the decoy", s.calls)
+	}
+	for _, p := range []PaymentPayload{b, decoy} {
+		a := p.Payload.Authorization
+		if _, err := l.Get(ctx, strings.ToLower(a.From), strings.ToLower(a.Nonce)); err == nil {
+			t.Fatalf("the ledger holds a row for %s after the decoy", a.From)
+		}
+	}
+	c, err := g.Begin(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, b)))
+	if err != nil {
+		t.Fatalf("the owner's own payment after the decoy: %v", err)
+	}
+	if _, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+		t.Fatal(err)
+	}
+}
