@@ -91,11 +91,14 @@ func kernelCases() []hostileCase {
 				"    except (ValueError, OSError) as e:\n        print(label, type(e).__name__)\n" +
 				"attempt('nofile-hard-up', resource.RLIMIT_NOFILE, (256, 1 << 20))\n" +
 				"attempt('fsize-hard-up', resource.RLIMIT_FSIZE, (16 << 20, resource.RLIM_INFINITY))\n" +
+				"attempt('core-up', resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n" +
+				"attempt('core-soft-up', resource.RLIMIT_CORE, (1 << 20, resource.RLIM_INFINITY))\n" +
+				"print('core', resource.getrlimit(resource.RLIMIT_CORE))\n" +
 				"attempt('nofile-down', resource.RLIMIT_NOFILE, (128, 128))\n" +
 				"attempt('nofile-back-up', resource.RLIMIT_NOFILE, (256, 256))\n" +
 				"files = []\ntry:\n    while True:\n        files.append(open('/dev/null'))\n" +
 				"except OSError as e:\n    print('open', errno.errorcode[e.errno], len(files) <= 128)\n",
-			want: ok("nofile-hard-up ValueError\nfsize-hard-up ValueError\nnofile-down changed\nnofile-back-up ValueError\nopen EMFILE True\n"),
+			want: ok("nofile-hard-up ValueError\nfsize-hard-up ValueError\ncore-up ValueError\ncore-soft-up ValueError\ncore (0, 0)\nnofile-down changed\nnofile-back-up ValueError\nopen EMFILE True\n"),
 		},
 	}
 }

@@ -163,6 +163,7 @@ func TestHealthAndVersion(t *testing.T) {
 		t.Fatalf("version: %d %s", rec.Code, rec.Body)
 	}
 	runner.healthErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.health", "image sandbox-python:3.11 is missing: run `make image`")
+	h = newTestServer(runner, &fakeGate{}).Handler() // a fresh server: engine answers are reused for engineTTL
 	rec = do(t, h, "GET", "/v1/health", "")
 	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "make image") {
 		t.Fatalf("unhealthy: %d %s", rec.Code, rec.Body)

@@ -65,6 +65,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			body = e.Body
 		}
 	}
+	if status == http.StatusPaymentRequired {
+		w.Header().Set("Cache-Control", "no-store") // terms and settlement reports are per request
+	}
 	log := s.Log.With("method", r.Method, "path", r.URL.Path, "status", status)
 	switch {
 	case status >= 500:

@@ -61,8 +61,8 @@ func TestPaymentCheckHoldsNoSandbox(t *testing.T) {
 	waitUntil(t, "the first payment is being checked", func() bool { return slow.count(&slow.checked) == 1 })
 
 	fast := &fakeGate{}
-	srv2 := *srv
-	srv2.Gate = fast
+	srv2 := newTestServer(runner, fast)
+	srv2.Admitter = srv.Admitter // the same sandboxes
 	if rec := do(t, srv2.Handler(), "POST", "/v1/code", `{"code":"x"}`); rec.Code != 200 {
 		t.Fatalf("while another payment is checked: status %d (%s), want 200", rec.Code, rec.Body)
 	}

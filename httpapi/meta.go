@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -12,10 +11,9 @@ import (
 const healthTimeout = 3 * time.Second
 
 // handleHealth answers 200 when runs can start, else 503 with the reason.
+// Answers are reused for engineTTL (see shared).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-	defer cancel()
-	if err := s.Runner.Health(ctx); err != nil {
+	if err := s.checkHealth(r.Context()); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -34,12 +32,11 @@ type versionResponse struct {
 }
 
 // handleVersion reports the service's build and the engine behind it. The
-// service's own version is answered even when Docker is down.
+// service's own version is answered even when Docker is down. The engine's
+// part is reused for engineTTL (see shared).
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-	defer cancel()
 	resp := versionResponse{VersionInfo: s.Version}
-	info, err := s.Runner.Info(ctx)
+	info, err := s.runnerInfo(r.Context())
 	if err != nil {
 		resp.DockerError = "the container engine did not answer"
 		s.Log.Warn("version: engine info", "err", err)

@@ -113,10 +113,15 @@ func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 // signedHeader returns the PAYMENT-SIGNATURE header of a fresh payment by key.
 func signedHeader(t *testing.T, key *ecdsa.PrivateKey, req payments.Requirements) http.Header {
 	t.Helper()
-	pp, err := payments.NewPaymentPayload(key, req, nil, time.Now())
+	a, err := payments.NewAuthorization(key, req, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
+	exact, err := payments.SignAuthorization(key, req, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := payments.PaymentPayload{X402Version: 2, Accepted: req, Payload: exact}
 	v, err := payments.EncodeHeader(pp)
 	if err != nil {
 		t.Fatal(err)

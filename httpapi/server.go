@@ -21,8 +21,8 @@ type VersionInfo struct {
 	GoVersion string `json:"go"`
 }
 
-// Server holds what the handlers need. All fields are required but
-// RunLimit.
+// Server holds what the handlers need. All exported fields are required
+// but RunLimit.
 type Server struct {
 	Runner   sandboxd.Runner
 	Admitter sandboxd.Admitter
@@ -38,6 +38,8 @@ type Server struct {
 	RunLimit time.Duration
 	// Version is reported by GET /v1/version.
 	Version VersionInfo
+
+	engine engineCache
 }
 
 // Handler returns the routes of the API.

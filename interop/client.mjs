@@ -11,6 +11,7 @@
 //   concurrent  one payment signed once and sent on --n requests at the same time
 //   v1          one paid call by a v1-only client (terms from the body, X-PAYMENT header)
 //   latency     --n free calls (--free-url) and --n paid calls, each timed; medians in ms
+//   sign        the v2 payment the official client makes from the 402's terms, not sent
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { ExactEvmSchemeV1 } from "@x402/evm/v1";
@@ -140,13 +141,19 @@ async function v1(args, account) {
   return paidCall(args, client, hideV2);
 }
 
-async function concurrent(args, account) {
+// signedPayment asks for the terms and has the official client sign a v2 payment for
+// them, without sending it.
+async function signedPayment(args, account) {
   const client = v2Client(account);
   const httpClient = new x402HTTPClient(client);
   const first = await timedFetch(args.url, codeRequest(args.code));
   const required = httpClient.getPaymentRequiredResponse((n) => first.headers.get(n), await bodyOf(first));
   const payload = await client.createPaymentPayload(required);
-  const headers = httpClient.encodePaymentSignatureHeader(payload);
+  return { httpClient, payload, headers: httpClient.encodePaymentSignatureHeader(payload) };
+}
+
+async function concurrent(args, account) {
+  const { httpClient, payload, headers } = await signedPayment(args, account);
   const one = async () => {
     const req = codeRequest(args.code);
     const res = await timedFetch(args.url, { ...req, headers: { ...req.headers, ...headers } });
@@ -155,6 +162,13 @@ async function concurrent(args, account) {
   };
   const results = await Promise.all(Array.from({ length: args.n }, one));
   return { n: args.n, nonce: payload.payload.authorization.nonce, results };
+}
+
+// sign asks for the terms and prints the payment the official client signs for them,
+// without sending it, so a test can build hostile variants of a real payment.
+async function sign(args, account) {
+  const { payload, headers } = await signedPayment(args, account);
+  return { payment: payload, headers };
 }
 
 function median(xs) {
@@ -191,7 +205,7 @@ async function latency(args, account) {
   };
 }
 
-const scenarios = { terms, pay, v1, concurrent, latency };
+const scenarios = { terms, pay, v1, concurrent, latency, sign };
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,12 +49,14 @@ func (e *PaymentRefusedError) Error() string {
 }
 
 // Pay POSTs body (JSON) to url and, when the server answers 402, pays with
-// key: it reads the terms (the v2 PAYMENT-REQUIRED header, else the v1
-// body), picks the exact EVM entry, signs an EIP-3009 authorization of the
-// price and retries with PAYMENT-SIGNATURE (or X-PAYMENT for v1-only
-// terms). An answer other than 402 is returned as is. A 402 to the paid
-// retry is a *PaymentRefusedError.
-func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string, body []byte) (*PaidResponse, error) {
+// key within policy: it reads the terms (the v2 PAYMENT-REQUIRED header,
+// else the v1 body), picks the first exact EVM entry the policy allows, signs
+// an EIP-3009 authorization of the price valid for at most policy.MaxWindow
+// and retries with PAYMENT-SIGNATURE (or X-PAYMENT for v1-only terms). An
+// answer other than 402 is returned as is. Terms outside the policy are a
+// *QuoteRefusedError and nothing is signed or sent; a 402 to the paid retry
+// is a *PaymentRefusedError.
+func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string, body []byte, policy PayPolicy) (*PaidResponse, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -63,11 +64,15 @@ func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string
 	if err != nil || first.StatusCode != http.StatusPaymentRequired {
 		return first, err
 	}
-	req, resource, version, err := pickTerms(first)
+	offers, resource, version, err := readTerms(first)
 	if err != nil {
 		return nil, err
 	}
-	header, value, err := paymentHeader(key, req, resource, version, time.Now())
+	req, err := pickTerms(offers, policy)
+	if err != nil {
+		return nil, err
+	}
+	header, value, err := paymentHeader(key, req, policy.capWindow(req), resource, version, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -96,55 +101,66 @@ func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string
 	return resp, nil
 }
 
-// pickTerms finds the exact EVM terms entry of a 402: from the v2 header,
-// else from the v1 body. It returns the entry in v2 form and the version.
-func pickTerms(r *PaidResponse) (Requirements, *Resource, int, error) {
+// pickTerms returns the first exact EVM entry of offers within policy, or a
+// *QuoteRefusedError saying why each was refused.
+func pickTerms(offers []Requirements, policy PayPolicy) (Requirements, error) {
+	refused := &QuoteRefusedError{}
+	for _, a := range offers {
+		if a.Scheme != SchemeExact || !strings.HasPrefix(CanonicalNetwork(a.Network), "eip155:") {
+			refused.Reasons = append(refused.Reasons, fmt.Sprintf("scheme %q on %q is not an exact EVM payment", a.Scheme, a.Network))
+			continue
+		}
+		if err := policy.check(a); err != nil {
+			refused.Reasons = append(refused.Reasons, err.Error())
+			continue
+		}
+		return a, nil
+	}
+	if len(offers) == 0 {
+		refused.Reasons = append(refused.Reasons, "the server offers no way to pay")
+	}
+	return Requirements{}, refused
+}
+
+// readTerms reads the terms entries of a 402: from the v2 header, else from
+// the v1 body, each in v2 form, with the version.
+func readTerms(r *PaidResponse) ([]Requirements, *Resource, int, error) {
 	if v := r.Header.Get(HeaderPaymentRequired); v != "" {
 		var pr PaymentRequired
 		if err := DecodeHeader(v, &pr); err != nil {
-			return Requirements{}, nil, 0, fmt.Errorf("the %s header does not decode: %w", HeaderPaymentRequired, err)
+			return nil, nil, 0, fmt.Errorf("the %s header does not decode: %w", HeaderPaymentRequired, err)
 		}
-		for _, a := range pr.Accepts {
-			if a.Scheme == SchemeExact && strings.HasPrefix(CanonicalNetwork(a.Network), "eip155:") {
-				res := pr.Resource
-				return a, &res, 2, nil
-			}
-		}
-		return Requirements{}, nil, 0, errors.New("the server offers no exact EVM payment")
+		return pr.Accepts, &pr.Resource, 2, nil
 	}
 	var pr PaymentRequiredV1
 	if err := json.Unmarshal(r.Body, &pr); err != nil || pr.X402Version != 1 {
-		return Requirements{}, nil, 0, fmt.Errorf("the 402 answer has no %s header and no v1 terms body", HeaderPaymentRequired)
+		return nil, nil, 0, fmt.Errorf("the 402 answer has no %s header and no v1 terms body", HeaderPaymentRequired)
 	}
+	offers := make([]Requirements, 0, len(pr.Accepts))
 	for _, a := range pr.Accepts {
-		if a.Scheme == SchemeExact && strings.HasPrefix(CanonicalNetwork(a.Network), "eip155:") {
-			return Requirements{Scheme: a.Scheme, Network: CanonicalNetwork(a.Network), Amount: a.MaxAmountRequired,
-				Asset: a.Asset, PayTo: a.PayTo, MaxTimeoutSeconds: a.MaxTimeoutSeconds, Extra: a.Extra}, nil, 1, nil
-		}
+		offers = append(offers, Requirements{Scheme: a.Scheme, Network: CanonicalNetwork(a.Network), Amount: a.MaxAmountRequired,
+			Asset: a.Asset, PayTo: a.PayTo, MaxTimeoutSeconds: a.MaxTimeoutSeconds, Extra: a.Extra})
 	}
-	return Requirements{}, nil, 0, errors.New("the server offers no exact EVM payment")
+	return offers, nil, 1, nil
 }
 
-// paymentHeader signs a payment for req and returns the header to send it
-// in and its value.
-func paymentHeader(key *ecdsa.PrivateKey, req Requirements, resource *Resource, version int, now time.Time) (string, string, error) {
-	if version == 1 {
-		a, err := NewAuthorization(key, req, now)
-		if err != nil {
-			return "", "", err
-		}
-		exact, err := SignAuthorization(key, req, a)
-		if err != nil {
-			return "", "", err
-		}
-		v, err := EncodeHeader(PaymentPayloadV1{X402Version: 1, Scheme: req.Scheme, Network: V1Network(req.Network), Payload: exact})
-		return HeaderXPayment, v, err
-	}
-	p, err := NewPaymentPayload(key, req, resource, now)
+// paymentHeader signs a payment for req, valid for signed's window, and
+// returns the header to send it in and its value. A v2 payment echoes req
+// as quoted.
+func paymentHeader(key *ecdsa.PrivateKey, req, signed Requirements, resource *Resource, version int, now time.Time) (string, string, error) {
+	a, err := NewAuthorization(key, signed, now)
 	if err != nil {
 		return "", "", err
 	}
-	v, err := EncodeHeader(p)
+	exact, err := SignAuthorization(key, req, a)
+	if err != nil {
+		return "", "", err
+	}
+	if version == 1 {
+		v, err := EncodeHeader(PaymentPayloadV1{X402Version: 1, Scheme: req.Scheme, Network: V1Network(req.Network), Payload: exact})
+		return HeaderXPayment, v, err
+	}
+	v, err := EncodeHeader(PaymentPayload{X402Version: 2, Resource: resource, Accepted: req, Payload: exact})
 	return HeaderPaymentSignature, v, err
 }
 

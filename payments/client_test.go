@@ -75,7 +75,7 @@ func TestPay(t *testing.T) {
 	payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
 	for _, v1Only := range []bool{false, true} {
 		srv := gateServer(t, newLiveGate(t, &fakeSettler{settleTx: "0x77"}), v1Only)
-		resp, err := Pay(ctx, srv.Client(), key, srv.URL+"/v1/code", []byte(`{"code":"print(1)"}`))
+		resp, err := Pay(ctx, srv.Client(), key, srv.URL+"/v1/code", []byte(`{"code":"print(1)"}`), DefaultPayPolicy())
 		if err != nil {
 			t.Fatalf("v1Only=%v: %v", v1Only, err)
 		}
@@ -98,7 +98,7 @@ func TestPay(t *testing.T) {
 
 func TestPayRefused(t *testing.T) {
 	srv := gateServer(t, newLiveGate(t, &fakeSettler{settleErr: reject(ReasonInsufficientFunds, "balance short")}), false)
-	_, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`))
+	_, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), DefaultPayPolicy())
 	var pe *PaymentRefusedError
 	if !errors.As(err, &pe) {
 		t.Fatalf("Pay = %v, want a *PaymentRefusedError", err)
@@ -111,7 +111,7 @@ func TestPayRefused(t *testing.T) {
 func TestPayFree(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("free")) }))
 	defer srv.Close()
-	resp, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil)
+	resp, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, DefaultPayPolicy())
 	if err != nil || string(resp.Body) != "free" || resp.Settlement != nil || resp.Requirements != nil {
 		t.Fatalf("Pay = %+v, %v", resp, err)
 	}
@@ -123,7 +123,7 @@ func TestPayNoTerms(t *testing.T) {
 		w.Write([]byte(`{"error":"pay"}`))
 	}))
 	defer srv.Close()
-	if _, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil); err == nil {
+	if _, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, DefaultPayPolicy()); err == nil {
 		t.Fatal("Pay succeeded without terms")
 	}
 }

@@ -148,7 +148,7 @@ func (c Config) Validate() error {
 		}
 	case SettleOnchain:
 		if u, err := url.Parse(c.RPCURL); err != nil || u.Scheme == "" {
-			bad("rpc_url", "%q is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", c.RPCURL)
+			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", RedactURL(c.RPCURL))
 		}
 		if c.RelayerKeyFile == "" {
 			bad("relayer_key_file", "is empty; onchain settlement needs a file with the hex key that pays gas")

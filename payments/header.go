@@ -48,12 +48,15 @@ func DecodePaymentHeader(h http.Header) (*Payment, error) {
 	p, err := decodePayment(value)
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "payments.decode", err,
-			fmt.Sprintf("the %s header does not decode: %v; it must be base64 of an x402 payment JSON object", name, err))
+			fmt.Sprintf("the %s header does not decode: %v; it must be base64 of one x402 payment JSON object", name, err))
 	}
 	return p, nil
 }
 
-// decodePayment decodes one header value into a Payment.
+// decodePayment decodes one header value into a Payment. It reads the
+// payment one way only: a key named twice in any letter case, at any depth,
+// or a key the x402 schema does not have where it is closed, is refused
+// (see checkKeys), so every reader of the JSON sees the payment verified.
 func decodePayment(value string) (*Payment, error) {
 	if len(value) > maxHeaderBytes {
 		return nil, fmt.Errorf("%d bytes, over the limit of %d", len(value), maxHeaderBytes)
@@ -65,27 +68,30 @@ func decodePayment(value string) (*Payment, error) {
 	var probe struct {
 		X402Version *int `json:"x402Version"`
 	}
+	if err := checkKeys(raw, nil); err != nil {
+		return nil, err
+	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
 	if probe.X402Version == nil {
 		return nil, errors.New("no x402Version field")
 	}
-	p := &Payment{Version: *probe.X402Version, Raw: raw}
+	p := &Payment{Version: *probe.X402Version}
 	if p.Version == 1 {
 		var v1 PaymentPayloadV1
-		if err := json.Unmarshal(raw, &v1); err != nil {
+		if err := decodeStrict(raw, paymentV1Shape, &v1); err != nil {
 			return nil, fmt.Errorf("not a v1 payment: %w", err)
 		}
 		p.Scheme, p.Network, p.Exact = v1.Scheme, v1.Network, v1.Payload
 		return p, nil
 	}
 	var v2 PaymentPayload
-	if err := json.Unmarshal(raw, &v2); err != nil {
+	if err := decodeStrict(raw, paymentV2Shape, &v2); err != nil {
 		return nil, fmt.Errorf("not a v2 payment: %w", err)
 	}
 	p.Scheme, p.Network, p.Exact = v2.Accepted.Scheme, v2.Accepted.Network, v2.Payload
-	p.Accepted, p.Resource = &v2.Accepted, v2.Resource
+	p.Accepted, p.Resource, p.Extensions = &v2.Accepted, v2.Resource, v2.Extensions
 	return p, nil
 }
 
@@ -125,7 +131,7 @@ func DecodeHeader(value string, v any) error {
 
 // settleHeader returns the settlement report header for a payer of the
 // given version: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE with the v1
-// network name for v1.
+// network name for v1, with Cache-Control: no-store.
 func settleHeader(version int, r SettleResponse) (http.Header, error) {
 	name := HeaderPaymentResponse
 	if version == 1 {
@@ -136,7 +142,16 @@ func settleHeader(version int, r SettleResponse) (http.Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := http.Header{}
+	h := noStore()
 	h.Set(name, v)
 	return h, nil
+}
+
+// noStore returns headers that keep a payment answer out of every cache:
+// terms are per request, and a paid answer or settlement report belongs to
+// one payer.
+func noStore() http.Header {
+	h := http.Header{}
+	h.Set("Cache-Control", "no-store")
+	return h
 }

@@ -3,6 +3,7 @@ package payments
 import (
 	"crypto/ecdsa"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -20,9 +21,23 @@ func ParseKey(s string) (*ecdsa.PrivateKey, error) {
 	return key, nil
 }
 
-// LoadKey reads a file holding one hex private key.
+// LoadKey reads a file holding one hex private key. A file that group or
+// others may read or write (mode & 0o077) is refused: whoever reads the key
+// spends from its account.
 func LoadKey(path string) (*ecdsa.PrivateKey, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		return nil, fmt.Errorf("%s holds a private key but group or others may read it (mode %04o): run chmod 600 %s", path, mode, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,7 @@ type Ledger struct {
 	path string
 	file os.FileInfo
 	now  func() time.Time
+	lock *os.File // holds the exclusive lock on path + ".lock"
 }
 
 // ledgerTable is the payments table, created under the name given.
@@ -112,7 +113,9 @@ const ledgerIndex = `CREATE INDEX IF NOT EXISTS payments_status ON payments (sta
 
 // OpenLedger opens (creating it and its parent directory if needed) the
 // ledger at path, in WAL mode with full fsync on commit: a payment row must
-// survive a crash. Errors are CodeUnavailable.
+// survive a crash. It holds an exclusive lock on path + ".lock" until
+// Close, and refuses a ledger another process (or another open) holds.
+// Errors are CodeUnavailable.
 func OpenLedger(ctx context.Context, path string) (*Ledger, error) {
 	const op = "payments.ledger.open"
 	if path == "" || strings.ContainsAny(path, "?#") {
@@ -121,6 +124,21 @@ func OpenLedger(ctx context.Context, path string) (*Ledger, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot create the ledger's directory")
 	}
+	lock, err := lockLedger(op, path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := openLocked(ctx, op, path)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	l.lock = lock
+	return l, nil
+}
+
+// openLocked opens the ledger at path, whose lock is held.
+func openLocked(ctx context.Context, op, path string) (*Ledger, error) {
 	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -141,8 +159,14 @@ func OpenLedger(ctx context.Context, path string) (*Ledger, error) {
 	return &Ledger{db: db, path: path, file: fi, now: time.Now}, nil
 }
 
-// Close closes the database.
-func (l *Ledger) Close() error { return l.db.Close() }
+// Close closes the database, then releases the ledger's lock.
+func (l *Ledger) Close() error {
+	err := l.db.Close()
+	if l.lock != nil {
+		l.lock.Close()
+	}
+	return err
+}
 
 // Reserve records e (its key, amount, network and asset) as reserved, in one
 // atomic statement. It returns ErrAlreadyUsed when the same (payer, nonce)

@@ -178,9 +178,11 @@ func TestLedgerConcurrentReserve(t *testing.T) {
 }
 
 func TestLedgerConcurrentReserveTwoHandles(t *testing.T) {
-	// Two handles on one file stand for two processes.
+	// Two handles on one file stand for two processes (the second one
+	// past the lock, which refuses it otherwise): SQLite itself keeps one
+	// reservation.
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	ls := []*Ledger{mustLedger(t, path), mustLedger(t, path)}
+	ls := []*Ledger{mustLedger(t, path), mustSecondHandle(t, path)}
 	e := testEntry(8)
 	var wins atomic.Int32
 	var wg sync.WaitGroup

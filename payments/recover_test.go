@@ -232,7 +232,7 @@ func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 	g, _ := newTestGate(t, s)
 	// A second handle on the file sees only committed rows, as a restarted
 	// process would.
-	other := mustLedger(t, g.ledger.path)
+	other := mustSecondHandle(t, g.ledger.path)
 	s.onSettle = func(p *Payment) {
 		e := Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex()}
 		if got, err := other.Get(ctx, e.Payer, e.Nonce); err != nil || got.Status != StatusSettling {

@@ -54,8 +54,8 @@ type ChainConfig struct {
 	// so one hung call cannot use up a whole settlement; zero means
 	// DefaultRPCTimeout.
 	RPCTimeout time.Duration
-	// Endpoint, when set, names the backend (payments.rpc_url's value) in
-	// the errors of NewChainSettler, which only the operator sees.
+	// Endpoint, when set, is payments.rpc_url's value; the errors of
+	// NewChainSettler name its scheme and host only (see RedactURL).
 	Endpoint string
 	// Log receives the settler's events; nil discards them.
 	Log *slog.Logger
@@ -77,6 +77,7 @@ type ChainSettler struct {
 	settleTimeout time.Duration
 	rpcTimeout    time.Duration
 	receiptPoll   time.Duration
+	bumpAfter     time.Duration // a settlement transaction stuck this long is replaced
 	log           *slog.Logger
 	close         func()
 
@@ -104,6 +105,7 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 	if s.settleTimeout <= 0 {
 		s.settleTimeout = DefaultSettleTimeout
 	}
+	s.bumpAfter = s.settleTimeout / 4
 	if s.rpcTimeout <= 0 {
 		s.rpcTimeout = DefaultRPCTimeout
 	}
@@ -112,7 +114,7 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 	}
 	where := "payments.rpc_url"
 	if c.Endpoint != "" {
-		where += " " + c.Endpoint
+		where += " " + RedactURL(c.Endpoint)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
@@ -155,13 +157,14 @@ func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("payments.network: %w", err)
 	}
+	r := newRedactor(cfg.RPCURL)
 	dctx, cancel := context.WithTimeout(ctx, cfg.rpcTimeout())
 	client, err := ethclient.DialContext(dctx, cfg.RPCURL)
 	cancel()
 	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, "cannot connect to payments.rpc_url "+cfg.RPCURL)
+		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", r.err(err), "cannot connect to payments.rpc_url "+r.safe)
 	}
-	s, err := NewChainSettler(ctx, client, key, ChainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
+	s, err := NewChainSettler(ctx, redactedClient{c: client, r: r}, key, ChainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
 		CheckTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(), RPCTimeout: cfg.rpcTimeout(),
 		Endpoint: cfg.RPCURL, Log: log})
 	if err != nil {
@@ -169,7 +172,7 @@ func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *sl
 		return nil, err
 	}
 	s.close = client.Close
-	log.Info("payments: settling on chain", "rpc_url", cfg.RPCURL, "chain_id", s.chainID, "relayer", s.relayer.Hex())
+	log.Info("payments: settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
 	return s, nil
 }
 
@@ -241,13 +244,16 @@ func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 	} else {
 		log.Info("payments: settlement sent")
 	}
-	receipt, err := s.waitReceipt(ctx, tx.Hash())
+	st := newSentTx(tx)
+	receipt, err := s.waitReceipt(ctx, log, st)
 	if err != nil {
-		log.Warn("payments: settlement outcome unknown", "err", err)
+		hash = st.tx.Hash().Hex()
+		log.Warn("payments: settlement outcome unknown", "err", err, "latest_version", hash)
 		return hash, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, fmt.Sprintf(
 			"the chain RPC failed after the settlement transaction %s was sent, so its outcome is unknown "+
 				"and this payment cannot be used again; look the transaction up", hash))
 	}
+	hash = receipt.TxHash.Hex()
 	if receipt.Status != types.ReceiptStatusSuccessful {
 		log.Warn("payments: settlement reverted", "block", receipt.BlockNumber)
 		return hash, reject(ReasonSettlementReverted, "the settlement transaction %s reverted", hash)

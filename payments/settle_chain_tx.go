@@ -10,14 +10,16 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum"
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
 )
 
 // send prices, signs and sends one transaction. The relayer nonce is taken
 // and advanced under a lock so concurrent settlements never share one; after
-// a failed send it is fetched again from the pending state.
+// a failed send it is fetched again from the pending state, and when the
+// node's pending nonce falls behind it (the node dropped a transaction it
+// had accepted) it is taken from the node again, so one lost transaction
+// never stalls every later settlement.
 //
 // On a failed send it returns the signed transaction too when it may have
 // reached the node anyway (the call timed out or the answer was garbled),
@@ -30,14 +32,17 @@ func (s *ChainSettler) send(ctx context.Context, gas uint64, data []byte) (*type
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.known {
-		cctx, cancel := s.call(ctx)
-		n, err := s.backend.PendingNonceAt(cctx, s.relayer)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("relayer nonce: %w", err)
-		}
-		s.next, s.known = n, true
+	cctx, cancel := s.call(ctx)
+	pending, err := s.backend.PendingNonceAt(cctx, s.relayer)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("relayer nonce: %w", err)
+	}
+	switch {
+	case !s.known:
+		s.next, s.known = pending, true
+	case pending < s.next:
+		s.resyncGap(ctx, pending)
 	}
 	switch tx := inner.(type) {
 	case *types.DynamicFeeTx:
@@ -49,7 +54,7 @@ func (s *ChainSettler) send(ctx context.Context, gas uint64, data []byte) (*type
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := s.call(ctx)
+	cctx, cancel = s.call(ctx)
 	err = s.backend.SendTransaction(cctx, signed)
 	cancel()
 	if err != nil {
@@ -61,6 +66,39 @@ func (s *ChainSettler) send(ctx context.Context, gas uint64, data []byte) (*type
 	}
 	s.next++
 	return signed, nil
+}
+
+// gapConfirm is how long the node's pending nonce must stay behind the
+// relayer's before the gap is taken as real: a load-balanced RPC may answer
+// from a replica that has not yet seen the last transaction.
+const gapConfirm = 2 * time.Second
+
+// resyncGap handles a node whose pending nonce is behind the relayer's next
+// one, with s.mu held. If it stays behind for gapConfirm, the node no longer
+// has transactions it accepted (dropped from its pool, lost in a restart):
+// every later nonce would wait behind the gap forever, so the next nonce is
+// taken from the node and the next settlement fills the gap.
+func (s *ChainSettler) resyncGap(ctx context.Context, pending uint64) {
+	deadline := time.Now().Add(gapConfirm)
+	for pending < s.next && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(gapConfirm / 8):
+		}
+		cctx, cancel := s.call(ctx)
+		n, err := s.backend.PendingNonceAt(cctx, s.relayer)
+		cancel()
+		if err == nil && n > pending {
+			pending = n
+		}
+	}
+	if pending >= s.next {
+		return
+	}
+	s.log.Warn("payments: relayer nonce gap: the node lost earlier settlement transactions; resyncing the nonce",
+		"relayer_next", s.next, "node_pending", pending, "lost", s.next-pending)
+	s.next = pending
 }
 
 // sendRetry is send, tried once more with a fresh relayer nonce when the
@@ -103,25 +141,30 @@ func (s *ChainSettler) fees(ctx context.Context) (types.TxData, error) {
 	return &types.DynamicFeeTx{GasTipCap: tip, GasFeeCap: feeCap}, nil
 }
 
-// waitReceipt polls for the receipt of hash until ctx ends, each poll
-// bounded by the per-call timeout. A failed poll is tried again at the next
-// tick: a flaky RPC must not turn a landed settlement into a lost answer.
-// When no receipt comes, the error carries the last failure.
-func (s *ChainSettler) waitReceipt(ctx context.Context, hash common.Hash) (*types.Receipt, error) {
+// waitReceipt polls for the receipt of st's transaction (any version of
+// it) until ctx ends, each poll bounded by the per-call timeout, and
+// replaces it when it is stuck (see maybeBump). A failed poll is tried
+// again at the next tick: a flaky RPC must not turn a landed settlement
+// into a lost answer. When no receipt comes, the error carries the last
+// failure.
+func (s *ChainSettler) waitReceipt(ctx context.Context, log *slog.Logger, st *sentTx) (*types.Receipt, error) {
 	start := time.Now()
 	var last error
 	tick := time.NewTicker(s.receiptPoll)
 	defer tick.Stop()
 	for {
-		cctx, cancel := s.call(ctx)
-		r, err := s.backend.TransactionReceipt(cctx, hash)
-		cancel()
-		switch {
-		case err == nil:
-			return r, nil
-		case !errors.Is(err, ethereum.NotFound):
-			last = s.timedOut(err)
+		for _, hash := range st.hashes {
+			cctx, cancel := s.call(ctx)
+			r, err := s.backend.TransactionReceipt(cctx, hash)
+			cancel()
+			switch {
+			case err == nil:
+				return r, nil
+			case !errors.Is(err, ethereum.NotFound):
+				last = s.timedOut(err)
+			}
 		}
+		s.maybeBump(ctx, log, st)
 		select {
 		case <-ctx.Done():
 			waited := time.Since(start).Round(time.Millisecond)

@@ -39,8 +39,8 @@ type FacilitatorConfig struct {
 // facilitator's /verify and /settle. It cannot tell whether a nonce was
 // used (NonceUsed returns ErrNonceStateUnknown).
 //
-// Its errors name the facilitator's URL: it is public (the public test
-// facilitator, or one authenticated by a header, never by the URL).
+// Its error messages, which callers see, never name the facilitator's URL;
+// their causes, for the log, do.
 type FacilitatorSettler struct {
 	url                          string
 	client                       *http.Client
@@ -75,9 +75,9 @@ func NewFacilitatorSettler(c FacilitatorConfig) *FacilitatorSettler {
 
 // facilitatorRequest is the body of /verify and /settle.
 type facilitatorRequest struct {
-	X402Version         int             `json:"x402Version"`
-	PaymentPayload      json.RawMessage `json:"paymentPayload"`
-	PaymentRequirements Requirements    `json:"paymentRequirements"`
+	X402Version         int            `json:"x402Version"`
+	PaymentPayload      PaymentPayload `json:"paymentPayload"`
+	PaymentRequirements Requirements   `json:"paymentRequirements"`
 }
 
 // facilitatorAnswer holds the fields of a /verify or /settle answer.
@@ -110,7 +110,7 @@ func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
 	if a.InvalidReason == "" {
 		return f.unavailable("/verify", true, fmt.Errorf("status %d, isValid false, no invalidReason", status))
 	}
-	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment" + detail(a.InvalidMessage)}
+	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment", Err: facilitatorSaid(a.InvalidMessage)}
 }
 
 // Settle asks the facilitator's /settle to collect p. It is never retried:
@@ -130,7 +130,7 @@ func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, er
 	if a.ErrorReason == "" {
 		return a.Transaction, f.unavailable("/settle", true, fmt.Errorf("status %d, success false, no errorReason", status))
 	}
-	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment" + detail(a.ErrorMessage)}
+	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment", Err: facilitatorSaid(a.ErrorMessage)}
 }
 
 // NonceUsed returns ErrNonceStateUnknown: a facilitator has no query for
@@ -181,34 +181,38 @@ func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time
 	return resp.StatusCode, nil
 }
 
-// facilitatorPayload is the payment as the facilitator gets it: a v2
-// payer's payload exactly as sent; a v1 payer's signed authorization put
-// into a v2 payload against the matched terms (the signature covers only
-// the authorization, which is unchanged).
-func facilitatorPayload(p *Payment) json.RawMessage {
-	if p.Version == 2 && json.Valid(p.Raw) {
-		return p.Raw
+// facilitatorPayload is the payment as the facilitator gets it: the
+// canonical encoding of exactly what was decoded and verified, never the
+// payer's bytes (which another JSON reader could read differently). A v2
+// payment keeps the terms entry, resource and extensions the payer echoed; a
+// v1 payer's signed authorization is put into a v2 payload against the
+// matched terms (the signature covers only the authorization, unchanged).
+func facilitatorPayload(p *Payment) PaymentPayload {
+	if p.Version == 2 && p.Accepted != nil {
+		return PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted,
+			Payload: p.Exact, Extensions: p.Extensions}
 	}
-	b, _ := json.Marshal(PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact})
-	return b
+	return PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact}
 }
 
 // unavailable is the error of a failed call to path; sent says whether the
 // request may have reached the facilitator. For /settle the message says
 // what that means for the payment, and an unsent one wraps ErrSettleNotSent.
+// The message reaches callers, so it names the facilitator's path but not
+// its URL; the cause, for the log, has the URL.
 func (f *FacilitatorSettler) unavailable(path string, sent bool, err error) error {
-	url := f.url + path
+	err = fmt.Errorf("%s%s: %w", f.url, path, err)
 	switch {
 	case path != "/settle":
 		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
-			"the payment facilitator at %s cannot be reached or gave no usable answer; nothing was charged, try again later", url))
+			"the payment facilitator's %s cannot be reached or gave no usable answer; nothing was charged, try again later", path))
 	case !sent:
-		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", ErrSettleNotSent, err), fmt.Sprintf(
-			"the payment facilitator at %s cannot be reached; nothing was charged, so the same payment may be sent again later", url))
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", ErrSettleNotSent, err),
+			"the payment facilitator's /settle cannot be reached; nothing was charged, so the same payment may be sent again later")
 	}
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
-		"the payment facilitator at %s gave no usable answer, so whether it settled is unknown "+
-			"and this payment cannot be used again", url))
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err,
+		"the payment facilitator's /settle gave no usable answer, so whether it settled is unknown "+
+			"and this payment cannot be used again")
 }
 
 // staleConnection reports whether err is a connection closed under a
@@ -224,11 +228,15 @@ func dialFailed(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func detail(msg string) string {
+// facilitatorSaid is a facilitator's own explanation of a refusal, kept
+// as the cause (for the log) and never shown to callers: it is free text
+// from another service's stack (viem's errors name RPC URLs, which may hold
+// API keys). The x402 reason code says what the payer needs.
+func facilitatorSaid(msg string) error {
 	if msg == "" {
-		return ""
+		return nil
 	}
-	return ": " + msg
+	return fmt.Errorf("the facilitator said: %s", snippet([]byte(msg)))
 }
 
 func snippet(b []byte) string {

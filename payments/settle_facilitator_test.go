@@ -104,8 +104,8 @@ func TestFacilitatorRequestBody(t *testing.T) {
 			if got.X402Version != 2 || got.PaymentRequirements != testRequirements(t) {
 				t.Fatalf("request %s", body)
 			}
-			if !v1 && string(got.PaymentPayload) != string(p.Raw) {
-				t.Fatalf("v2 payload not sent as received:\n got %s\nwant %s", got.PaymentPayload, p.Raw)
+			if want, _ := json.Marshal(facilitatorPayload(p)); string(got.PaymentPayload) != string(want) {
+				t.Fatalf("payload not the canonical encoding:\n got %s\nwant %s", got.PaymentPayload, want)
 			}
 			var payload PaymentPayload
 			if err := json.Unmarshal(got.PaymentPayload, &payload); err != nil {
@@ -145,7 +145,7 @@ func TestFacilitatorRefusals(t *testing.T) {
 	} {
 		stub.verifyStatus, stub.verifyBody = answer.status, answer.body
 		err := f.Check(ctx, p)
-		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "/facilitator/verify") {
+		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !namesURLInCauseOnly(err, f.url, "/verify") {
 			t.Errorf("%s: Check = %v, want CodeUnavailable naming the URL", name, err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestFacilitatorUnreachable(t *testing.T) {
 	f := NewFacilitatorSettler(FacilitatorConfig{URL: url})
 	p, _ := verifiedPayment(t, false)
 	err := f.Check(context.Background(), p)
-	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), url+"/verify") {
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !namesURLInCauseOnly(err, url, "/verify") {
 		t.Fatalf("Check = %v, want CodeUnavailable naming %s", err, url)
 	}
 	if _, err := f.NonceUsed(context.Background(), p.Transfer.From, p.Transfer.Nonce); !errors.Is(err, ErrNonceStateUnknown) {
@@ -202,4 +202,12 @@ func TestGateWithFacilitatorSettlesOnce(t *testing.T) {
 	if n := stub.settles.Load(); n != 1 {
 		t.Fatalf("facilitator /settle called %d times, want 1", n)
 	}
+}
+
+// namesURLInCauseOnly reports whether err's message (shown to callers)
+// names the facilitator's path but not its URL, while its cause (logged)
+// names the URL.
+func namesURLInCauseOnly(err error, url, path string) bool {
+	msg := sandboxd.ErrorMessage(err)
+	return strings.Contains(msg, path) && !strings.Contains(msg, url) && strings.Contains(err.Error(), url)
 }

@@ -46,16 +46,3 @@ func NewAuthorization(key *ecdsa.PrivateKey, req Requirements, now time.Time) (A
 		Nonce:       hexutil.Encode(nonce[:]),
 	}, nil
 }
-
-// NewPaymentPayload builds and signs the v2 payment for req at time now.
-func NewPaymentPayload(key *ecdsa.PrivateKey, req Requirements, resource *Resource, now time.Time) (PaymentPayload, error) {
-	a, err := NewAuthorization(key, req, now)
-	if err != nil {
-		return PaymentPayload{}, err
-	}
-	exact, err := SignAuthorization(key, req, a)
-	if err != nil {
-		return PaymentPayload{}, err
-	}
-	return PaymentPayload{X402Version: 2, Resource: resource, Accepted: req, Payload: exact}, nil
-}

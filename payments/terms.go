@@ -2,7 +2,6 @@ package payments
 
 import (
 	"math/big"
-	"net/http"
 
 	"sandboxd"
 )
@@ -40,9 +39,8 @@ func terms(req Requirements, description, resourceURL, message string) (PaymentR
 // in the PAYMENT-REQUIRED header, the v1 terms as the body.
 func (g *Gate) paymentError(op, resourceURL, message string, cause error) *sandboxd.Error {
 	v2, v1 := terms(g.req, g.description, resourceURL, message)
-	e := &sandboxd.Error{Code: sandboxd.CodePayment, Op: op, Message: message, Err: cause, Body: v1}
+	e := &sandboxd.Error{Code: sandboxd.CodePayment, Op: op, Message: message, Err: cause, Body: v1, Header: noStore()}
 	if value, err := EncodeHeader(v2); err == nil {
-		e.Header = http.Header{}
 		e.Header.Set(HeaderPaymentRequired, value)
 	}
 	return e

@@ -26,12 +26,16 @@ type Resource struct {
 }
 
 // Extra carries the EIP-712 domain of the asset, without which no signature
-// can be checked.
+// can be checked. x402 leaves extra open: members other than name and
+// version are kept as received (rest), so a payment re-encodes to what the
+// payer sent, and Extra stays comparable.
 type Extra struct {
 	// Name is the token's EIP-712 domain name ("USDC" on Base Sepolia).
 	Name string `json:"name"`
 	// Version is the token's EIP-712 domain version ("2" for USDC).
 	Version string `json:"version"`
+	// rest is the other members as a compact JSON object, "" when none.
+	rest string
 }
 
 // Requirements is one v2 "accepts" entry: what a payment must be.
@@ -139,8 +143,8 @@ type PaymentPayload struct {
 	Accepted Requirements `json:"accepted"`
 	// Payload is the signed authorization.
 	Payload ExactPayload `json:"payload"`
-	// Extensions carries optional protocol extensions.
-	Extensions map[string]any `json:"extensions,omitempty"`
+	// Extensions carries optional protocol extensions, each kept as sent.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // PaymentPayloadV1 is the v1 payment, sent base64-encoded in the X-PAYMENT
@@ -217,8 +221,8 @@ type Payment struct {
 	Resource *Resource
 	// Exact is the signed authorization as sent.
 	Exact ExactPayload
-	// Raw is the decoded JSON exactly as the payer sent it.
-	Raw json.RawMessage
+	// Extensions are the extensions a v2 payer sent, each kept as sent.
+	Extensions map[string]json.RawMessage
 
 	// Transfer is the authorization parsed and checked by Verify.
 	Transfer *Transfer

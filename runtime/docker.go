@@ -198,9 +198,10 @@ func (d *Docker) fail(ctx context.Context, op string, err error) error {
 		return ctxError(ctx, op)
 	}
 	if client.IsErrConnectionFailed(err) || !d.answers(ctx) {
-		return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(
-			"Docker is unreachable at %s: start it (scripts/docker-up.sh) and check the socket's permissions",
-			d.cli.DaemonHost()))
+		// The message reaches callers, so it names no socket or host; the
+		// cause, for the operator's log, does.
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, op, fmt.Errorf("docker at %s: %w", d.cli.DaemonHost(), err),
+			"Docker is unreachable; try again later")
 	}
 	return sandboxd.Wrap(sandboxd.CodeInternal, op, err, "Docker Engine API call failed")
 }

@@ -208,3 +208,18 @@ func TestLimitBackgroundChild(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitCoreDumps: the core limit is 0, soft and hard, and a program
+// cannot raise it back.
+func TestLimitCoreDumps(t *testing.T) {
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		code := "import resource\nprint(resource.getrlimit(resource.RLIMIT_CORE))\n" +
+			"for limits in [(resource.RLIM_INFINITY, resource.RLIM_INFINITY), (1 << 20, 1 << 20)]:\n" +
+			"    try:\n        resource.setrlimit(resource.RLIMIT_CORE, limits)\n        print('raised', limits)\n" +
+			"    except (ValueError, OSError) as e:\n        print('refused', type(e).__name__)\n" +
+			"print(resource.getrlimit(resource.RLIMIT_CORE))\n"
+		res := mustRun(t, d, code)
+		check(t, res, want{stdout: "(0, 0)\nrefused ValueError\nrefused ValueError\n(0, 0)\n", status: sandboxd.StatusOK})
+	})
+}

@@ -78,6 +78,9 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 				Ulimits: []*container.Ulimit{
 					{Name: "nofile", Soft: nofileLimit, Hard: nofileLimit},
 					{Name: "fsize", Soft: cfg.TmpfsBytes, Hard: cfg.TmpfsBytes},
+					// No core dumps, and no raising the limit back: a hard
+					// limit only goes down.
+					{Name: "core", Soft: 0, Hard: 0},
 				},
 			},
 		},

@@ -80,6 +80,7 @@ func TestSpecHostConfig(t *testing.T) {
 	eq("Ulimits", r.Ulimits, []*container.Ulimit{
 		{Name: "nofile", Soft: 256, Hard: 256},
 		{Name: "fsize", Soft: 16 << 20, Hard: 16 << 20},
+		{Name: "core", Soft: 0, Hard: 0},
 	})
 	for _, u := range r.Ulimits {
 		if u.Name == "nproc" {

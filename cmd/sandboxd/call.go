@@ -25,7 +25,18 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	url := fs.String("url", "http://127.0.0.1:8080/v1/code", "the service's /v1/code URL")
 	code := fs.String("c", "", "the program's source (instead of FILE.py)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	maxAmount := fs.String("max-amount", payments.DefaultClientMaxAmount, "pay at most this much per call, in asset units")
+	var networks, assets listFlag
+	fs.Var(&networks, "network", "a CAIP-2 network to pay on (repeatable; default "+payments.DefaultClientNetwork+")")
+	fs.Var(&assets, "asset", "a token address to pay with (repeatable; default "+payments.DefaultClientAsset+", USDC on Base Sepolia)")
+	payTo := fs.String("pay-to", "", "pay only this payee address (default: any)")
+	maxWindow := fs.Duration("max-window", payments.DefaultClientMaxWindow, "sign authorizations valid for at most this long")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	policy, err := payPolicy(*maxAmount, networks, assets, *payTo, *maxWindow)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return 2
 	}
 	src, err := programSource(*code, fs.Args())
@@ -33,7 +44,7 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = errors.New("--key-file is required")
 		}
-		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]\n", err)
+		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: sandboxd call --key-file FILE [--url URL] [--max-amount 0.005] [--network N] [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [-c CODE | FILE.py]\n", err)
 		return 2
 	}
 	key, err := payments.LoadKey(*keyFile)
@@ -41,17 +52,16 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return 2
 	}
+	if w := plainHTTPWarning(*url); w != "" {
+		fmt.Fprintf(stderr, "sandboxd call: warning: %s\n", w)
+	}
 	body, _ := json.Marshal(map[string]string{"language": "python", "code": src})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	resp, err := payments.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body)
-	var refused *payments.PaymentRefusedError
+	resp, err := payments.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body, policy)
 	switch {
-	case errors.As(err, &refused):
-		fmt.Fprintf(stderr, "sandboxd call: %v\n", refused)
-		return 1
 	case err != nil:
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return 1

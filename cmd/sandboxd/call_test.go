@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"sandboxd/payments"
+)
+
+// TestCallRefusesHostileQuote runs `sandboxd call` against a server quoting
+// a thousand times the price in another asset on another network: it says
+// why, exits 1, and sends no payment.
+func TestCallRefusesHostileQuote(t *testing.T) {
+	var paid atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(payments.HeaderPaymentSignature) != "" || r.Header.Get(payments.HeaderXPayment) != "" {
+			paid.Add(1)
+			return
+		}
+		v, _ := payments.EncodeHeader(payments.PaymentRequired{X402Version: 2, Accepts: []payments.Requirements{{
+			Scheme: "exact", Network: "eip155:8453", Amount: "5000000", Asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+			PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", MaxTimeoutSeconds: 1 << 30,
+			Extra: payments.Extra{Name: "USD Coin", Version: "2"}}}})
+		w.Header().Set(payments.HeaderPaymentRequired, v)
+		w.WriteHeader(http.StatusPaymentRequired)
+	}))
+	defer srv.Close()
+	key := filepath.Join(t.TempDir(), "payer.key")
+	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{},
+		{"--network", "eip155:8453"},
+		{"--network", "eip155:8453", "--asset", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"},
+	} {
+		var stdout, stderr bytes.Buffer
+		argv := append([]string{"--key-file", key, "--url", srv.URL, "-c", "print(1)"}, args...)
+		if code := callCommand(argv, &stdout, &stderr); code != 1 {
+			t.Fatalf("%v: exit %d, want 1\n%s", args, code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "refusing to pay, nothing was signed") {
+			t.Errorf("%v: stderr %q does not say why", args, stderr.String())
+		}
+	}
+	if n := paid.Load(); n != 0 {
+		t.Fatalf("%d payments sent to the hostile server", n)
+	}
+}
+
+func TestPlainHTTPWarning(t *testing.T) {
+	for url, warn := range map[string]bool{
+		"http://127.0.0.1:8080/v1/code":   false,
+		"http://[::1]:8080/v1/code":       false,
+		"http://localhost/v1/code":        false,
+		"https://sandbox.example/v1/code": false,
+		"http://sandbox.example/v1/code":  true,
+		"http://10.0.0.5:8080/v1/code":    true,
+	} {
+		if got := plainHTTPWarning(url) != ""; got != warn {
+			t.Errorf("%s: warning %v, want %v", url, got, warn)
+		}
+	}
+}
+
+func TestCallPolicyFlags(t *testing.T) {
+	bad := [][]string{
+		{"--max-amount", "-1"},
+		{"--max-amount", "0.0000001"},
+		{"--network", "solana:mainnet"},
+		{"--max-window", "500ms"},
+	}
+	for _, args := range bad {
+		var stdout, stderr bytes.Buffer
+		if code := callCommand(append(args, "--key-file", "x", "-c", "1"), &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr.String())
+		}
+	}
+}

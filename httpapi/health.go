@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"sandboxd"
+)
+
+// engineTTL is how long an answer about the engine (health, version), good
+// or bad, is reused: each costs several Engine API calls, and a flood of
+// GET /v1/health or /v1/version must not become a flood of calls to the
+// daemon.
+const engineTTL = time.Second
+
+// shared shares one probe's answer among the requests of an engineTTL
+// window, and one probe in flight among the requests waiting for it. Its
+// zero value is ready.
+type shared[T any] struct {
+	mu   sync.Mutex
+	at   time.Time     // when the last answer came; zero before the first
+	val  T             // the last answer
+	err  error         // the last answer's error
+	done chan struct{} // closed when the probe in flight ends; nil when none
+}
+
+// get returns the last answer while it is fresh, else waits for the probe
+// in flight or runs probe. The probe does not end when the request that
+// started it does (others may wait for it); healthTimeout bounds it.
+func (c *shared[T]) get(ctx context.Context, probe func(context.Context) (T, error)) (T, error) {
+	for {
+		c.mu.Lock()
+		if !c.at.IsZero() && time.Since(c.at) < engineTTL {
+			val, err := c.val, c.err
+			c.mu.Unlock()
+			return val, err
+		}
+		if done := c.done; done != nil {
+			c.mu.Unlock()
+			select {
+			case <-done:
+				continue
+			case <-ctx.Done():
+				var zero T
+				return zero, ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		c.done = done
+		c.mu.Unlock()
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthTimeout)
+		val, err := probe(pctx)
+		cancel()
+		c.mu.Lock()
+		c.at, c.val, c.err, c.done = time.Now(), val, err, nil
+		c.mu.Unlock()
+		close(done)
+		return val, err
+	}
+}
+
+// engineCache holds the shared answers about the engine.
+type engineCache struct {
+	health shared[struct{}]
+	info   shared[sandboxd.RunnerInfo]
+}
+
+// checkHealth is the runner's health, shared (see shared).
+func (s *Server) checkHealth(ctx context.Context) error {
+	_, err := s.engine.health.get(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.Runner.Health(ctx)
+	})
+	return err
+}
+
+// runnerInfo is the runner's info, shared (see shared).
+func (s *Server) runnerInfo(ctx context.Context) (sandboxd.RunnerInfo, error) {
+	return s.engine.info.get(ctx, s.Runner.Info)
+}

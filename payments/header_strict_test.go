@@ -1,0 +1,216 @@
+package payments
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"sandboxd"
+)
+
+// mustWire is v's JSON encoding, as json.Marshal writes it.
+func mustWire(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// withMember returns the JSON object obj with member `"key":value` added
+// at its end, as a hostile payer writes it by hand.
+func withMember(obj, key, value string) string {
+	return strings.TrimSuffix(obj, "}") + `,"` + key + `":` + value + "}"
+}
+
+// rawHeader puts raw JSON into header name, base64-encoded.
+func rawHeader(name, raw string) http.Header {
+	h := http.Header{}
+	h.Set(name, base64.StdEncoding.EncodeToString([]byte(raw)))
+	return h
+}
+
+// TestDecodeRefusesTwoReadings sends payments that Go's decoder and a
+// JavaScript facilitator would read differently (a key twice, in any case,
+// at any depth) or that carry keys x402 does not have where its schema is
+// closed: each is a 400 (CodeInvalid) naming the key.
+func TestDecodeRefusesTwoReadings(t *testing.T) {
+	req := testRequirements(t)
+	b := mustPayload(t, mustKey(t), req, nil)     // the payer's real payment
+	decoy := mustPayload(t, mustKey(t), req, nil) // signed by a throwaway key
+	v2 := mustWire(t, b)
+	v1 := mustWire(t, v1Of(b))
+	auth := mustWire(t, b.Payload.Authorization)
+	exact := func(authJSON string) string {
+		return `{"signature":"` + b.Payload.Signature + `","authorization":` + authJSON + `}`
+	}
+	replace := func(doc, old, repl string) string {
+		if !strings.Contains(doc, old) {
+			t.Fatalf("%s not in %s", old, doc)
+		}
+		return strings.Replace(doc, old, repl, 1)
+	}
+	cases := []struct {
+		name, header, raw, key string
+	}{
+		{"decoy Payload after payload", HeaderPaymentSignature, withMember(v2, "Payload", mustWire(t, decoy.Payload)), "Payload"},
+		{"decoy payload twice", HeaderPaymentSignature, withMember(v2, "payload", mustWire(t, decoy.Payload)), "payload"},
+		{"decoy PAYLOAD in v1", HeaderXPayment, withMember(v1, "PAYLOAD", mustWire(t, decoy.Payload)), "PAYLOAD"},
+		{"nested duplicate value", HeaderPaymentSignature,
+			replace(v2, auth, withMember(auth, "Value", `"1"`)), "Value"},
+		{"nested exact duplicate nonce", HeaderPaymentSignature,
+			replace(v2, auth, withMember(auth, "nonce", `"`+decoy.Payload.Authorization.Nonce+`"`)), "nonce"},
+		{"duplicate in accepted", HeaderPaymentSignature, replace(v2, `"payTo":`, `"PayTo":"0x0000000000000000000000000000000000000001","payTo":`), "payTo"},
+		{"duplicate in open extensions", HeaderPaymentSignature, withMember(v2, "extensions", `{"a":1,"A":2}`), "A"},
+		{"duplicate deep in an extension array", HeaderPaymentSignature, withMember(v2, "extensions", `{"a":[{"k":1,"K":2}]}`), "K"},
+		{"duplicate in open extra", HeaderPaymentSignature, replace(v2, `"extra":{`, `"extra":{"x":1,"x":2,`), "x"},
+		{"unknown top-level key", HeaderPaymentSignature, withMember(v2, "amount", `"1"`), "amount"},
+		{"unknown v1 key", HeaderXPayment, withMember(v1, "accepted", `{}`), "accepted"},
+		{"unknown key in payload", HeaderPaymentSignature, replace(v2, `"payload":{`, `"payload":{"extra":1,`), "extra"},
+		{"unknown key in authorization", HeaderPaymentSignature, replace(v2, auth, withMember(auth, "chainId", "1")), "chainId"},
+		{"unknown key in resource", HeaderPaymentSignature, replace(v2, `"resource":{`, `"resource":{"payTo":"x",`), "payTo"},
+		{"unknown key in accepted", HeaderPaymentSignature, replace(v2, `"accepted":{`, `"accepted":{"value":"1",`), "value"},
+		{"case variant alone", HeaderPaymentSignature, replace(v2, `"payload":`, `"Payload":`), "Payload"},
+		{"case variant in v1 payload", HeaderXPayment, replace(v1, exact(auth), replace(exact(auth), `"signature"`, `"Signature"`)), "Signature"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := DecodePaymentHeader(rawHeader(c.header, c.raw))
+			if code := sandboxd.ErrorCode(err); code != sandboxd.CodeInvalid {
+				t.Fatalf("decoded %+v, %v (code %s); want an invalid-request error", p, err, code)
+			}
+			msg := sandboxd.ErrorMessage(err)
+			if !strings.Contains(msg, `"`+c.key+`"`) || !strings.Contains(msg, c.header) {
+				t.Errorf("message %q does not name the key %q and the header", msg, c.key)
+			}
+			if !strings.Contains(msg, "once") && !strings.Contains(msg, "remove it") && !strings.Contains(msg, "spelled") {
+				t.Errorf("message %q does not say what to do", msg)
+			}
+		})
+	}
+}
+
+// TestDecodeKeepsOpenObjectsOpen decodes what the official client sends
+// (extensions, resource, accepted with its extra) and members x402 leaves
+// open, and re-encodes them unchanged.
+func TestDecodeKeepsOpenObjectsOpen(t *testing.T) {
+	req := testRequirements(t)
+	pp := mustPayload(t, mustKey(t), req, nil)
+	raw := mustWire(t, pp)
+	raw = strings.Replace(raw, `"extra":{`, `"extra":{"assetTransferMethod":"eip3009","n":12345678901234567890,`, 1)
+	raw = withMember(raw, "extensions", `{"bazaar":{"info":{"input":{"x":[1,{"y":null}]}}},"empty":{}}`)
+	p, err := DecodePaymentHeader(rawHeader(HeaderPaymentSignature, raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(req, p, testNow); err != nil {
+		t.Fatal(err)
+	}
+	got := mustWire(t, facilitatorPayload(p))
+	for _, want := range []string{`"assetTransferMethod":"eip3009"`, `"n":12345678901234567890`, `"name":"USDC"`,
+		`"bazaar":{"info":{"input":{"x":[1,{"y":null}]}}}`, `"empty":{}`, `"resource":{"url":"http://x/v1/code"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("re-encoding %s lacks %s", got, want)
+		}
+	}
+	// Exactly what the official client sends: no extensions member, or {}.
+	for _, ext := range []string{"", `{}`} {
+		raw := mustWire(t, pp)
+		if ext != "" {
+			raw = withMember(raw, "extensions", ext)
+		}
+		if _, err := DecodePaymentHeader(rawHeader(HeaderPaymentSignature, raw)); err != nil {
+			t.Errorf("extensions %q: %v", ext, err)
+		}
+	}
+}
+
+// TestFacilitatorGetsWhatWasVerified decodes a payment whose bytes are not
+// canonical (spacing, key order, a v1-style network name is not allowed in
+// v2 so only layout differs) and checks that the facilitator's /verify and
+// /settle receive the canonical encoding of exactly the verified payment,
+// never the payer's bytes.
+func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
+	req := testRequirements(t)
+	pp := mustPayload(t, mustKey(t), req, nil)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(mustWire(t, pp)), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["extensions"] = map[string]any{}
+	indented, _ := json.MarshalIndent(m, " ", "\t") // keys sorted, spaced: other bytes, same payment
+	p, err := DecodePaymentHeader(rawHeader(HeaderPaymentSignature, string(indented)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(req, p, testNow); err != nil {
+		t.Fatal(err)
+	}
+	stub, f := newStub(t)
+	ctx := context.Background()
+	if err := f.Check(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Settle(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	want := PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted, Payload: p.Exact,
+		Extensions: map[string]json.RawMessage{}}
+	for name, body := range map[string][]byte{"/verify": stub.lastVerify, "/settle": stub.lastSettle} {
+		var got struct {
+			PaymentPayload      json.RawMessage `json:"paymentPayload"`
+			PaymentRequirements Requirements    `json:"paymentRequirements"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(body), "\t") {
+			t.Errorf("%s got the payer's bytes: %s", name, body)
+		}
+		if string(got.PaymentPayload) != mustWire(t, want) {
+			t.Errorf("%s got\n %s\nwant the verified payment\n %s", name, got.PaymentPayload, mustWire(t, want))
+		}
+		if got.PaymentRequirements != p.Requirements {
+			t.Errorf("%s got requirements %+v, want %+v", name, got.PaymentRequirements, p.Requirements)
+		}
+		var back PaymentPayload
+		if err := json.Unmarshal(got.PaymentPayload, &back); err != nil || back.Payload != p.Exact || back.Payload.Authorization.From != p.Transfer.From.Hex() {
+			t.Errorf("%s: the payload sent is not the authorization verified: %+v, %v", name, back.Payload, err)
+		}
+	}
+}
+
+// TestGateRefusesTheDecoyBeforeAnything: through the gate, the decoy
+// payment is a 400 before the settler is asked or the ledger touched, and
+// the owner of the real payment then pays with it.
+func TestGateRefusesTheDecoyBeforeAnything(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleTx: "0x1"}
+	g, l := newTestGate(t, s)
+	b := mustPayload(t, mustKey(t), g.Requirements(), nil)
+	decoy := mustPayload(t, mustKey(t), g.Requirements(), nil)
+	attack := withMember(mustWire(t, b), "Payload", mustWire(t, decoy.Payload))
+	if _, err := begin(g, ctx, paidRequest(rawHeader(HeaderPaymentSignature, attack))); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+		t.Fatalf("Begin(decoy) = %v, want CodeInvalid", err)
+	}
+	if len(s.calls) != 0 {
+		t.Fatalf("the settler was asked %v about the decoy", s.calls)
+	}
+	for _, p := range []PaymentPayload{b, decoy} {
+		a := p.Payload.Authorization
+		if _, err := l.Get(ctx, strings.ToLower(a.From), strings.ToLower(a.Nonce)); err == nil {
+			t.Fatalf("the ledger holds a row for %s after the decoy", a.From)
+		}
+	}
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, b)))
+	if err != nil {
+		t.Fatalf("the owner's own payment after the decoy: %v", err)
+	}
+	if _, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,50 @@
+package payments
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"sandboxd"
+)
+
+// TestPaymentAnswersAreNotStored: the 402 terms, a paid answer's
+// settlement report and a failed settlement's 402 all carry
+// Cache-Control: no-store, for v2 and v1 payers.
+func TestPaymentAnswersAreNotStored(t *testing.T) {
+	ctx := context.Background()
+	wantNoStore := func(t *testing.T, what string, h http.Header) {
+		t.Helper()
+		if got := h.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s: Cache-Control %q, want no-store (headers %v)", what, got, h)
+		}
+	}
+	g, _ := newTestGate(t, &fakeSettler{settleTx: "0x77"})
+	_, err := begin(g, ctx, paidRequest(http.Header{}))
+	wantNoStore(t, "402 terms", wantPaymentError(t, err, "payment required", "0.005").Header)
+
+	for _, v1 := range []bool{false, true} {
+		pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
+		h := mustHeader(t, HeaderPaymentSignature, pp)
+		if v1 {
+			h = mustHeader(t, HeaderXPayment, v1Of(pp))
+		}
+		c, err := begin(g, ctx, paidRequest(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantNoStore(t, "paid answer", settled)
+
+		failing, _ := newTestGate(t, &fakeSettler{settleErr: reject(ReasonInsufficientFunds, "balance short")})
+		c, err = begin(failing, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+		wantNoStore(t, "failed settlement", wantPaymentError(t, err, "could not be settled", ReasonInsufficientFunds).Header)
+	}
+}

@@ -1,0 +1,117 @@
+package payments
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rpcSecrets are the parts of an RPC URL that carry API keys.
+var rpcSecrets = []string{"SECRETKEY123", "QUERYSECRET", "pa55word"}
+
+// secretRPC is base's endpoint with an API key in the userinfo, the path and
+// the query, as providers hand them out.
+func secretRPC(base string) string {
+	return strings.Replace(base, "http://", "http://user:pa55word@", 1) + "/v2/SECRETKEY123?apikey=QUERYSECRET"
+}
+
+func wantNoSecret(t *testing.T, what, text string) {
+	t.Helper()
+	for _, s := range rpcSecrets {
+		if strings.Contains(text, s) {
+			t.Errorf("%s holds the RPC URL's secret %q: %s", what, s, text)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://user:pw@base-sepolia.g.alchemy.com/v2/KEY?x=1#f": "https://base-sepolia.g.alchemy.com",
+		"wss://node.example:8546/ws/KEY":                          "wss://node.example:8546",
+		"/var/run/geth.ipc":                                       "the configured RPC",
+		"::not a url":                                             "the configured RPC",
+	} {
+		if got := RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestChainSettlerNeverShowsTheRPCSecret: with an API key in the RPC URL,
+// neither the start-up error of a closed endpoint, nor the log, nor the
+// errors of a chain that goes away after the start (net/http puts the whole
+// URL in every transport error) hold the key.
+func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
+	ctx := context.Background()
+	c := newFaultChain(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	closed := newFlakyServer(t, newRPCProxy(nil))
+	closed.Down()
+	cfg := faultConfig(t, c.testChain, secretRPC(closed.URL()))
+	_, err := DialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	if err == nil {
+		t.Fatal("DialChainSettler reached a closed port")
+	}
+	wantNoSecret(t, "the start-up error", err.Error())
+	if !strings.Contains(err.Error(), closed.URL()) {
+		t.Errorf("the start-up error %q does not name the endpoint's scheme and host %s", err, closed.URL())
+	}
+
+	cfg = faultConfig(t, c.testChain, secretRPC(c.srv.URL()))
+	s, err := DialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := mustRequirements(t, cfg)
+	h, _ := c.funded(t, req)
+	p := mustDecode(t, h)
+	if err := Verify(req, p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c.srv.Down()
+	for name, err := range map[string]error{
+		"Check":  s.Check(ctx, p),
+		"Settle": func() error { _, err := s.Settle(ctx, p); return err }(),
+	} {
+		if err == nil {
+			t.Fatalf("%s succeeded with the chain down", name)
+		}
+		wantNoSecret(t, name+"'s error", err.Error())
+	}
+	wantNoSecret(t, "the log", logs.String())
+	if !strings.Contains(logs.String(), "settling on chain") {
+		t.Errorf("the log lacks the start line: %s", logs.String())
+	}
+}
+
+// TestFacilitatorRefusalEchoesNoURL: a facilitator's free-text refusal
+// (viem names the RPC URL it used) stays in the log; the caller's 402 says
+// only which check failed and the x402 code.
+func TestFacilitatorRefusalEchoesNoURL(t *testing.T) {
+	const said = "HTTP request failed. URL: https://rpc.example/v2/SECRETKEY123 Docs: https://viem.sh/docs"
+	stub, f := newStub(t)
+	stub.verifyStatus, stub.verifyBody = 200, `{"isValid":false,"invalidReason":"insufficient_funds","invalidMessage":"`+said+`"}`
+	stub.settleBody = `{"success":false,"errorReason":"invalid_transaction_state","errorMessage":"` + said + `"}`
+	p, _ := verifiedPayment(t, false)
+	checkErr := f.Check(context.Background(), p)
+	_, settleErr := f.Settle(context.Background(), p)
+	for name, err := range map[string]error{"/verify": checkErr, "/settle": settleErr} {
+		var r *RejectError
+		if !errors.As(err, &r) {
+			t.Fatalf("%s: %v, want a refusal", name, err)
+		}
+		if caller := r.Check + " (" + r.Reason + ")"; strings.Contains(caller, "rpc.example") || strings.Contains(caller, "viem.sh") {
+			t.Errorf("%s: the caller's message %q echoes the facilitator's text", name, caller)
+		}
+		if !strings.Contains(err.Error(), "rpc.example") {
+			t.Errorf("%s: the cause %q lost the facilitator's text for the log", name, err)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package payments
+
+import (
+	"context"
+	"math/big"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"sandboxd"
+)
+
+// droppingBackend is a node that accepts the next drop transactions and
+// then loses them, as a node does when it evicts them from its pool or
+// restarts.
+type droppingBackend struct {
+	ChainBackend
+	drop atomic.Int32
+}
+
+func (b *droppingBackend) SendTransaction(ctx context.Context, tx *types.Transaction) error {
+	if b.drop.Add(-1) >= 0 {
+		return nil
+	}
+	return b.ChainBackend.SendTransaction(ctx, tx)
+}
+
+// laggingBackend answers the first pending-nonce question after each send
+// from a replica that has not seen the send yet, as a load-balanced RPC may.
+type laggingBackend struct {
+	ChainBackend
+	sent atomic.Bool
+}
+
+func (b *laggingBackend) SendTransaction(ctx context.Context, tx *types.Transaction) error {
+	err := b.ChainBackend.SendTransaction(ctx, tx)
+	b.sent.Store(err == nil)
+	return err
+}
+
+func (b *laggingBackend) PendingNonceAt(ctx context.Context, a common.Address) (uint64, error) {
+	n, err := b.ChainBackend.PendingNonceAt(ctx, a)
+	if b.sent.Swap(false) && err == nil && n > 0 {
+		return n - 1, nil
+	}
+	return n, err
+}
+
+// TestChainSettlerRecoversFromADroppedTransaction: the node accepts a
+// settlement and loses it. That settlement's outcome is unknown (its
+// receipt never comes), but the next ones settle: the relayer's nonce is
+// taken from the node again instead of waiting behind the gap forever.
+func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
+	t.Parallel()
+	c := newTestChain(t)
+	backend := &droppingBackend{ChainBackend: c.client}
+	backend.drop.Store(1)
+	g, req := gapGate(t, c, backend)
+	if err := payOnce(t, c, g, req); err == nil {
+		t.Fatal("the dropped settlement succeeded")
+	}
+	for i := range 2 {
+		if err := payOnce(t, c, g, req); err != nil {
+			t.Fatalf("settlement %d after the dropped one: %v", i+1, err)
+		}
+	}
+	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
+		t.Fatalf("payee balance %d, want 10000 (two settlements after the drop)", got)
+	}
+}
+
+// TestChainSettlerIgnoresALaggingReplica: a pending nonce that is behind
+// only for a moment is no gap: no nonce is reused and every settlement
+// lands.
+func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
+	t.Parallel()
+	c := newTestChain(t)
+	g, req := gapGate(t, c, &laggingBackend{ChainBackend: c.client})
+	for i := range 3 {
+		if err := payOnce(t, c, g, req); err != nil {
+			t.Fatalf("settlement %d: %v", i+1, err)
+		}
+	}
+	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 15000 {
+		t.Fatalf("payee balance %d, want 15000", got)
+	}
+}
+
+// gapGate is a gate settling on c through backend, with short timeouts.
+func gapGate(t *testing.T, c *testChain, backend ChainBackend) (*Gate, Requirements) {
+	t.Helper()
+	s, err := NewChainSettler(context.Background(), backend, c.relayer, ChainConfig{
+		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.receiptPoll = 20 * time.Millisecond
+	cfg := c.config(t)
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, g.Requirements()
+}
+
+// payOnce pays the price once from a new funded payer through g.
+func payOnce(t *testing.T, c *testChain, g *Gate, req Requirements) error {
+	t.Helper()
+	ctx := context.Background()
+	payer := mustKey(t)
+	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
+	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+int64(req.MaxTimeoutSeconds), 10)
+	}))
+	charge, err := begin(g, ctx, paidRequest(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+	return err
+}
