@@ -84,12 +84,13 @@ func (c fakeCharge) Release(context.Context) {
 // newTestServer returns a Server over the fakes with small limits.
 func newTestServer(r *fakeRunner, g *fakeGate) *Server {
 	return &Server{
-		Runner:       r,
-		Admitter:     slots.New(1, 0),
-		Gate:         g,
-		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-		MaxBodyBytes: 1024,
-		MaxCodeBytes: 100,
-		Version:      VersionInfo{Version: "test", Commit: "abc", GoVersion: "go"},
+		Runner:        r,
+		Admitter:      slots.New(1, 0),
+		Gate:          g,
+		Log:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxBodyBytes:  1024,
+		MaxCodeBytes:  100,
+		MaxStdinBytes: 10,
+		Version:       VersionInfo{Version: "test", Commit: "abc", GoVersion: "go"},
 	}
 }

@@ -30,6 +30,8 @@ type Server struct {
 	MaxBodyBytes int64
 	// MaxCodeBytes caps the code field; a larger one is answered 413.
 	MaxCodeBytes int
+	// MaxStdinBytes caps the stdin field; a larger one is answered 413.
+	MaxStdinBytes int
 	// Version is reported by GET /v1/version.
 	Version VersionInfo
 }

@@ -94,13 +94,14 @@ func (m *Main) Open(ctx context.Context) error {
 	m.closer = closer
 
 	api := &httpapi.Server{
-		Runner:       runner,
-		Admitter:     slots.New(int(rt.MaxConcurrency), rt.QueueWait),
-		Gate:         gate,
-		Log:          m.Log.With("component", "httpapi"),
-		MaxBodyBytes: m.Config.Server.MaxBodyBytes,
-		MaxCodeBytes: int(rt.MaxCodeBytes),
-		Version:      httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
+		Runner:        runner,
+		Admitter:      slots.New(int(rt.MaxConcurrency), rt.QueueWait),
+		Gate:          gate,
+		Log:           m.Log.With("component", "httpapi"),
+		MaxBodyBytes:  m.Config.Server.MaxBodyBytes,
+		MaxCodeBytes:  int(rt.MaxCodeBytes),
+		MaxStdinBytes: int(rt.MaxStdinBytes),
+		Version:       httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
 	}
 	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
