@@ -32,6 +32,16 @@ func TestCodeAnswersTheResult(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
+	checkAnswer42(t, got)
+	if gate.settled != 1 || rec.Header().Get("Payment-Response") != "settled" {
+		t.Errorf("settled %d times, header %q", gate.settled, rec.Header().Get("Payment-Response"))
+	}
+}
+
+// checkAnswer42 checks the answer of a run that printed 42 (usage 9 ms,
+// 8200 KiB): exactly the fields of /v1/code, on HTTP and MCP alike.
+func checkAnswer42(t *testing.T, got map[string]any) {
+	t.Helper()
 	want := map[string]any{"lang": "python", "stdout": "42\n", "stderr": "", "exit_code": 0.0, "status": "ok",
 		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 12.0, "cpu_ms": 9.0, "max_rss_kb": 8200.0}
 	for k, v := range want {
@@ -41,9 +51,6 @@ func TestCodeAnswersTheResult(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("answer has fields %v, want exactly %v", got, want)
-	}
-	if gate.settled != 1 || rec.Header().Get("Payment-Response") != "settled" {
-		t.Errorf("settled %d times, header %q", gate.settled, rec.Header().Get("Payment-Response"))
 	}
 }
 

@@ -54,9 +54,15 @@ type fakeGate struct {
 	settleErr error
 	settled   int
 	released  int
+	requests  []sandboxd.PaymentRequest
+	// settleHeader, when set, is what Settle answers instead of a marker.
+	settleHeader http.Header
 }
 
-func (g *fakeGate) Begin(context.Context, sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+func (g *fakeGate) Begin(_ context.Context, req sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+	g.mu.Lock()
+	g.requests = append(g.requests, req)
+	g.mu.Unlock()
 	if g.beginErr != nil {
 		return nil, g.beginErr
 	}
@@ -72,6 +78,9 @@ func (c fakeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error
 		return nil, c.g.settleErr
 	}
 	c.g.settled++
+	if c.g.settleHeader != nil {
+		return c.g.settleHeader, nil
+	}
 	return http.Header{"Payment-Response": {"settled"}}, nil
 }
 

@@ -42,9 +42,10 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/v1/code", s.handleCode).Methods(http.MethodPost)
 	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/mcp", s.mcpHandler()).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
-			"no such endpoint %s; the API has POST /v1/code, GET /v1/health and GET /v1/version", r.URL.Path))
+			"no such endpoint %s; the API has POST /v1/code, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", r.URL.Path))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeMethod, "httpapi.route",
