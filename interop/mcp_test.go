@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -93,4 +94,69 @@ func TestMCPOfficialClient(t *testing.T) {
 	if out.Result.Meta["x402/payment-response"] != nil {
 		t.Errorf("a free call carries a settlement: %v", out.Result.Meta)
 	}
+}
+
+// TestMCPPaid: in paid mode on anvil (the service settling on chain), the official MCP
+// client, used as an agent uses it, gets the terms as a tool error whose
+// structuredContent passes its own output-schema check, pays with a PaymentPayload
+// built by the official @x402/evm client scheme in _meta["x402/payment"], and gets the
+// run with the settlement in _meta["x402/payment-response"]; exactly one transfer
+// moves. The same payment replayed over HTTP afterwards is refused.
+func TestMCPPaid(t *testing.T) {
+	mustInterop(t)
+	c := startAnvil(t)
+	c.setup(t, map[string]int64{payer.address: 10_000_000})
+	svc := startService(t, instance("mcp-paid"), true, paymentEnv([]string{
+		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
+		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
+		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
+	})...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sandboxd log:\n%s", svc.output())
+		}
+	})
+	before := snapshot(t, c)
+	out := runMCP(t, "pay", svc.url+"/mcp", "--key-file", writeKey(t, "payer.key", payer.key))
+	checkTools(t, out.Tools)
+
+	unpaid := out.Unpaid
+	if unpaid.Thrown != "" || !unpaid.IsError {
+		t.Fatalf("unpaid call: thrown %q, isError %v; want a tool error the client accepts", unpaid.Thrown, unpaid.IsError)
+	}
+	terms := unpaid.StructuredContent
+	resource, _ := terms["resource"].(map[string]any)
+	if terms["x402Version"] != 2.0 || resource["url"] != "mcp://tool/run_python" || terms["accepts"] == nil {
+		t.Errorf("terms %v", terms)
+	}
+	var fromText map[string]any
+	if len(unpaid.Content) == 0 || json.Unmarshal([]byte(unpaid.Content[0].Text), &fromText) != nil ||
+		!jsonEqual(fromText, terms) {
+		t.Errorf("content[0].text %+v is not the terms' JSON", unpaid.Content)
+	}
+
+	checkRun(t, out.Paid)
+	var settled settleResponse
+	raw, _ := json.Marshal(out.Paid.Meta["x402/payment-response"])
+	if json.Unmarshal(raw, &settled) != nil || !settled.Success || !txHash.MatchString(settled.Transaction) ||
+		!strings.EqualFold(settled.Payer, payer.address) {
+		t.Fatalf(`_meta["x402/payment-response"] = %s`, raw)
+	}
+	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	if hash := expectMoved(t, c, before, payer.address); !strings.EqualFold(hash, settled.Transaction) {
+		t.Errorf("the transfer is in %s, the settlement names %s", hash, settled.Transaction)
+	}
+
+	// The same PaymentPayload over HTTP, after it bought an answer over MCP.
+	replay := payResult{}
+	replay.SentHeader.Name = "PAYMENT-SIGNATURE"
+	replay.SentHeader.Value = base64.StdEncoding.EncodeToString(out.Payload)
+	t.Run("replay over HTTP", func(t *testing.T) { testReplay(t, c, svc.url+"/v1/code", replay) })
+}
+
+// jsonEqual reports whether a and b encode to the same JSON.
+func jsonEqual(a, b any) bool {
+	x, errX := json.Marshal(a)
+	y, errY := json.Marshal(b)
+	return errX == nil && errY == nil && string(x) == string(y)
 }
