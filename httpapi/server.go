@@ -42,6 +42,7 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/v1/code", s.handleCode).Methods(http.MethodPost)
 	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
 	r.Handle("/mcp", s.mcpHandler()).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
