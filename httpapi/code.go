@@ -60,7 +60,7 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	}
 	res, header, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header})
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, withHTTPDiscovery(err))
 		return
 	}
 	for k, vs := range header {

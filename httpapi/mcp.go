@@ -139,6 +139,7 @@ func (s *Server) toolError(err error) *mcp.CallToolResult {
 	}
 	result := &mcp.CallToolResult{IsError: true}
 	if terms := paymentTerms(err); terms != nil {
+		addDiscovery(terms, mcpDiscovery())
 		text, _ := json.Marshal(terms)
 		result.Content = []mcp.Content{&mcp.TextContent{Text: string(text)}}
 		result.StructuredContent = terms

@@ -70,6 +70,30 @@ func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	return m
 }
 
+// bazaarOf returns terms.extensions.bazaar, failing the test without it.
+func bazaarOf(t *testing.T, terms map[string]any) map[string]any {
+	t.Helper()
+	ext, _ := terms["extensions"].(map[string]any)
+	bazaar, _ := ext["bazaar"].(map[string]any)
+	if bazaar == nil || bazaar["info"] == nil || bazaar["schema"] == nil {
+		t.Fatalf("terms without extensions.bazaar (info and schema): %v", terms)
+	}
+	return bazaar
+}
+
+// encodeTerms is terms as a PAYMENT-REQUIRED header value.
+func encodeTerms(terms map[string]any) string {
+	raw, _ := json.Marshal(terms)
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
+// sameJSON reports whether a and b encode to the same JSON.
+func sameJSON(a, b any) bool {
+	x, errX := json.Marshal(a)
+	y, errY := json.Marshal(b)
+	return errX == nil && errY == nil && string(x) == string(y)
+}
+
 func TestMCPListsTheTool(t *testing.T) {
 	cs := mustMCP(t, newTestServer(&fakeRunner{}, &fakeGate{}))
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -162,9 +186,8 @@ func TestMCPPayment(t *testing.T) {
 	terms := map[string]any{"x402Version": 2.0, "error": "payment required",
 		"resource": map[string]any{"url": "mcp://tool/run_python"},
 		"accepts":  []any{map[string]any{"scheme": "exact", "network": "eip155:84532", "amount": "5000"}}}
-	termsJSON, _ := json.Marshal(terms)
 	payErr := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required",
-		Header: http.Header{"Payment-Required": {base64.StdEncoding.EncodeToString(termsJSON)}}}
+		Header: http.Header{"Payment-Required": {encodeTerms(terms)}}}
 
 	t.Run("no payment gets the terms", func(t *testing.T) {
 		runner := &fakeRunner{}
@@ -173,11 +196,17 @@ func TestMCPPayment(t *testing.T) {
 		if !res.IsError || runner.ran() != 0 {
 			t.Fatalf("isError %v, ran %d", res.IsError, runner.ran())
 		}
-		if got := structured(t, res); got["x402Version"] != 2.0 || got["error"] != "payment required" {
+		got := structured(t, res)
+		if got["x402Version"] != 2.0 || got["error"] != "payment required" {
 			t.Errorf("structuredContent %v, want the terms", got)
 		}
-		if txt := text(t, res); txt != string(termsJSON) {
-			t.Errorf("text %s, want the terms' JSON %s", txt, termsJSON)
+		bazaar := bazaarOf(t, got)
+		if input, _ := bazaar["info"].(map[string]any)["input"].(map[string]any); input["type"] != "mcp" || input["toolName"] != toolName {
+			t.Errorf("bazaar info %v, want the MCP form", bazaar["info"])
+		}
+		var fromText map[string]any
+		if err := json.Unmarshal([]byte(text(t, res)), &fromText); err != nil || !sameJSON(fromText, got) {
+			t.Errorf("text %s is not the structuredContent's JSON", text(t, res))
 		}
 	})
 	t.Run("the payment reaches the gate as PAYMENT-SIGNATURE", func(t *testing.T) {
