@@ -11,7 +11,8 @@
 //   call     free mode: list the tools, call run_python with stdin
 //   pay      paid mode: an unpaid call (the terms), then the same call paid with a
 //            PaymentPayload built by the official @x402/evm client scheme in
-//            _meta["x402/payment"]; prints the payload for a replay over HTTP
+//            _meta["x402/payment"], then the same payload once more; prints the payload
+//            for a replay over HTTP
 //   latency  --n plain HTTP calls (--http-url) and --n MCP tool calls, alternated; medians
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -71,8 +72,9 @@ async function pay(args, account) {
   const x402 = new x402Client().register("eip155:84532", new ExactEvmScheme(account));
   const payload = await x402.createPaymentPayload(unpaid.structuredContent);
   const paid = await call(client, { "x402/payment": payload });
+  const replayed = await call(client, { "x402/payment": payload });
   await client.close();
-  return { tools, unpaid, payload, paid };
+  return { tools, unpaid, payload, paid, replayed };
 }
 
 function median(xs) {

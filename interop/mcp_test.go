@@ -3,6 +3,7 @@ package interop
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ type mcpOutcome struct {
 	Result  mcpResult       `json:"result"`
 	Unpaid  mcpResult       `json:"unpaid"`
 	Paid    mcpResult       `json:"paid"`
+	Replay  mcpResult       `json:"replayed"`
 	Payload json.RawMessage `json:"payload"`
 }
 
@@ -147,6 +149,11 @@ func TestMCPPaid(t *testing.T) {
 		t.Errorf("the transfer is in %s, the settlement names %s", hash, settled.Transaction)
 	}
 
+	// The same PaymentPayload again over MCP: the terms again, with the reason.
+	if r := out.Replay; r.Thrown != "" || !r.IsError || r.StructuredContent["x402Version"] != 2.0 ||
+		!strings.Contains(fmt.Sprint(r.StructuredContent["error"]), "refused") {
+		t.Errorf("the payment replayed over MCP: thrown %q, isError %v, %v", r.Thrown, r.IsError, r.StructuredContent["error"])
+	}
 	// The same PaymentPayload over HTTP, after it bought an answer over MCP.
 	replay := payResult{}
 	replay.SentHeader.Name = "PAYMENT-SIGNATURE"
