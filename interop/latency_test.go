@@ -57,7 +57,8 @@ func TestPaidLatency(t *testing.T) {
 
 // TestMCPLatency measures what MCP adds to a call: the median over n calls of a plain
 // POST /v1/code and of a run_python tools/call by the official MCP client on a
-// connection it keeps, alternated, against one free service. It is a measurement, not a
+// connection it keeps, alternated and spaced so the warm pool refills between calls,
+// against one free service. It is a measurement, not a
 // check: it runs only with SANDBOXD_INTEROP_LATENCY=1 (scripts/mcp-latency.sh), n from
 // SANDBOXD_LATENCY_N (default 50).
 func TestMCPLatency(t *testing.T) {

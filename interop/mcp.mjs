@@ -83,6 +83,12 @@ function median(xs) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+// SPACING_MS spaces the timed calls so the warm pool refills between them (the engine makes
+// 6-7 containers a second): back to back, both kinds of call would time the engine.
+const SPACING_MS = 400;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 // latency alternates a plain HTTP call and an MCP tool call of the same program on one
 // connected client (an agent keeps its connection), so drift in the host affects both.
 async function latency(args) {
@@ -92,11 +98,13 @@ async function latency(args) {
   const mcp = [];
   const body = JSON.stringify({ code: PROGRAM.code, stdin: PROGRAM.stdin });
   for (let i = 0; i < args.n; i++) {
+    await sleep(SPACING_MS);
     let t = performance.now();
     const res = await fetch(args.httpUrl, { method: "POST", headers: { "Content-Type": "application/json" }, body });
     await res.text();
     if (res.status !== 200) throw new Error(`HTTP call ${i}: status ${res.status}`);
     http.push(performance.now() - t);
+    await sleep(SPACING_MS);
     t = performance.now();
     const r = await call(client);
     if (r.thrown || r.isError) throw new Error(`MCP call ${i}: ${r.thrown || JSON.stringify(r.content)}`);
