@@ -245,6 +245,15 @@ func TestMCPPayment(t *testing.T) {
 			t.Errorf("_meta %v, want the failed settlement", res.Meta)
 		}
 	})
+	t.Run("the service's failure is not charged", func(t *testing.T) {
+		gate := &fakeGate{}
+		runner := &fakeRunner{err: sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime", "Docker is not reachable")}
+		cs := mustMCP(t, newTestServer(runner, gate))
+		res := callTool(t, cs, map[string]any{"code": "x"}, nil)
+		if !res.IsError || !strings.Contains(text(t, res), "Docker is not reachable") || gate.released != 1 || gate.settled != 0 {
+			t.Errorf("isError %v %q; released %d, settled %d; want released, not settled", res.IsError, text(t, res), gate.released, gate.settled)
+		}
+	})
 	t.Run("the settlement comes back in _meta", func(t *testing.T) {
 		report := base64.StdEncoding.EncodeToString([]byte(`{"success":true,"transaction":"0x01"}`))
 		gate := &fakeGate{settleHeader: http.Header{"Payment-Response": {report}}}
