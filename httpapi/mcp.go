@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"strings"
@@ -40,14 +41,16 @@ type toolInput struct {
 // It is stateless (no session to keep between calls, as a paid call needs
 // none) and answers JSON rather than event streams.
 func (s *Server) mcpHandler() http.Handler {
+	// The SDK logs every request's session at info level: keep its warnings.
+	sdkLog := slog.New(minLevel{Handler: s.Log.Handler(), min: slog.LevelWarn}).With("sdk", "mcp")
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Version: s.Version.Version}, &mcp.ServerOptions{
-		Logger: s.Log.With("component", "mcp"),
+		Logger: sdkLog,
 	})
 	srv.AddTool(runPythonTool(), s.callRunPython)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		Logger:              s.Log.With("component", "mcp"),
+		Logger:              sdkLog,
 		MaxRequestBodyBytes: s.MaxBodyBytes + mcpEnvelopeBytes,
 		// The protection refuses a localhost connection whose Host is not
 		// localhost: every deployment behind a reverse proxy. It guards
@@ -187,4 +190,25 @@ func preview(s string) string {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("\n[... %d more bytes in structuredContent]", len(s)-cut)
+}
+
+// minLevel is a log handler that drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+// Enabled reports whether level is at least min and the handler takes it.
+func (h minLevel) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= h.min && h.Handler.Enabled(ctx, level)
+}
+
+// WithAttrs keeps the minimum level on the narrowed handler.
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+// WithGroup keeps the minimum level on the narrowed handler.
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
