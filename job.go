@@ -27,6 +27,9 @@ type Job struct {
 	Language string
 	// Code is the program's source text.
 	Code string
+	// Stdin is handed to the program as its standard input; empty means
+	// the program reads EOF at once.
+	Stdin string
 }
 
 // Status summarizes how a delivered run ended.
@@ -68,6 +71,22 @@ type Result struct {
 	Truncated bool
 	// Duration is the time from handing over the code to the program's end.
 	Duration time.Duration
+	// Usage is what the program used, measured inside its sandbox; nil when
+	// the program did not end by itself (killed at the deadline or the
+	// output cap, by the OOM killer or a signal, or by os._exit), since
+	// then nothing inside was left to measure it.
+	Usage *Usage
+}
+
+// Usage is the resources a program used, as the kernel it ran on counted
+// them (under runsc, gVisor's own kernel).
+type Usage struct {
+	// CPU is user plus system CPU time of the program, its children
+	// included.
+	CPU time.Duration
+	// MaxRSSKB is the program's peak resident memory in KiB (that of the
+	// largest of its processes).
+	MaxRSSKB int64
 }
 
 // Classify fills in Status from the flags and the exit code, in order of

@@ -21,6 +21,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"sandboxd/internal/testenv"
 )
 
 func mustFaults(t *testing.T) {
@@ -48,6 +50,7 @@ func startService(t *testing.T, instance string) string {
 	cmd := exec.Command(bin, "serve", "--config", "../config.yaml")
 	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
 		"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0")
+	cmd.Env = append(cmd.Env, testenv.ServiceEnv()...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package hostile
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -93,7 +94,29 @@ func resourceCases() []hostileCase {
 			killed: true,
 			want:   answer{status: timeout.status, exit: timeout.exit, stdout: []string{"sleeping\n"}},
 		},
+		{
+			// Not hostile: the usage figures, under each runtime's own kernel
+			// (gVisor counts them in its user-space kernel under runsc).
+			name: "usage-counted",
+			code: "import time\nb = bytearray(50 << 20)\nend = time.process_time() + 0.5\nwhile time.process_time() < end:\n    pass\nprint('ok')\n",
+			want: answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{"ok\n"}, check: usageCounted},
+		},
 	}
+}
+
+// usageCounted checks the usage of the usage-counted case: half a second of
+// CPU (400..900 ms) and a peak of at least the 50 MiB it allocated.
+func usageCounted(res sandboxd.Result) []string {
+	u := res.Usage
+	switch {
+	case u == nil:
+		return []string{"no usage reported"}
+	case u.CPU < 400*time.Millisecond || u.CPU > 900*time.Millisecond:
+		return []string{fmt.Sprintf("cpu %v, want 400..900 ms", u.CPU)}
+	case u.MaxRSSKB < 51200:
+		return []string{fmt.Sprintf("max_rss_kb %d, want at least 51200", u.MaxRSSKB)}
+	}
+	return nil
 }
 
 // runscSandboxFailed is the answer of a gVisor sandbox that failed under

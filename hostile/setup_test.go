@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"sandboxd"
+	"sandboxd/internal/testenv"
 	"sandboxd/runtime"
 )
 
@@ -22,8 +23,9 @@ import (
 // gVisor, which the service offers as the stronger boundary.
 var ociRuntimes = []string{"runc", "runsc"}
 
-// image is the sandbox image `make image` builds.
-const image = "sandbox-python:3.11"
+// image is the sandbox image `make image` builds (SANDBOXD_TEST_IMAGE
+// overrides it).
+var image = testenv.Image()
 
 // The wall-clock limits: config.yaml's, for programs that must end by
 // themselves, and a shorter one for programs that must be killed, so the

@@ -11,9 +11,10 @@ import (
 type codeRequest struct {
 	Language *string `json:"language"`
 	Code     *string `json:"code"`
+	Stdin    *string `json:"stdin"`
 }
 
-// codeResponse is the answer of a delivered run.
+// codeResponse is the answer of a delivered run, on HTTP and MCP alike.
 type codeResponse struct {
 	Lang       string `json:"lang"`
 	Stdout     string `json:"stdout"`
@@ -24,30 +25,14 @@ type codeResponse struct {
 	OOMKilled  bool   `json:"oom_killed"`
 	Truncated  bool   `json:"truncated"`
 	DurationMS int64  `json:"duration_ms"`
+	// CPUMS and MaxRSSKB are null when the program did not end by itself.
+	CPUMS    *int64 `json:"cpu_ms"`
+	MaxRSSKB *int64 `json:"max_rss_kb"`
 }
 
-// handleCode runs one program through the payment flow (execute) and
-// answers its result.
-func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
-	job, err := s.parseJob(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	for k, vs := range out.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	res := out.Result
-	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
-		"duration_ms", res.Duration.Milliseconds())
-	writeJSON(w, http.StatusOK, codeResponse{
+// newCodeResponse is the answer of a delivered run of job.
+func newCodeResponse(job sandboxd.Job, res sandboxd.Result) codeResponse {
+	resp := codeResponse{
 		Lang:       job.Language,
 		Stdout:     res.Stdout,
 		Stderr:     res.Stderr,
@@ -57,10 +42,36 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 		OOMKilled:  res.OOMKilled,
 		Truncated:  res.Truncated,
 		DurationMS: res.Duration.Milliseconds(),
-	})
+	}
+	if u := res.Usage; u != nil {
+		cpu, rss := u.CPU.Milliseconds(), u.MaxRSSKB
+		resp.CPUMS, resp.MaxRSSKB = &cpu, &rss
+	}
+	return resp
 }
 
-// parseJob reads, decodes and validates the request into a Job.
+// handleCode runs one program through the paid flow (execute) and answers
+// its result with the settlement's headers.
+func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
+	job, err := s.parseJob(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header})
+	if err != nil {
+		s.writeError(w, r, withHTTPDiscovery(err))
+		return
+	}
+	for k, vs := range out.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	writeJSON(w, http.StatusOK, newCodeResponse(job, out.Result))
+}
+
+// parseJob reads and decodes the request, then validates it into a Job.
 func (s *Server) parseJob(r *http.Request) (sandboxd.Job, error) {
 	body, err := readBody(r, s.MaxBodyBytes)
 	if err != nil {
@@ -70,6 +81,11 @@ func (s *Server) parseJob(r *http.Request) (sandboxd.Job, error) {
 	if err := decodeObject(body, &req); err != nil {
 		return sandboxd.Job{}, err
 	}
+	return s.newJob(req)
+}
+
+// newJob validates a request (from HTTP or MCP) into a Job.
+func (s *Server) newJob(req codeRequest) (sandboxd.Job, error) {
 	lang := ""
 	if req.Language != nil {
 		lang = strings.ToLower(strings.TrimSpace(*req.Language))
@@ -87,5 +103,13 @@ func (s *Server) parseJob(r *http.Request) (sandboxd.Job, error) {
 		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.validate",
 			"code is %d bytes, over the limit of %d bytes", len(*req.Code), s.MaxCodeBytes)
 	}
-	return sandboxd.Job{ID: newJobID(), Language: canonical, Code: *req.Code}, nil
+	job := sandboxd.Job{ID: newJobID(), Language: canonical, Code: *req.Code}
+	if req.Stdin != nil {
+		if len(*req.Stdin) > s.MaxStdinBytes {
+			return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.validate",
+				"stdin is %d bytes, over the limit of %d bytes", len(*req.Stdin), s.MaxStdinBytes)
+		}
+		job.Stdin = *req.Stdin
+	}
+	return job, nil
 }

@@ -21,7 +21,8 @@ func do(t *testing.T, h http.Handler, method, path, body string) *httptest.Respo
 }
 
 func TestCodeAnswersTheResult(t *testing.T) {
-	runner := &fakeRunner{result: sandboxd.Result{Stdout: "42\n", Status: sandboxd.StatusOK, Duration: 12 * time.Millisecond}}
+	runner := &fakeRunner{result: sandboxd.Result{Stdout: "42\n", Status: sandboxd.StatusOK, Duration: 12 * time.Millisecond,
+		Usage: &sandboxd.Usage{CPU: 9 * time.Millisecond, MaxRSSKB: 8200}}}
 	gate := &fakeGate{}
 	rec := do(t, newTestServer(runner, gate).Handler(), "POST", "/v1/code", `{"language":"python","code":"print(6*7)"}`)
 	if rec.Code != 200 {
@@ -31,8 +32,18 @@ func TestCodeAnswersTheResult(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
+	checkAnswer42(t, got)
+	if gate.settled != 1 || rec.Header().Get("Payment-Response") != "settled" {
+		t.Errorf("settled %d times, header %q", gate.settled, rec.Header().Get("Payment-Response"))
+	}
+}
+
+// checkAnswer42 checks the answer of a run that printed 42 (usage 9 ms,
+// 8200 KiB): exactly the fields of /v1/code, on HTTP and MCP alike.
+func checkAnswer42(t *testing.T, got map[string]any) {
+	t.Helper()
 	want := map[string]any{"lang": "python", "stdout": "42\n", "stderr": "", "exit_code": 0.0, "status": "ok",
-		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 12.0}
+		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 12.0, "cpu_ms": 9.0, "max_rss_kb": 8200.0}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
@@ -40,9 +51,6 @@ func TestCodeAnswersTheResult(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("answer has fields %v, want exactly %v", got, want)
-	}
-	if gate.settled != 1 || rec.Header().Get("Payment-Response") != "settled" {
-		t.Errorf("settled %d times, header %q", gate.settled, rec.Header().Get("Payment-Response"))
 	}
 }
 
@@ -73,7 +81,10 @@ func TestCodeErrors(t *testing.T) {
 		{name: "trailing brackets", body: `{"code":"x"}]]]`, status: 400, inError: "after the JSON"},
 		{name: "number for code", body: `{"code":5}`, status: 400, inError: `"code" must be a string`},
 		{name: "null code", body: `{"code":null}`, status: 400, inError: "missing"},
-		{name: "unknown field", body: `{"code":"x","stdin":"y"}`, status: 400, inError: "unknown field"},
+		{name: "unknown field", body: `{"code":"x","argv":"y"}`, status: 400, inError: "unknown field"},
+		{name: "stdin at limit", body: `{"code":"x","stdin":"` + strings.Repeat("i", 10) + `"}`, status: 200, ran: true},
+		{name: "stdin over limit", body: `{"code":"x","stdin":"` + strings.Repeat("i", 11) + `"}`, status: 413, inError: "stdin is 11 bytes, over the limit of 10"},
+		{name: "number for stdin", body: `{"code":"x","stdin":1}`, status: 400, inError: `"stdin" must be a string`},
 		{name: "unknown language", body: `{"language":"ruby","code":"x"}`, status: 400, inError: "python, python3"},
 		{name: "empty code", body: `{"code":"  "}`, status: 400, inError: "missing or empty"},
 		{name: "code over limit", body: `{"code":"` + strings.Repeat("x", 101) + `"}`, status: 413, inError: "limit of 100"},

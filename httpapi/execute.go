@@ -60,6 +60,8 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	if err != nil {
 		return outcome{}, err
 	}
+	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
+		"duration_ms", res.Duration.Milliseconds())
 	return outcome{Result: res, Header: header}, nil
 }
 

@@ -59,11 +59,15 @@ type fakeGate struct {
 	reserved   int
 	settled    int
 	released   int
+	requests   []sandboxd.PaymentRequest
+	// settleHeader, when set, is what Settle answers instead of a marker.
+	settleHeader http.Header
 }
 
-func (g *fakeGate) Check(ctx context.Context, _ sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+func (g *fakeGate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	g.mu.Lock()
 	g.checked++
+	g.requests = append(g.requests, req)
 	block := g.checkBlock
 	g.mu.Unlock()
 	if block != nil {
@@ -106,6 +110,9 @@ func (c fakeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error
 		return nil, c.g.settleErr
 	}
 	c.g.settled++
+	if c.g.settleHeader != nil {
+		return c.g.settleHeader, nil
+	}
 	return http.Header{"Payment-Response": {"settled"}}, nil
 }
 
@@ -118,12 +125,13 @@ func (c fakeCharge) Release(context.Context) {
 // newTestServer returns a Server over the fakes with small limits.
 func newTestServer(r *fakeRunner, g *fakeGate) *Server {
 	return &Server{
-		Runner:       r,
-		Admitter:     slots.New(1, 0),
-		Gate:         g,
-		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-		MaxBodyBytes: 1024,
-		MaxCodeBytes: 100,
-		Version:      VersionInfo{Version: "test", Commit: "abc", GoVersion: "go"},
+		Runner:        r,
+		Admitter:      slots.New(1, 0),
+		Gate:          g,
+		Log:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxBodyBytes:  1024,
+		MaxCodeBytes:  100,
+		MaxStdinBytes: 10,
+		Version:       VersionInfo{Version: "test", Commit: "abc", GoVersion: "go"},
 	}
 }

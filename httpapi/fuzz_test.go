@@ -40,6 +40,8 @@ func FuzzDecodeObject(f *testing.F) {
 		`{"code":"a","CODE":"b"}`,
 		`{"code":"a","\u0063ode":"b"}`,
 		`{"code":"a","extra":1}`,
+		`{"code":"a","stdin":"b\n"}`,
+		`{"code":"a","stdin":"` + strings.Repeat("y", fuzzMaxCode+1) + `"}`,
 		`{"code":"a"} {"code":"b"}`,
 		`{"code":"a"}garbage`,
 		`{"code":"` + strings.Repeat("x", fuzzMaxCode+1) + `"}`,
@@ -61,7 +63,7 @@ func FuzzDecodeObject(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	s := &Server{MaxBodyBytes: fuzzMaxBody, MaxCodeBytes: fuzzMaxCode}
+	s := &Server{MaxBodyBytes: fuzzMaxBody, MaxCodeBytes: fuzzMaxCode, MaxStdinBytes: fuzzMaxCode}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req codeRequest
 		if err := decodeObject(body, &req); err != nil {
@@ -76,7 +78,7 @@ func FuzzDecodeObject(f *testing.F) {
 			return
 		}
 		if job.Language != sandboxd.LanguagePython || strings.TrimSpace(job.Code) == "" ||
-			len(job.Code) > fuzzMaxCode || job.ID == "" {
+			len(job.Code) > fuzzMaxCode || len(job.Stdin) > fuzzMaxCode || job.ID == "" {
 			t.Fatalf("parseJob accepted a job out of bounds: %+v", job)
 		}
 		if !utf8.ValidString(job.Code) {
@@ -125,6 +127,8 @@ func assertOneObject(t *testing.T, body []byte) {
 			seen["code"]++
 		case strings.EqualFold(key, "language"):
 			seen["language"]++
+		case strings.EqualFold(key, "stdin"):
+			seen["stdin"]++
 		default:
 			t.Fatalf("accepted an unknown field %q: %q", key, body)
 		}
@@ -133,7 +137,7 @@ func assertOneObject(t *testing.T, body []byte) {
 			t.Fatalf("accepted body, yet re-reading a value fails: %v", err)
 		}
 	}
-	if seen["code"] > 1 || seen["language"] > 1 {
+	if seen["code"] > 1 || seen["language"] > 1 || seen["stdin"] > 1 {
 		t.Fatalf("accepted a field named twice: %q", body)
 	}
 }

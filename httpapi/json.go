@@ -107,7 +107,7 @@ func describeJSONError(err error) string {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the JSON ends too early"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return strings.TrimPrefix(err.Error(), "json: ") + "; the fields are language and code"
+		return strings.TrimPrefix(err.Error(), "json: ") + "; the fields are language, code and stdin"
 	}
 	return err.Error()
 }

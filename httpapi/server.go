@@ -36,6 +36,8 @@ type Server struct {
 	// goes on after a hang-up): the run's timeout plus the container's
 	// start and removal.
 	RunLimit time.Duration
+	// MaxStdinBytes caps the stdin field; a larger one is answered 413.
+	MaxStdinBytes int
 	// Version is reported by GET /v1/version.
 	Version VersionInfo
 
@@ -48,9 +50,11 @@ func (s *Server) Handler() http.Handler {
 	r.HandleFunc("/v1/code", s.handleCode).Methods(http.MethodPost)
 	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
+	r.Handle("/mcp", s.mcpHandler()).Methods(http.MethodPost)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
-			"no such endpoint %s; the API has POST /v1/code, GET /v1/health and GET /v1/version", r.URL.Path))
+			"no such endpoint %s; the API has POST /v1/code, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", r.URL.Path))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeMethod, "httpapi.route",

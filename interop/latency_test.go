@@ -54,3 +54,35 @@ func TestPaidLatency(t *testing.T) {
 	fmt.Printf("paid-latency: of the paid call, the unpaid request answered 402 in %.1f ms and the paid retry took %.1f ms (medians)\n",
 		r.QuoteMs, r.RetryMs)
 }
+
+// TestMCPLatency measures what MCP adds to a call: the median over n calls of a plain
+// POST /v1/code and of a run_python tools/call by the official MCP client on a
+// connection it keeps, alternated and spaced so the warm pool refills between calls,
+// against one free service. It is a measurement, not a
+// check: it runs only with SANDBOXD_INTEROP_LATENCY=1 (scripts/mcp-latency.sh), n from
+// SANDBOXD_LATENCY_N (default 50).
+func TestMCPLatency(t *testing.T) {
+	if os.Getenv("SANDBOXD_INTEROP_LATENCY") != "1" {
+		t.Skip("set SANDBOXD_INTEROP_LATENCY=1 (scripts/mcp-latency.sh) to measure")
+	}
+	mustInterop(t)
+	n := 50
+	if v, err := strconv.Atoi(os.Getenv("SANDBOXD_LATENCY_N")); err == nil && v > 0 {
+		n = v
+	}
+	svc := startService(t, instance("latency-mcp"), true)
+	var r struct {
+		N             int     `json:"n"`
+		HTTPMedianMs  float64 `json:"httpMedianMs"`
+		MCPMedianMs   float64 `json:"mcpMedianMs"`
+		AddedMedianMs float64 `json:"addedMedianMs"`
+		Error         string  `json:"error"`
+	}
+	runNode(t, time.Duration(n)*4*time.Second+time.Minute, &r, "mcp.mjs", "latency",
+		"--url", svc.url+"/mcp", "--http-url", svc.url+"/v1/code", "--n", strconv.Itoa(n))
+	if r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	fmt.Printf("mcp-latency: n=%d plain HTTP median %.1f ms, MCP tools/call median %.1f ms: MCP adds %.1f ms\n",
+		r.N, r.HTTPMedianMs, r.MCPMedianMs, r.AddedMedianMs)
+}

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sandboxd/internal/testenv"
 )
 
 // proc is a child process a test started: anvil, the facilitator or sandboxd. Its output
@@ -213,7 +215,7 @@ func startService(t testing.TB, instance string, healthy bool, env ...string) *s
 		"SANDBOX_SERVER_ADDR=127.0.0.1:0",
 		"SANDBOX_RUNTIME_INSTANCE=" + instance,
 		"SANDBOX_PAYMENTS_LEDGER=" + filepath.Join(t.TempDir(), "ledger.db"),
-	}, env...)
+	}, append(testenv.ServiceEnv(), env...)...)
 	argv := []string{binary, "serve"}
 	if _, err := os.Stat(filepath.Join(repoRoot, "config.yaml")); err == nil {
 		argv = append(argv, "--config", filepath.Join(repoRoot, "config.yaml"))

@@ -80,7 +80,7 @@ func (b *capBuffer) mayEndInMarker() bool {
 // cut at the cap.
 func (b *capBuffer) finish() {
 	if b.proto != nil && !b.truncated {
-		if _, ok := b.proto.endStatus(b.buf); ok {
+		if _, ok := b.proto.endReport(b.buf); ok {
 			b.buf = b.buf[:len(b.buf)-b.proto.markerLen()]
 		}
 	}
@@ -134,18 +134,18 @@ func (o *output) acked() bool {
 }
 
 // ended reports whether the runner has reported the program's end: after
-// the ack, both streams end with the end marker, with the same status.
-func (o *output) ended() (int, bool) {
+// the ack, both streams end with the end marker, with the same report.
+func (o *output) ended() (endReport, bool) {
 	if !o.acked() || o.stdout.truncated || o.stderr.truncated {
-		return 0, false
+		return endReport{}, false
 	}
-	out, ok := o.proto.endStatus(o.stdout.buf)
+	out, ok := o.proto.endReport(o.stdout.buf)
 	if !ok {
-		return 0, false
+		return endReport{}, false
 	}
-	errs, ok := o.proto.endStatus(o.stderr.buf)
+	errs, ok := o.proto.endReport(o.stderr.buf)
 	if !ok || errs != out {
-		return 0, false
+		return endReport{}, false
 	}
 	return out, true
 }

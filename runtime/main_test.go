@@ -15,14 +15,16 @@ import (
 	"github.com/docker/docker/client"
 
 	"sandboxd"
+	"sandboxd/internal/testenv"
 )
 
 // testInstance is this test binary's instance label: test binaries sharing
 // a daemon never reap each other's containers.
 var testInstance = fmt.Sprintf("test-%d", os.Getpid())
 
-// testImage is the image the integration tests run.
-const testImage = "sandbox-python:3.11"
+// testImage is the image the integration tests run (SANDBOXD_TEST_IMAGE
+// overrides it).
+var testImage = testenv.Image()
 
 // TestMain runs the tests, then checks that none of them left a container.
 func TestMain(m *testing.M) {

@@ -5,13 +5,18 @@ import "strconv"
 // The runner protocol: how the service and the image's runner
 // (images/python/run.py) talk over a container's attach connection.
 //
-//	stdin, to the runner:     "<token> <n>\n", then the n bytes of the program
+//	stdin, to the runner:     "<token> <n> <m>\n", then the n bytes of the
+//	                          program, then the m bytes of its standard input
 //	stdout, from the runner:  the ack, "\x00sandboxd:<token>:go\n", once the
 //	                          program is read and before it runs
-//	stdout and stderr, both:  the end marker, "\x00sandboxd:<token>:<sss>\n",
-//	                          once the program has ended (normally, by
-//	                          SystemExit or an exception) and its output is
-//	                          flushed; <sss> is its exit status, 3 digits
+//	stdout and stderr, both:  the end marker,
+//	                          "\x00sandboxd:<token>:<sss> <cpu> <rss>\n", once
+//	                          the program has ended (normally, by SystemExit
+//	                          or an exception) and its output is flushed;
+//	                          <sss> is its exit status in 3 digits, <cpu> the
+//	                          CPU milliseconds (user + system, children
+//	                          included) it used and <rss> its peak resident
+//	                          memory in KiB, each in 10 digits
 //
 // The token is random and new for every run, so no output matches it by
 // chance. A program can read it from its own process, so the most it can do
@@ -25,7 +30,7 @@ import "strconv"
 
 // runnerProtocol is the version of the protocol above. The image carries it
 // in its imageProtocolLabel; Health refuses an image that speaks another.
-const runnerProtocol = "2"
+const runnerProtocol = "3"
 
 // imageProtocolLabel is the image label that holds the runner's protocol
 // version (set by images/python/build.sh).
@@ -37,8 +42,20 @@ const markerMagic = "\x00sandboxd:"
 // tokenBytes is the size of a run's token, in random bytes (hex on the wire).
 const tokenBytes = 16
 
-// statusDigits is the width of the exit status in an end marker.
-const statusDigits = 3
+// markerTail is the shape of an end marker after its prefix: 'd' stands
+// for a decimal digit, anything else for itself. Fixed width, so a possible
+// marker is recognised byte by byte while it streams in.
+const markerTail = "ddd dddddddddd dddddddddd\n"
+
+// endReport is what an end marker says about the program's end.
+type endReport struct {
+	// status is the exit status, 0..255.
+	status int
+	// cpuMS is the program's user plus system CPU time, in milliseconds.
+	cpuMS int64
+	// maxRSSKB is the program's peak resident memory, in KiB.
+	maxRSSKB int64
+}
 
 // protocol holds one run's token and the lines made from it.
 type protocol struct {
@@ -56,19 +73,23 @@ func newProtocol() *protocol {
 	return &protocol{token: token, prefix: prefix, ack: []byte(markerMagic + token + ":go\n")}
 }
 
-// message is what the runner reads on stdin: the header line, then the code.
-func (p *protocol) message(code string) []byte {
-	b := make([]byte, 0, len(p.token)+22+len(code))
+// message is what the runner reads on stdin: the header line, the code,
+// then the program's standard input.
+func (p *protocol) message(code, stdin string) []byte {
+	b := make([]byte, 0, len(p.token)+44+len(code)+len(stdin))
 	b = append(b, p.token...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(len(code)), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(stdin)), 10)
 	b = append(b, '\n')
-	return append(b, code...)
+	b = append(b, code...)
+	return append(b, stdin...)
 }
 
 // markerLen is the length of an end marker.
 func (p *protocol) markerLen() int {
-	return len(p.prefix) + statusDigits + 1
+	return len(p.prefix) + len(markerTail)
 }
 
 // partialMarker reports whether b is the start of an end marker of this
@@ -83,32 +104,35 @@ func (p *protocol) partialMarker(b []byte) bool {
 			if c != p.prefix[i] {
 				return false
 			}
-		case i < len(p.prefix)+statusDigits:
+		case markerTail[i-len(p.prefix)] == 'd':
 			if c < '0' || c > '9' {
 				return false
 			}
-		default:
-			if c != '\n' {
-				return false
-			}
+		case c != markerTail[i-len(p.prefix)]:
+			return false
 		}
 	}
 	return true
 }
 
-// endStatus reports whether b ends with a whole end marker of this run's
-// token, and the exit status (0..255) it carries.
-func (p *protocol) endStatus(b []byte) (int, bool) {
+// endReport reports whether b ends with a whole end marker of this run's
+// token, and what it says: an exit status over 255 makes it no marker.
+func (p *protocol) endReport(b []byte) (endReport, bool) {
 	n := p.markerLen()
 	if len(b) < n || !p.partialMarker(b[len(b)-n:]) {
-		return 0, false
+		return endReport{}, false
 	}
-	status := 0
-	for _, c := range b[len(b)-1-statusDigits : len(b)-1] {
-		status = 10*status + int(c-'0')
+	var fields [3]int64
+	f := 0
+	for _, c := range b[len(b)-len(markerTail) : len(b)-1] {
+		if c == ' ' {
+			f++
+			continue
+		}
+		fields[f] = 10*fields[f] + int64(c-'0')
 	}
-	if status > 255 {
-		return 0, false
+	if fields[0] > 255 {
+		return endReport{}, false
 	}
-	return status, true
+	return endReport{status: int(fields[0]), cpuMS: fields[1], maxRSSKB: fields[2]}, true
 }

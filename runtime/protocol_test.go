@@ -21,9 +21,9 @@ func testProtocol() *protocol {
 	return p
 }
 
-// marker is the end marker of p with the status.
+// marker is the end marker of p with the status and no usage.
 func marker(p *protocol, status int) string {
-	return fmt.Sprintf("%s%03d\n", p.prefix, status)
+	return fmt.Sprintf("%s%03d %010d %010d\n", p.prefix, status, 0, 0)
 }
 
 func TestProtocolToken(t *testing.T) {
@@ -31,7 +31,7 @@ func TestProtocolToken(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(a.token) || a.token == b.token {
 		t.Errorf("tokens %q and %q: want 32 random hex digits each", a.token, b.token)
 	}
-	if got, want := string(a.message("print(1)\n")), a.token+" 9\nprint(1)\n"; got != want {
+	if got, want := string(a.message("print(1)\n", "in")), a.token+" 9 2\nprint(1)\nin"; got != want {
 		t.Errorf("message = %q, want %q", got, want)
 	}
 	if got, want := string(a.ack), "\x00sandboxd:"+a.token+":go\n"; got != want {
@@ -135,8 +135,8 @@ func TestDemuxProtocol(t *testing.T) {
 				if err := demux(r, o, func() { caps++ }); err != nil {
 					t.Fatalf("demux: %v", err)
 				}
-				status, ended := o.ended()
-				if ended != tt.ended || status != tt.status || o.acked() != tt.acked {
+				rep, ended := o.ended()
+				if status := rep.status; ended != tt.ended || status != tt.status || o.acked() != tt.acked {
 					t.Errorf("ended %v status %d acked %v, want %v %d %v", ended, status, o.acked(), tt.ended, tt.status, tt.acked)
 				}
 				if (caps > 0) != o.truncated() {
@@ -168,11 +168,30 @@ func TestDemuxAnswersAtTheMarker(t *testing.T) {
 	go func() { done <- demux(pr, o, func() {}) }()
 	select {
 	case err := <-done:
-		if status, ok := o.ended(); err != nil || !ok || status != 7 {
-			t.Errorf("demux = %v, ended %v status %d; want nil, true, 7", err, ok, status)
+		if rep, ok := o.ended(); err != nil || !ok || rep.status != 7 {
+			t.Errorf("demux = %v, ended %v status %d; want nil, true, 7", err, ok, rep.status)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("demux did not return at the end marker")
+	}
+}
+
+func TestEndReportCarriesUsage(t *testing.T) {
+	p := testProtocol()
+	in := fmt.Sprintf("out%s%03d %010d %010d\n", p.prefix, 3, 1234, 51300)
+	rep, ok := p.endReport([]byte(in))
+	if want := (endReport{status: 3, cpuMS: 1234, maxRSSKB: 51300}); !ok || rep != want {
+		t.Errorf("endReport = %+v, %v; want %+v", rep, ok, want)
+	}
+	for _, bad := range []string{
+		fmt.Sprintf("%s%03d %010d\n", p.prefix, 3, 1234),                // a field missing
+		fmt.Sprintf("%s%03d %010d %09dx\n", p.prefix, 3, 1234, 51300),   // not a digit
+		fmt.Sprintf("%s%03d-%010d %010d\n", p.prefix, 3, 1234, 51300),   // wrong separator
+		fmt.Sprintf("%s%03d %010d %010d\n", p.prefix, 300, 1234, 51300), // status over 255
+	} {
+		if rep, ok := p.endReport([]byte(bad)); ok {
+			t.Errorf("endReport(%q) = %+v, want no marker", bad, rep)
+		}
 	}
 }
 

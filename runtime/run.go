@@ -55,7 +55,7 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 		}
 		f.setContainer(b.id)
 		r := &run{d: d, b: b, log: log.With("container", shortID(b.id))}
-		res, err := r.supervise(ctx, job.Code)
+		res, err := r.supervise(ctx, job)
 		d.retire(b)
 		switch {
 		case errors.Is(err, errNotStarted) && attempt == 1:
@@ -155,9 +155,9 @@ type run struct {
 
 // supervise hands the code over and watches the run to its end: the
 // runner's end marker, or else the container's exit.
-func (r *run) supervise(ctx context.Context, code string) (sandboxd.Result, error) {
+func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	handover := time.Now()
-	r.b.s.send(r.b.proto.message(code))
+	r.b.s.send(r.b.proto.message(job.Code, job.Stdin))
 	deadline := time.NewTimer(r.d.cfg.Timeout)
 	defer deadline.Stop()
 	if err := r.watchOutput(ctx, deadline.C); err != nil {
@@ -165,8 +165,9 @@ func (r *run) supervise(ctx context.Context, code string) (sandboxd.Result, erro
 	}
 	// Reading has ended: the output no longer changes.
 	out := r.b.s.out
-	if status, ok := out.ended(); ok && !r.res.TimedOut {
-		r.res.ExitCode = status
+	if rep, ok := out.ended(); ok && !r.res.TimedOut {
+		r.res.ExitCode = rep.status
+		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
 	} else {
 		exit, err := r.watchExit(ctx, deadline.C)
 		if err != nil {

@@ -38,6 +38,7 @@ type RuntimeConfig struct {
 	TmpfsBytes     int64
 	MaxOutputBytes int64
 	MaxCodeBytes   int64
+	MaxStdinBytes  int64
 	MaxConcurrency int64
 	QueueWait      time.Duration
 	PoolSize       int64
@@ -82,6 +83,7 @@ var defaults = map[string]any{
 	"runtime.tmpfs":                "16MiB",
 	"runtime.max_output_bytes":     65536,
 	"runtime.max_code_bytes":       65536,
+	"runtime.max_stdin_bytes":      65536,
 	"runtime.max_concurrency":      8,
 	"runtime.queue_wait":           "2s",
 	"runtime.pool_size":            4,

@@ -34,6 +34,7 @@ func (r *reader) config() Config {
 			TmpfsBytes:     r.bytes("runtime.tmpfs"),
 			MaxOutputBytes: r.bytes("runtime.max_output_bytes"),
 			MaxCodeBytes:   r.bytes("runtime.max_code_bytes"),
+			MaxStdinBytes:  r.bytes("runtime.max_stdin_bytes"),
 			MaxConcurrency: r.int("runtime.max_concurrency"),
 			QueueWait:      r.duration("runtime.queue_wait"),
 			PoolSize:       r.int("runtime.pool_size"),

@@ -62,6 +62,7 @@ func TestConfigValidation(t *testing.T) {
 		{"cpus not a number", "runtime:\n  cpus: many\n", "runtime.cpus: many is not a number"},
 		{"oci runtime", "runtime:\n  oci_runtime: kata\n", "runtime.oci_runtime: \"kata\" is not one of"},
 		{"code over body", "server:\n  max_body_bytes: 2048\nruntime:\n  max_code_bytes: 4096\n", "runtime.max_code_bytes"},
+		{"stdin over body", "server:\n  max_body_bytes: 2048\nruntime:\n  max_code_bytes: 1000\n  max_stdin_bytes: 4096\n", "runtime.max_stdin_bytes"},
 		{"concurrency", "runtime:\n  max_concurrency: 0\n", "runtime.max_concurrency: 0 is outside"},
 		{"queue wait", "runtime:\n  queue_wait: -1s\n", "runtime.queue_wait"},
 		{"pool", "runtime:\n  pool_size: 1000\n", "runtime.pool_size"},

@@ -39,6 +39,8 @@ func (c Config) Validate() error {
 	check(inRange(rt.MaxOutputBytes, kib, 16*mib), "runtime.max_output_bytes", "%d is outside 1 KiB..16 MiB", rt.MaxOutputBytes)
 	check(inRange(rt.MaxCodeBytes, 1, s.MaxBodyBytes), "runtime.max_code_bytes",
 		"%d is outside 1..server.max_body_bytes (%d): the code travels inside the body", rt.MaxCodeBytes, s.MaxBodyBytes)
+	check(inRange(rt.MaxStdinBytes, 0, s.MaxBodyBytes), "runtime.max_stdin_bytes",
+		"%d is outside 0..server.max_body_bytes (%d): stdin travels inside the body", rt.MaxStdinBytes, s.MaxBodyBytes)
 	check(inRange(rt.MaxConcurrency, 1, 1024), "runtime.max_concurrency", "%d is outside 1..1024", rt.MaxConcurrency)
 	check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
 	check(inRange(rt.PoolSize, 0, 256), "runtime.pool_size", "%d is outside 0..256", rt.PoolSize)

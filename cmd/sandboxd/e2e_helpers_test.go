@@ -20,6 +20,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"sandboxd/internal/testenv"
 )
 
 // binary is the sandboxd binary built once for the end-to-end tests.
@@ -80,6 +82,7 @@ func startService(t *testing.T, instance string, env ...string) *service {
 	s := &service{instance: instance, exited: make(chan error, 1)}
 	s.cmd = exec.Command(binary, "serve", "--config", "../../config.yaml")
 	s.cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance)
+	s.cmd.Env = append(s.cmd.Env, testenv.ServiceEnv()...)
 	s.cmd.Env = append(s.cmd.Env, env...)
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
@@ -141,6 +144,8 @@ type answer struct {
 	Status    string `json:"status"`
 	TimedOut  bool   `json:"timed_out"`
 	Truncated bool   `json:"truncated"`
+	CPUMS     *int64 `json:"cpu_ms"`
+	MaxRSSKB  *int64 `json:"max_rss_kb"`
 	Error     string `json:"error"`
 }
 
@@ -169,7 +174,12 @@ func (s *service) postAsync(code string) <-chan answer {
 }
 
 func (s *service) send(code string) (int, answer, http.Header, error) {
-	body, _ := json.Marshal(map[string]string{"language": "python", "code": code})
+	return s.sendBody(map[string]string{"language": "python", "code": code})
+}
+
+// sendBody posts fields as the JSON body of POST /v1/code.
+func (s *service) sendBody(fields map[string]string) (int, answer, http.Header, error) {
+	body, _ := json.Marshal(fields)
 	resp, err := http.Post(s.url+"/v1/code", "", bytes.NewReader(body))
 	if err != nil {
 		return 0, answer{}, nil, fmt.Errorf("POST /v1/code: %w", err)

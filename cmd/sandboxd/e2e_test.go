@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"sandboxd/internal/testenv"
 )
 
 func TestServeRunsPython(t *testing.T) {
@@ -27,7 +29,7 @@ func TestServeRunsPython(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
 		}
-		if path == "/v1/version" && !strings.Contains(string(body), `"image":"sandbox-python:3.11"`) {
+		if path == "/v1/version" && !strings.Contains(string(body), `"image":"`+testenv.Image()+`"`) {
 			t.Fatalf("version does not name the image: %s", body)
 		}
 	}
@@ -43,6 +45,26 @@ func TestCodeSizeLimitOverHTTP(t *testing.T) {
 	}
 	if status, a, _ := s.post(t, atLimit+"x"); status != 413 || !strings.Contains(a.Error, "1000 bytes") {
 		t.Fatalf("one byte over: %d %+v", status, a)
+	}
+}
+
+func TestStdinAndUsageOverHTTP(t *testing.T) {
+	mustIntegration(t)
+	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_MAX_STDIN_BYTES=100")
+	code := "import sys\nprint(sys.stdin.read()[::-1])"
+	status, a, _, err := s.sendBody(map[string]string{"code": code, "stdin": "olleh"})
+	if err != nil || status != 200 || a.Stdout != "hello\n" {
+		t.Fatalf("stdin: %d %+v %v", status, a, err)
+	}
+	if a.CPUMS == nil || a.MaxRSSKB == nil || *a.CPUMS >= 100 || *a.MaxRSSKB <= 0 {
+		t.Fatalf("usage of a tiny program: cpu_ms %v max_rss_kb %v", a.CPUMS, a.MaxRSSKB)
+	}
+	if status, a, _, err := s.sendBody(map[string]string{"code": code}); err != nil || status != 200 || a.Stdout != "\n" {
+		t.Fatalf("no stdin: %d %+v %v", status, a, err)
+	}
+	status, a, _, err = s.sendBody(map[string]string{"code": code, "stdin": strings.Repeat("x", 101)})
+	if err != nil || status != 413 || !strings.Contains(a.Error, "limit of 100 bytes") {
+		t.Fatalf("stdin over runtime.max_stdin_bytes: %d %+v %v", status, a, err)
 	}
 }
 

@@ -94,14 +94,15 @@ func (m *Main) Open(ctx context.Context) error {
 	m.closer = closer
 
 	api := &httpapi.Server{
-		Runner:       runner,
-		Admitter:     slots.New(int(rt.MaxConcurrency), rt.QueueWait),
-		Gate:         gate,
-		Log:          m.Log.With("component", "httpapi"),
-		MaxBodyBytes: m.Config.Server.MaxBodyBytes,
-		MaxCodeBytes: int(rt.MaxCodeBytes),
-		RunLimit:     rt.runLimit(),
-		Version:      httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
+		Runner:        runner,
+		Admitter:      slots.New(int(rt.MaxConcurrency), rt.QueueWait),
+		Gate:          gate,
+		Log:           m.Log.With("component", "httpapi"),
+		MaxBodyBytes:  m.Config.Server.MaxBodyBytes,
+		MaxCodeBytes:  int(rt.MaxCodeBytes),
+		MaxStdinBytes: int(rt.MaxStdinBytes),
+		RunLimit:      rt.runLimit(),
+		Version:       httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
 	}
 	timeouts, err := m.Config.httpTimeouts()
 	if err != nil {

@@ -4,19 +4,30 @@ It is started before its program exists (a warm container waits here), with
 everything it needs already imported. It speaks the service's runner
 protocol (runtime/protocol.go) on its standard streams:
 
-  stdin:   "<token> <n>\\n", then the n bytes of the program
+  stdin:   "<token> <n> <m>\\n", then the n bytes of the program, then the
+           m bytes of the program's standard input
   stdout:  "\\0sandboxd:<token>:go\\n" once the program is read, before it runs
-  both:    "\\0sandboxd:<token>:<sss>\\n" once the program has ended and its
-           output is flushed; <sss> is its exit status in 3 digits
+  both:    "\\0sandboxd:<token>:<sss> <cpu> <rss>\\n" once the program has
+           ended and its output is flushed; <sss> is its exit status in 3
+           digits, <cpu> its CPU milliseconds and <rss> its peak resident
+           memory in KiB, 10 digits each
+
+The usage in the end marker is measured here, where it costs nothing:
+<cpu> is user plus system time (getrusage of this process and of its
+reaped children) since just before the program started, so the runner's own
+start-up is left out; <rss> is the larger of this process's peak resident
+set and that of its largest reaped child (ru_maxrss), the interpreter's own
+few MiB included, as `python3 main.py` would show.
 
 The end marker lets the service answer without waiting for the container to
 exit. It is written last at exit, after the program's threads and atexit
 handlers, and only by this process (not a forked child). A program that ends
 without it (os._exit, a signal, the OOM killer) is judged by its exit status.
 
-After reading the program, stdin points at /dev/null (the program reads EOF
-instead of hanging), and the program runs as the __main__ module of a file
-named main.py, so tracebacks and __name__ look exactly as they would under
+After reading the program, stdin points at its standard input: an anonymous
+in-memory file holding the m bytes, or /dev/null when m is 0 (the program
+reads EOF instead of hanging); and the program runs as the __main__ module
+of a file named main.py, so tracebacks and __name__ look exactly as they would under
 `python3 main.py`. The runner's own frames are left out of tracebacks.
 """
 
@@ -27,6 +38,7 @@ def _main():
     import atexit
     import linecache
     import os
+    import resource
     import sys
     import traceback
 
@@ -34,21 +46,38 @@ def _main():
     # memory) still reaches the caller, without a syscall per character.
     sys.stdout.reconfigure(line_buffering=True)
     stdin = sys.stdin.buffer
-    token, _, size = stdin.readline().rstrip(b"\n").partition(b" ")
-    if len(token) != 32 or not size.isdigit():
+    header = stdin.readline().rstrip(b"\n").split(b" ")
+    if len(header) != 3 or len(header[0]) != 32 or not all(f.isdigit() for f in header[1:]):
         sys.stderr.write("sandbox-run: malformed header\n")
         os._exit(2)
-    src = stdin.read(int(size))
-    if len(src) != int(size):
+    token, size, insize = header[0], int(header[1]), int(header[2])
+    src = stdin.read(size)
+    data = stdin.read(insize) if insize else b""
+    if len(src) != size or len(data) != insize:
         os._exit(2)  # the service went away mid-program: nothing to run
-    fd = os.open(os.devnull, os.O_RDONLY)
+    if data:
+        fd = os.memfd_create("stdin", 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+    else:
+        fd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(fd, 0)
     os.close(fd)
+    del data
 
     prefix = b"\0sandboxd:" + token + b":"
     pid = os.getpid()
     std = (sys.stdout, sys.stderr)
     ended = []  # the program's exit status, once it has ended
+
+    def usage():
+        # CPU seconds and peak RSS (KiB) of this process and its children.
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+        return cpu, max(me.ru_maxrss, kids.ru_maxrss)
 
     def report_end():
         # Registered first, so it runs last at exit.
@@ -59,7 +88,9 @@ def _main():
                 f.flush()
         except Exception:
             return  # output may be missing: let the exit status speak
-        marker = prefix + b"%03d\n" % ended[0]
+        cpu, rss = usage()
+        cpu_ms = min(max(0, round((cpu - start_cpu) * 1000)), 9999999999)
+        marker = prefix + b"%03d %010d %010d\n" % (ended[0], cpu_ms, min(rss, 9999999999))
         try:
             os.write(1, marker)
             os.write(2, marker)
@@ -75,6 +106,7 @@ def _main():
         return 1  # the interpreter prints it to stderr
 
     atexit.register(report_end)
+    start_cpu = usage()[0]
     os.write(1, prefix + b"go\n")
 
     # Tracebacks quote source lines as for a real main.py.

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+
+	"sandboxd"
+)
+
+// The x402 v2 discovery extension ("bazaar"): directories of paid endpoints
+// read extensions.bazaar in the terms to list what is sold and how to call
+// it. Its info says how to call the resource, with an example; its schema is
+// a JSON Schema the info satisfies, holding the input and output schemas.
+
+// bazaarKey is the extension's key in PaymentRequired.extensions.
+const bazaarKey = "bazaar"
+
+// discoverySchemaDialect is the JSON Schema dialect of the extension's schema.
+const discoverySchemaDialect = "https://json-schema.org/draft/2020-12/schema"
+
+// exampleInput is the example call in the discovery info.
+func exampleInput() map[string]any {
+	return map[string]any{"code": "import sys\nprint(sys.stdin.read().upper())", "stdin": "hello"}
+}
+
+// exampleOutput is the answer of exampleInput.
+func exampleOutput() map[string]any {
+	return map[string]any{"lang": "python", "stdout": "HELLO\n", "stderr": "", "exit_code": 0, "status": "ok",
+		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 6, "cpu_ms": 1, "max_rss_kb": 11520}
+}
+
+// discoveryOutput is the output half of the info and of its schema.
+func discoveryOutput() (info, schema map[string]any) {
+	info = map[string]any{"type": "json", "example": exampleOutput()}
+	schema = map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": runResultSchema()},
+		"required":   []string{"type"},
+	}
+	return info, schema
+}
+
+// discovery wraps info and the input's schema into the extension.
+func discovery(input, inputSchema map[string]any) map[string]any {
+	outInfo, outSchema := discoveryOutput()
+	return map[string]any{
+		"info": map[string]any{"input": input, "output": outInfo},
+		"schema": map[string]any{
+			"$schema":    discoverySchemaDialect,
+			"type":       "object",
+			"properties": map[string]any{"input": inputSchema, "output": outSchema},
+			"required":   []string{"input"},
+		},
+	}
+}
+
+// httpDiscovery is the extension for POST /v1/code.
+func httpDiscovery() map[string]any {
+	input := map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": exampleInput()}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"type":     map[string]any{"type": "string", "const": "http"},
+			"method":   map[string]any{"type": "string", "enum": []string{"POST"}},
+			"bodyType": map[string]any{"type": "string", "enum": []string{"json"}},
+			"body":     codeRequestSchema(),
+		},
+		"required":             []string{"type", "method", "bodyType", "body"},
+		"additionalProperties": false,
+	}
+	return discovery(input, schema)
+}
+
+// mcpDiscovery is the extension for the MCP tool run_python.
+func mcpDiscovery() map[string]any {
+	tool := runPythonTool()
+	input := map[string]any{"type": "mcp", "toolName": tool.Name, "description": tool.Description,
+		"transport": "streamable-http", "inputSchema": toolInputSchema(), "example": exampleInput()}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"type":        map[string]any{"type": "string", "const": "mcp"},
+			"toolName":    map[string]any{"type": "string", "const": tool.Name},
+			"description": map[string]any{"type": "string"},
+			"transport":   map[string]any{"type": "string", "enum": []string{"streamable-http"}},
+			"inputSchema": map[string]any{"type": "object"},
+			"example":     toolInputSchema(),
+		},
+		"required":             []string{"type", "toolName", "inputSchema"},
+		"additionalProperties": false,
+	}
+	return discovery(input, schema)
+}
+
+// addDiscovery puts the extension into terms (a PaymentRequired object).
+func addDiscovery(terms, extension map[string]any) {
+	ext, _ := terms["extensions"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+		terms["extensions"] = ext
+	}
+	ext[bazaarKey] = extension
+}
+
+// withHTTPDiscovery returns err with the discovery extension of POST
+// /v1/code added to the terms in its PAYMENT-REQUIRED header; any other
+// error comes back as it was.
+func withHTTPDiscovery(err error) error {
+	terms := paymentTerms(err)
+	if terms == nil {
+		return err
+	}
+	addDiscovery(terms, httpDiscovery())
+	raw, merr := json.Marshal(terms)
+	if merr != nil {
+		return err
+	}
+	var e *sandboxd.Error
+	errors.As(err, &e)
+	with := *e
+	with.Header = e.Header.Clone()
+	with.Header.Set(headerPaymentRequired, base64.StdEncoding.EncodeToString(raw))
+	return &with
+}

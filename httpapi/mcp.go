@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"sandboxd"
+)
+
+// toolName is the name of the one MCP tool.
+const toolName = "run_python"
+
+// toolResourceURL is the resource a payment for the tool pays for, as x402's
+// MCP transport names a tool.
+const toolResourceURL = "mcp://tool/" + toolName
+
+// mcpEnvelopeBytes is what a tools/call may carry beyond the body limit:
+// the JSON-RPC envelope and a payment in _meta.
+const mcpEnvelopeBytes = 32 << 10
+
+// textPreview caps each stream quoted in the text content; the whole output
+// is in structuredContent.
+const textPreview = 2000
+
+// toolInput is the arguments of run_python.
+type toolInput struct {
+	Code  *string `json:"code"`
+	Stdin *string `json:"stdin"`
+}
+
+// mcpHandler serves MCP over Streamable HTTP with the one tool, run_python.
+// It is stateless (no session to keep between calls, as a paid call needs
+// none) and answers JSON rather than event streams.
+func (s *Server) mcpHandler() http.Handler {
+	// The SDK logs every request's session at info level: keep its warnings.
+	sdkLog := slog.New(minLevel{Handler: s.Log.Handler(), min: slog.LevelWarn}).With("sdk", "mcp")
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Version: s.Version.Version}, &mcp.ServerOptions{
+		Logger: sdkLog,
+	})
+	srv.AddTool(runPythonTool(), s.callRunPython)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              sdkLog,
+		MaxRequestBodyBytes: s.MaxBodyBytes + mcpEnvelopeBytes,
+		// The protection refuses a localhost connection whose Host is not
+		// localhost: every deployment behind a reverse proxy. It guards
+		// local servers holding a user's authority; this one has none to
+		// steal (a paid call carries its own signed payment).
+		DisableLocalhostProtection: true,
+	})
+}
+
+// runPythonTool describes the tool: its schemas and annotations.
+func runPythonTool() *mcp.Tool {
+	no := false
+	return &mcp.Tool{
+		Name:  toolName,
+		Title: "Run Python",
+		Description: "Run a short Python 3.11 program (standard library only) in a fresh, isolated sandbox " +
+			"without network, and get its stdout, stderr, exit code, CPU time and peak memory. " +
+			"Each call is a new sandbox: nothing persists between calls.",
+		InputSchema:  toolInputSchema(),
+		OutputSchema: toolOutputSchema(),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           "Run Python",
+			ReadOnlyHint:    false,
+			DestructiveHint: &no,
+			IdempotentHint:  false,
+			OpenWorldHint:   &no,
+		},
+	}
+}
+
+// callRunPython runs the program of one tools/call through the same paid
+// flow as POST /v1/code (execute). What the caller can act on (bad
+// arguments, busy, payment) is a tool error the model can read; only a
+// call whose client went away is a protocol error.
+func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	job, err := s.toolJob(req.Params.Arguments)
+	if err != nil {
+		return s.toolError(err), nil
+	}
+	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Header: http.Header{}}
+	if payload, ok := req.Params.Meta[metaPayment]; ok {
+		if pay.Header, err = paymentHeader(payload); err != nil {
+			return s.toolError(err), nil
+		}
+	}
+	run, err := s.execute(ctx, job, pay)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, err
+		}
+		return s.toolError(err), nil
+	}
+	out := newCodeResponse(job, run.Result)
+	result := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: summary(out)}},
+		StructuredContent: out,
+	}
+	if settled := settlementOf(run.Header); settled != nil {
+		result.Meta = mcp.Meta{metaPaymentResponse: settled}
+	}
+	return result, nil
+}
+
+// toolJob decodes and validates the arguments as strictly as an HTTP body.
+func (s *Server) toolJob(args json.RawMessage) (sandboxd.Job, error) {
+	if int64(len(args)) > s.MaxBodyBytes {
+		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.mcp",
+			"the arguments are over the limit of %d bytes", s.MaxBodyBytes)
+	}
+	var in toolInput
+	if err := decodeObject(args, &in); err != nil {
+		return sandboxd.Job{}, err
+	}
+	return s.newJob(codeRequest{Code: in.Code, Stdin: in.Stdin})
+}
+
+// toolError is the tool result of a refused or failed call. A payment
+// error carries the x402 terms as structuredContent and, JSON-encoded, as
+// the text (x402's MCP transport), with a failed settlement's report in
+// _meta; a busy one says when to retry; an internal one is logged and not
+// detailed.
+func (s *Server) toolError(err error) *mcp.CallToolResult {
+	code := sandboxd.ErrorCode(err)
+	log := s.Log.With("tool", toolName, "code", code)
+	if code == sandboxd.CodeInternal || code == sandboxd.CodeUnavailable {
+		log.Error("tool call failed", "err", err)
+	} else {
+		log.Debug("tool call refused", "err", err)
+	}
+	result := &mcp.CallToolResult{IsError: true}
+	var e *sandboxd.Error
+	if errors.As(err, &e) {
+		// A failed or pending settlement's report (pending: its transaction).
+		if settled := settlementOf(e.Header); settled != nil {
+			result.Meta = mcp.Meta{metaPaymentResponse: settled}
+		}
+	}
+	if terms := paymentTerms(err); terms != nil {
+		addDiscovery(terms, mcpDiscovery())
+		text, _ := json.Marshal(terms)
+		result.Content = []mcp.Content{&mcp.TextContent{Text: string(text)}}
+		result.StructuredContent = terms
+		return result
+	}
+	msg := sandboxd.ErrorMessage(err)
+	if e != nil && e.RetryAfter > 0 {
+		msg += fmt.Sprintf("; retry the call in %d s", int(math.Ceil(e.RetryAfter.Seconds())))
+	}
+	result.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
+	return result
+}
+
+// summary is the short text content of a delivered run: one line of
+// outcome, then the output, each stream cut at textPreview bytes.
+func summary(r codeResponse) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "status %s, exit code %d, %d ms", r.Status, r.ExitCode, r.DurationMS)
+	if r.CPUMS != nil && r.MaxRSSKB != nil {
+		fmt.Fprintf(&b, ", cpu %d ms, max rss %d KiB", *r.CPUMS, *r.MaxRSSKB)
+	}
+	for _, stream := range []struct{ name, text string }{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
+		if stream.text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s:\n%s", stream.name, preview(stream.text))
+	}
+	return b.String()
+}
+
+// preview cuts s at textPreview bytes, on a rune boundary, saying so.
+func preview(s string) string {
+	if len(s) <= textPreview {
+		return s
+	}
+	cut := textPreview
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[... %d more bytes in structuredContent]", len(s)-cut)
+}
+
+// minLevel is a log handler that drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+// Enabled reports whether level is at least min and the handler takes it.
+func (h minLevel) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= h.min && h.Handler.Enabled(ctx, level)
+}
+
+// WithAttrs keeps the minimum level on the narrowed handler.
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+// WithGroup keeps the minimum level on the narrowed handler.
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}

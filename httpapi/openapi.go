@@ -1,0 +1,141 @@
+package httpapi
+
+import "net/http"
+
+// handleOpenAPI answers the OpenAPI 3.1 document of the API.
+func (s *Server) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.openAPI())
+}
+
+// ref is a JSON reference to a component of kind.
+func ref(kind, name string) map[string]any {
+	return map[string]any{"$ref": "#/components/" + kind + "/" + name}
+}
+
+// jsonContent is a JSON body of the schema.
+func jsonContent(schema any) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+
+// reply is a response with a description, a JSON body and headers.
+func reply(description string, schema any, headers map[string]any) map[string]any {
+	r := map[string]any{"description": description}
+	if schema != nil {
+		r["content"] = jsonContent(schema)
+	}
+	if len(headers) > 0 {
+		r["headers"] = headers
+	}
+	return r
+}
+
+// errorReply is an error response with the error body.
+func errorReply(description string) map[string]any {
+	return reply(description, ref("schemas", "Error"), nil)
+}
+
+// x402Header is an x402 header: base64 of a JSON object.
+func x402Header(description string) map[string]any {
+	return map[string]any{"description": description + " Standard base64 of its JSON.", "schema": map[string]any{"type": "string"}}
+}
+
+// openAPI is the OpenAPI 3.1 document of every route Handler serves.
+func (s *Server) openAPI() map[string]any {
+	health := map[string]any{
+		"summary":   "Whether runs can start: Docker answers and the image is present.",
+		"responses": map[string]any{"200": reply("Ready.", object("", map[string]any{"status": typed("string", "ok")}, "status"), nil), "503": errorReply("Docker is unreachable or the image is missing; the reason is in the body.")},
+	}
+	version := map[string]any{
+		"summary":   "The service's version and commit, Go, the Docker engine and the image.",
+		"responses": map[string]any{"200": reply("The versions; the engine's part is missing (docker_error says why) when Docker does not answer.", typed("object", "Versions."), nil)},
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "sandboxd",
+			"version":     s.Version.Version,
+			"description": "Run a short Python program in a fresh, isolated container; paid per call over x402 when payments are on.",
+		},
+		"paths": map[string]any{
+			"/v1/code":         map[string]any{"post": codeOperation()},
+			"/v1/health":       map[string]any{"get": health, "head": health},
+			"/v1/version":      map[string]any{"get": version, "head": version},
+			"/v1/openapi.json": map[string]any{"get": map[string]any{"summary": "This document.", "responses": map[string]any{"200": reply("The OpenAPI 3.1 document.", typed("object", "OpenAPI 3.1."), nil)}}},
+			"/mcp":             map[string]any{"post": mcpOperation()},
+		},
+		"components": map[string]any{
+			"schemas": map[string]any{
+				"CodeRequest":       codeRequestSchema(),
+				"RunResult":         runResultSchema(),
+				"Error":             errorSchema(),
+				"PaymentRequired":   paymentRequiredSchema(),
+				"PaymentRequiredV1": paymentRequiredV1Schema(),
+			},
+		},
+	}
+}
+
+// codeOperation is POST /v1/code, with every answer and the x402 headers.
+func codeOperation() map[string]any {
+	return map[string]any{
+		"summary": "Run a program and answer its outcome.",
+		"description": "The body is read as JSON whatever Content-Type says. With payments on, a call without payment " +
+			"gets 402 with the terms; the client retries with PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).",
+		"parameters": []any{
+			map[string]any{"name": headerPaymentSignature, "in": "header", "required": false,
+				"description": "x402 v2 PaymentPayload, standard base64 of its JSON.", "schema": map[string]any{"type": "string"}},
+			map[string]any{"name": "X-PAYMENT", "in": "header", "required": false,
+				"description": "x402 v1 payment, standard base64 of its JSON.", "schema": map[string]any{"type": "string"}},
+		},
+		"requestBody": map[string]any{"required": true, "content": jsonContent(ref("schemas", "CodeRequest"))},
+		"responses": map[string]any{
+			"200": reply("The run was delivered (whatever the program did). Paid calls carry the settlement.", ref("schemas", "RunResult"), map[string]any{
+				headerPaymentResponse:  x402Header("x402 v2 SettleResponse of a paid call."),
+				headerXPaymentResponse: x402Header("x402 v1 settlement report, when paid with X-PAYMENT."),
+			}),
+			"400": errorReply("The body is not a JSON object, or a field is wrong or unknown."),
+			"402": reply("Payment required, refused, or not settled (the answer is then withheld). The v1 terms are the body.", ref("schemas", "PaymentRequiredV1"), map[string]any{
+				headerPaymentRequired: x402Header("x402 v2 PaymentRequired (the terms)."),
+				headerPaymentResponse: x402Header("x402 v2 SettleResponse with success false, when settlement failed."),
+			}),
+			"413": errorReply("The body, code or stdin is over its limit."),
+			"429": reply("Every sandbox is busy; nothing was charged.", ref("schemas", "Error"), map[string]any{
+				"Retry-After": map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer"}},
+			}),
+			"500": errorReply("The service failed (logged); nothing was charged."),
+			"503": errorReply("Docker, the ledger or the chain is unavailable; nothing was charged."),
+		},
+	}
+}
+
+// mcpOperation is /mcp: MCP over Streamable HTTP (JSON-RPC 2.0).
+func mcpOperation() map[string]any {
+	return map[string]any{
+		"summary": "MCP over Streamable HTTP: one tool, run_python {code, stdin?}.",
+		"description": "JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call). " +
+			"Stateless; answers are JSON. With payments on, a tools/call without payment is a tool error with the " +
+			"x402 PaymentRequired in structuredContent; the retry carries the PaymentPayload in params._meta[\"x402/payment\"] " +
+			"and the result the SettleResponse in _meta[\"x402/payment-response\"].",
+		"requestBody": map[string]any{"required": true, "content": jsonContent(typed("object", "A JSON-RPC 2.0 request or notification."))},
+		"responses": map[string]any{
+			"200": reply("The JSON-RPC response.", typed("object", "A JSON-RPC 2.0 response."), nil),
+			"202": map[string]any{"description": "A notification was accepted."},
+			"400": map[string]any{"description": "Not a valid MCP message."},
+			"413": map[string]any{"description": "The message is over the limit."},
+		},
+	}
+}
+
+// paymentRequiredV1Schema is the body of a 402: the x402 v1 terms.
+func paymentRequiredV1Schema() map[string]any {
+	return map[string]any{
+		"type":        "object",
+		"description": "x402 v1 terms (legacy clients); v2 terms are in the PAYMENT-REQUIRED header.",
+		"required":    []string{"x402Version", "error", "accepts"},
+		"properties": map[string]any{
+			"x402Version": typed("integer", "1"),
+			"error":       typed("string", "Why payment is required, or why the payment was refused."),
+			"accepts":     map[string]any{"type": "array", "items": typed("object", "v1 payment requirements.")},
+		},
+	}
+}

@@ -1,0 +1,125 @@
+package httpapi
+
+// The JSON Schemas of the API, in one place: the MCP tool's input and output
+// schemas, the OpenAPI document and the x402 discovery extension are built
+// from them. They are draft 2020-12 compatible and use nothing beyond what
+// draft-07 validators (the MCP TypeScript client's) understand.
+
+// object is a JSON Schema object with its properties, the required ones and
+// no others.
+func object(description string, props map[string]any, required ...string) map[string]any {
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if description != "" {
+		s["description"] = description
+	}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+// typed is a schema of one JSON type with a description.
+func typed(typ any, description string) map[string]any {
+	return map[string]any{"type": typ, "description": description}
+}
+
+// codeProp is the schema of the code field.
+func codeProp() map[string]any {
+	s := typed("string", "The Python 3.11 program (standard library only), as `python3 main.py` would run it.")
+	s["minLength"] = 1
+	return s
+}
+
+// stdinProp is the schema of the stdin field.
+func stdinProp() map[string]any {
+	return typed("string", "Handed to the program as its standard input; without it the program reads EOF.")
+}
+
+// codeRequestSchema is the body of POST /v1/code.
+func codeRequestSchema() map[string]any {
+	lang := typed("string", "The language; python when absent.")
+	lang["enum"] = []string{"python", "python3"}
+	return object("A program to run.", map[string]any{
+		"language": lang,
+		"code":     codeProp(),
+		"stdin":    stdinProp(),
+	}, "code")
+}
+
+// toolInputSchema is the input of the MCP tool run_python.
+func toolInputSchema() map[string]any {
+	return object("A Python program to run in a fresh sandbox.", map[string]any{
+		"code":  codeProp(),
+		"stdin": stdinProp(),
+	}, "code")
+}
+
+// runResultFields lists the fields of a delivered run, all required.
+var runResultFields = []string{"lang", "stdout", "stderr", "exit_code", "status", "timed_out",
+	"oom_killed", "truncated", "duration_ms", "cpu_ms", "max_rss_kb"}
+
+// runResultSchema is the answer of a delivered run (codeResponse).
+func runResultSchema() map[string]any {
+	status := typed("string", "ok (exit 0), error (non-zero exit), timeout, oom (killed for memory) or output_limit (killed for output).")
+	status["enum"] = []string{"ok", "error", "timeout", "oom", "output_limit"}
+	return object("The outcome of a run: a program that fails, loops or eats memory is still an answer.", map[string]any{
+		"lang":        typed("string", "The language that ran."),
+		"stdout":      typed("string", "Standard output, UTF-8 (invalid bytes replaced), capped."),
+		"stderr":      typed("string", "Standard error, UTF-8 (invalid bytes replaced), capped."),
+		"exit_code":   typed("integer", "The exit status; 137 when killed."),
+		"status":      status,
+		"timed_out":   typed("boolean", "Killed at the wall-clock limit."),
+		"oom_killed":  typed("boolean", "Killed by the kernel for memory."),
+		"truncated":   typed("boolean", "Output was cut at the cap (and the run killed)."),
+		"duration_ms": typed("integer", "Wall-clock time from the hand-over of the code to the program's end."),
+		"cpu_ms":      typed([]string{"integer", "null"}, "User plus system CPU time, children included; null when the program did not end by itself."),
+		"max_rss_kb":  typed([]string{"integer", "null"}, "Peak resident memory in KiB; null when the program did not end by itself."),
+	}, runResultFields...)
+}
+
+// paymentRequiredSchema is the x402 v2 PaymentRequired object, loosely:
+// enough to tell it apart and to read the terms; x402 owns the rest.
+func paymentRequiredSchema() map[string]any {
+	accept := map[string]any{
+		"type":     "object",
+		"required": []string{"scheme", "network", "amount", "asset", "payTo", "maxTimeoutSeconds"},
+		"properties": map[string]any{
+			"scheme":            typed("string", "exact"),
+			"network":           typed("string", "CAIP-2 chain id, e.g. eip155:84532"),
+			"amount":            typed("string", "Price in the asset's smallest unit, decimal."),
+			"asset":             typed("string", "The token's contract address."),
+			"payTo":             typed("string", "The address paid."),
+			"maxTimeoutSeconds": typed("integer", "How long a signed payment stays acceptable."),
+			"extra":             typed("object", "The token's EIP-712 domain name and version."),
+		},
+	}
+	return map[string]any{
+		"type":        "object",
+		"description": "x402 v2 PaymentRequired: the terms of payment, and why the last one was refused.",
+		"required":    []string{"x402Version", "accepts"},
+		"properties": map[string]any{
+			"x402Version": typed("integer", "2"),
+			"error":       typed("string", "Why payment is required, or why the payment was refused."),
+			"resource":    typed("object", "The resource paid for: url, description, mimeType."),
+			"accepts":     map[string]any{"type": "array", "items": accept, "minItems": 1},
+			"extensions":  typed("object", "x402 extensions, such as bazaar (discovery)."),
+		},
+	}
+}
+
+// toolOutputSchema is the structured content of run_python: a delivered
+// run, or (with isError) the x402 terms of payment. The MCP TypeScript
+// client checks every structuredContent against it, errors included.
+func toolOutputSchema() map[string]any {
+	return map[string]any{
+		"type":  "object",
+		"anyOf": []any{runResultSchema(), paymentRequiredSchema()},
+	}
+}
+
+// errorSchema is the body of every error answer.
+func errorSchema() map[string]any {
+	return object("An error, for a person to read.", map[string]any{
+		"error": typed("string", "What went wrong and, where possible, what to do."),
+	}, "error")
+}

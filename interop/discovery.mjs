@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// discovery.mjs checks the x402 discovery extension ("bazaar") in sandboxd's terms with
+// the official @x402/extensions package, as a directory of paid endpoints reads it. It
+// takes the terms of an unpaid call, validates extensions.bazaar (validateDiscoveryExtension:
+// info against its schema; validateDiscoveryExtensionSpec: the protocol's rules), then
+// builds a PaymentPayload with the official client (which echoes the extensions) and
+// extracts the discovery info from it as a facilitator does (extractDiscoveryInfo). It
+// prints one JSON line:
+//
+//   node discovery.mjs http --url URL/v1/code --key-file FILE
+//   node discovery.mjs mcp  --url URL/mcp     --key-file FILE
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar";
+import { privateKeyToAccount } from "viem/accounts";
+import { readKeyFile } from "./chain.mjs";
+
+function arg(name) {
+  const i = process.argv.indexOf(name);
+  if (i < 0) throw new Error(`${name} is required`);
+  return process.argv[i + 1];
+}
+
+// httpTerms reads the v2 terms of an unpaid POST as the official HTTP client does.
+async function httpTerms(url) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ code: "print(1)" }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const body = await res.json();
+  return new x402HTTPClient(new x402Client()).getPaymentRequiredResponse((n) => res.headers.get(n), body);
+}
+
+// mcpTerms reads the terms from an unpaid tools/call, listing the tools first.
+async function mcpTerms(url) {
+  const client = new Client({ name: "sandboxd-discovery", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.listTools();
+  const result = await client.callTool({ name: "run_python", arguments: { code: "print(1)" } });
+  await client.close();
+  if (!result.isError) throw new Error("an unpaid call was not refused");
+  return result.structuredContent;
+}
+
+async function main() {
+  const kind = process.argv[2];
+  const terms = kind === "mcp" ? await mcpTerms(arg("--url")) : await httpTerms(arg("--url"));
+  const bazaar = terms.extensions?.bazaar;
+  if (!bazaar) throw new Error(`no extensions.bazaar in the terms: ${JSON.stringify(terms.extensions)}`);
+  const account = privateKeyToAccount(readKeyFile(arg("--key-file")));
+  const client = new x402Client().register("eip155:84532", new ExactEvmScheme(account));
+  const payload = await client.createPaymentPayload(terms);
+  const discovered = extractDiscoveryInfo(payload, payload.accepted);
+  process.stdout.write(JSON.stringify({
+    kind,
+    valid: validateDiscoveryExtension(bazaar),
+    spec: validateDiscoveryExtensionSpec(bazaar),
+    discovered,
+  }) + "\n");
+}
+
+main().catch((err) => {
+  process.stdout.write(JSON.stringify({ error: err.message }) + "\n");
+  process.exit(1);
+});

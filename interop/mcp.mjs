@@ -1,0 +1,138 @@
+#!/usr/bin/env node
+// mcp.mjs drives sandboxd's MCP server with the official MCP TypeScript client
+// (@modelcontextprotocol/sdk over Streamable HTTP), used the way an agent uses it: it
+// lists the tools first (so the client checks every structuredContent against the
+// tool's output schema), then calls run_python. It prints one JSON line on stdout for
+// the Go interop test to assert on:
+//
+//   node mcp.mjs SCENARIO --url URL/mcp [--key-file FILE] [--http-url URL/v1/code] [--n N]
+//
+// Scenarios:
+//   call     free mode: list the tools, call run_python with stdin
+//   pay      paid mode: an unpaid call (the terms), then the same call paid with a
+//            PaymentPayload built by the official @x402/evm client scheme in
+//            _meta["x402/payment"], then the same payload once more; prints the payload
+//            for a replay over HTTP
+//   latency  --n plain HTTP calls (--http-url) and --n MCP tool calls, alternated; medians
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { x402Client } from "@x402/core/client";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { privateKeyToAccount } from "viem/accounts";
+import { readKeyFile } from "./chain.mjs";
+
+const REQUEST_TIMEOUT_MS = 60_000;
+const PROGRAM = { code: "import sys\nprint(sys.stdin.read().upper(), end='')\nprint(6*7)", stdin: "hi\n" };
+
+function parseArgs(argv) {
+  const out = { scenario: argv[0], url: "", keyFile: "", httpUrl: "", n: 50 };
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--url") out.url = argv[++i];
+    else if (a === "--key-file") out.keyFile = argv[++i];
+    else if (a === "--http-url") out.httpUrl = argv[++i];
+    else if (a === "--n") out.n = Number(argv[++i]);
+    else throw new Error(`unknown argument ${a}`);
+  }
+  if (!out.url) throw new Error("--url is required");
+  return out;
+}
+
+// connect connects a client and lists the tools, as an agent does before calling one.
+async function connect(url) {
+  const client = new Client({ name: "sandboxd-interop", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  const { tools } = await client.listTools();
+  return { client, tools };
+}
+
+// call calls run_python; an exception (such as the client's own check of structuredContent
+// against the output schema) is reported, not thrown.
+async function call(client, meta) {
+  const params = { name: "run_python", arguments: PROGRAM };
+  if (meta) params._meta = meta;
+  try {
+    return await client.callTool(params, undefined, { timeout: REQUEST_TIMEOUT_MS });
+  } catch (err) {
+    return { thrown: err.message };
+  }
+}
+
+async function callScenario(args) {
+  const { client, tools } = await connect(args.url);
+  const result = await call(client);
+  await client.close();
+  return { tools, result };
+}
+
+async function pay(args, account) {
+  const { client, tools } = await connect(args.url);
+  const unpaid = await call(client);
+  if (unpaid.thrown || !unpaid.isError) return { tools, unpaid };
+  const x402 = new x402Client().register("eip155:84532", new ExactEvmScheme(account));
+  const payload = await x402.createPaymentPayload(unpaid.structuredContent);
+  const paid = await call(client, { "x402/payment": payload });
+  const replayed = await call(client, { "x402/payment": payload });
+  await client.close();
+  return { tools, unpaid, payload, paid, replayed };
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// SPACING_MS spaces the timed calls so the warm pool refills between them (the engine makes
+// 6-7 containers a second): back to back, both kinds of call would time the engine.
+const SPACING_MS = 400;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// latency alternates a plain HTTP call and an MCP tool call of the same program on one
+// connected client (an agent keeps its connection), so drift in the host affects both.
+async function latency(args) {
+  if (!args.httpUrl) throw new Error("latency needs --http-url");
+  const { client } = await connect(args.url);
+  const http = [];
+  const mcp = [];
+  const body = JSON.stringify({ code: PROGRAM.code, stdin: PROGRAM.stdin });
+  for (let i = 0; i < args.n; i++) {
+    await sleep(SPACING_MS);
+    let t = performance.now();
+    const res = await fetch(args.httpUrl, { method: "POST", headers: { "Content-Type": "application/json" }, body });
+    await res.text();
+    if (res.status !== 200) throw new Error(`HTTP call ${i}: status ${res.status}`);
+    http.push(performance.now() - t);
+    await sleep(SPACING_MS);
+    t = performance.now();
+    const r = await call(client);
+    if (r.thrown || r.isError) throw new Error(`MCP call ${i}: ${r.thrown || JSON.stringify(r.content)}`);
+    mcp.push(performance.now() - t);
+  }
+  await client.close();
+  const mh = median(http);
+  const mm = median(mcp);
+  return { n: args.n, httpMedianMs: mh, mcpMedianMs: mm, addedMedianMs: mm - mh };
+}
+
+const scenarios = { call: callScenario, pay, latency };
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const run = scenarios[args.scenario];
+  if (!run) throw new Error(`unknown scenario ${args.scenario}: ${Object.keys(scenarios).join(" | ")}`);
+  const account = args.keyFile ? privateKeyToAccount(readKeyFile(args.keyFile)) : null;
+  if (!account && args.scenario === "pay") throw new Error("pay needs --key-file");
+  const result = await run(args, account);
+  process.stdout.write(JSON.stringify({ scenario: args.scenario, payer: account?.address, ...result }) + "\n");
+}
+
+setTimeout(() => {
+  process.stderr.write("mcp.mjs: timed out after 280s\n");
+  process.exit(2);
+}, 280_000).unref();
+main().catch((err) => {
+  process.stdout.write(JSON.stringify({ scenario: process.argv[2], error: err.message }) + "\n");
+  process.exit(1);
+});

@@ -1,0 +1,169 @@
+package interop
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mcpTimeout bounds one run of interop/mcp.mjs.
+const mcpTimeout = 150 * time.Second
+
+// mcpTool is a tool as the official MCP client lists it.
+type mcpTool struct {
+	Name         string         `json:"name"`
+	InputSchema  map[string]any `json:"inputSchema"`
+	OutputSchema map[string]any `json:"outputSchema"`
+	Annotations  map[string]any `json:"annotations"`
+}
+
+// mcpResult is a tools/call result as the official MCP client returns it, or the
+// exception it threw (Thrown).
+type mcpResult struct {
+	Thrown  string `json:"thrown"`
+	IsError bool   `json:"isError"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent map[string]any `json:"structuredContent"`
+	Meta              map[string]any `json:"_meta"`
+}
+
+// mcpOutcome is what mcp.mjs prints.
+type mcpOutcome struct {
+	Error   string          `json:"error"`
+	Tools   []mcpTool       `json:"tools"`
+	Result  mcpResult       `json:"result"`
+	Unpaid  mcpResult       `json:"unpaid"`
+	Paid    mcpResult       `json:"paid"`
+	Replay  mcpResult       `json:"replayed"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// runMCP runs a scenario of mcp.mjs and fails the test on its error.
+func runMCP(t *testing.T, scenario, url string, extra ...string) mcpOutcome {
+	t.Helper()
+	var out mcpOutcome
+	runNode(t, mcpTimeout, &out, "mcp.mjs", append([]string{scenario, "--url", url}, extra...)...)
+	if out.Error != "" {
+		t.Fatalf("mcp.mjs %s: %s", scenario, out.Error)
+	}
+	return out
+}
+
+// checkTools checks the tool list as the official client parsed it.
+func checkTools(t *testing.T, tools []mcpTool) {
+	t.Helper()
+	if len(tools) != 1 || tools[0].Name != "run_python" {
+		t.Fatalf("tools %+v, want run_python alone", tools)
+	}
+	a := tools[0].Annotations
+	if a["readOnlyHint"] != false || a["destructiveHint"] != false || a["idempotentHint"] != false || a["openWorldHint"] != false {
+		t.Errorf("annotations %v", a)
+	}
+	if tools[0].InputSchema["type"] != "object" || tools[0].OutputSchema["type"] != "object" {
+		t.Errorf("schemas: input %v output %v", tools[0].InputSchema, tools[0].OutputSchema)
+	}
+}
+
+// checkRun checks a delivered run of mcp.mjs's program.
+func checkRun(t *testing.T, r mcpResult) {
+	t.Helper()
+	if r.Thrown != "" || r.IsError {
+		t.Fatalf("call: thrown %q, isError %v, content %+v", r.Thrown, r.IsError, r.Content)
+	}
+	sc := r.StructuredContent
+	if sc["stdout"] != "HI\n42\n" || sc["status"] != "ok" || sc["exit_code"] != 0.0 || sc["cpu_ms"] == nil || sc["max_rss_kb"] == nil {
+		t.Errorf("structuredContent %v", sc)
+	}
+	if len(r.Content) == 0 || r.Content[0].Type != "text" || !strings.Contains(r.Content[0].Text, "status ok") {
+		t.Errorf("content %+v", r.Content)
+	}
+}
+
+// TestMCPOfficialClient: the official MCP client connects over Streamable HTTP to the
+// real binary in free mode, lists the tools and calls run_python with stdin.
+func TestMCPOfficialClient(t *testing.T) {
+	mustInterop(t)
+	svc := startService(t, instance("mcp-free"), true)
+	out := runMCP(t, "call", svc.url+"/mcp")
+	checkTools(t, out.Tools)
+	checkRun(t, out.Result)
+	if out.Result.Meta["x402/payment-response"] != nil {
+		t.Errorf("a free call carries a settlement: %v", out.Result.Meta)
+	}
+}
+
+// TestMCPPaid: in paid mode on anvil (the service settling on chain), the official MCP
+// client, used as an agent uses it, gets the terms as a tool error whose
+// structuredContent passes its own output-schema check, pays with a PaymentPayload
+// built by the official @x402/evm client scheme in _meta["x402/payment"], and gets the
+// run with the settlement in _meta["x402/payment-response"]; exactly one transfer
+// moves. The same payment replayed over HTTP afterwards is refused.
+func TestMCPPaid(t *testing.T) {
+	mustInterop(t)
+	c := startAnvil(t)
+	c.setup(t, map[string]int64{payer.address: 10_000_000})
+	svc := startService(t, instance("mcp-paid"), true, paymentEnv([]string{
+		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
+		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
+		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
+	})...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sandboxd log:\n%s", svc.output())
+		}
+	})
+	before := snapshot(t, c)
+	out := runMCP(t, "pay", svc.url+"/mcp", "--key-file", writeKey(t, "payer.key", payer.key))
+	checkTools(t, out.Tools)
+
+	unpaid := out.Unpaid
+	if unpaid.Thrown != "" || !unpaid.IsError {
+		t.Fatalf("unpaid call: thrown %q, isError %v; want a tool error the client accepts", unpaid.Thrown, unpaid.IsError)
+	}
+	terms := unpaid.StructuredContent
+	resource, _ := terms["resource"].(map[string]any)
+	if terms["x402Version"] != 2.0 || resource["url"] != "mcp://tool/run_python" || terms["accepts"] == nil {
+		t.Errorf("terms %v", terms)
+	}
+	var fromText map[string]any
+	if len(unpaid.Content) == 0 || json.Unmarshal([]byte(unpaid.Content[0].Text), &fromText) != nil ||
+		!jsonEqual(fromText, terms) {
+		t.Errorf("content[0].text %+v is not the terms' JSON", unpaid.Content)
+	}
+
+	checkRun(t, out.Paid)
+	var settled settleResponse
+	raw, _ := json.Marshal(out.Paid.Meta["x402/payment-response"])
+	if json.Unmarshal(raw, &settled) != nil || !settled.Success || !txHash.MatchString(settled.Transaction) ||
+		!strings.EqualFold(settled.Payer, payer.address) {
+		t.Fatalf(`_meta["x402/payment-response"] = %s`, raw)
+	}
+	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	if hash := expectMoved(t, c, before, payer.address); !strings.EqualFold(hash, settled.Transaction) {
+		t.Errorf("the transfer is in %s, the settlement names %s", hash, settled.Transaction)
+	}
+
+	// The same PaymentPayload again over MCP: the terms again, with the reason.
+	if r := out.Replay; r.Thrown != "" || !r.IsError || r.StructuredContent["x402Version"] != 2.0 ||
+		!strings.Contains(fmt.Sprint(r.StructuredContent["error"]), "refused") {
+		t.Errorf("the payment replayed over MCP: thrown %q, isError %v, %v", r.Thrown, r.IsError, r.StructuredContent["error"])
+	}
+	// The same PaymentPayload over HTTP, after it bought an answer over MCP.
+	replay := payResult{}
+	replay.SentHeader.Name = "PAYMENT-SIGNATURE"
+	replay.SentHeader.Value = base64.StdEncoding.EncodeToString(out.Payload)
+	t.Run("replay over HTTP", func(t *testing.T) { testReplay(t, c, svc.url+"/v1/code", replay) })
+}
+
+// jsonEqual reports whether a and b encode to the same JSON.
+func jsonEqual(a, b any) bool {
+	x, errX := json.Marshal(a)
+	y, errY := json.Marshal(b)
+	return errX == nil && errY == nil && string(x) == string(y)
+}
