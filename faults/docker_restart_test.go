@@ -46,7 +46,7 @@ func startService(t *testing.T, instance string) string {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "serve", "--config", "../config.yaml")
-	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
+	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
 		"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

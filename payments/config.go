@@ -67,6 +67,8 @@ type Config struct {
 	// Lease is payments.lease: how long a replica may be silent before
 	// another resolves its open rows; zero means DefaultLease.
 	Lease time.Duration
+	// LedgerObserver, when set, is told how long each ledger write took.
+	LedgerObserver func(op string, d time.Duration)
 	// Description is the resource description quoted in the terms; empty
 	// means DefaultDescription.
 	Description string
@@ -193,7 +195,7 @@ func (c Config) lease() time.Duration {
 
 // ledgerConfig is the ledger part of c.
 func (c Config) ledgerConfig() LedgerConfig {
-	return LedgerConfig{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease()}
+	return LedgerConfig{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
 }
 
 func (c Config) description() string {

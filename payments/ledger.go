@@ -99,6 +99,8 @@ type SQLLedger struct {
 	replica string
 	lease   time.Duration
 	now     func() time.Time
+	// observe, when set, is told how long each write took.
+	observe func(op string, d time.Duration)
 }
 
 var _ Ledger = (*SQLLedger)(nil)
@@ -178,6 +180,7 @@ func (l *SQLLedger) Reserve(ctx context.Context, e Entry) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
+	defer l.timed("reserve")()
 	now := l.stamp()
 	res, err := l.db.ExecContext(ctx, l.dialect.bind(`
 INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status, replica)
@@ -242,6 +245,7 @@ func (l *SQLLedger) MarkReleased(ctx context.Context, payer, nonce string) error
 func (l *SQLLedger) move(ctx context.Context, op, payer, nonce string, from []string, set string, args ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
+	defer l.timed(strings.TrimPrefix(op, "payments.ledger."))()
 	args = append(args, l.stamp(), key(payer), key(nonce), l.replica)
 	in := "?" + strings.Repeat(", ?", len(from)-1)
 	for _, f := range from {
@@ -335,6 +339,15 @@ func (l *SQLLedger) checkWrite() error {
 		return nil
 	}
 	return l.check()
+}
+
+// timed starts timing a write for the observer; call the result when done.
+func (l *SQLLedger) timed(op string) func() {
+	if l.observe == nil {
+		return func() {}
+	}
+	began := time.Now()
+	return func() { l.observe(op, time.Since(began)) }
 }
 
 func (l *SQLLedger) stamp() string { return formatStamp(l.now()) }

@@ -24,6 +24,9 @@ type LedgerConfig struct {
 	// Now is the ledger's clock (stamps, heartbeats, the lease); nil means
 	// time.Now.
 	Now func() time.Time
+	// Observe, when set, is told how long each write took (op is reserve,
+	// settling, settled, failed or released). It must not block.
+	Observe func(op string, d time.Duration)
 }
 
 // DefaultReplica is the replica id used when payments.replica_id is empty:
@@ -81,6 +84,7 @@ func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
 	if c.Now != nil {
 		l.now = c.Now
 	}
+	l.observe = c.Observe
 	if err := l.Heartbeat(ctx); err != nil {
 		l.Close()
 		return nil, err

@@ -197,6 +197,9 @@ func (d *Docker) fail(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		return ctxError(ctx, op)
 	}
+	if d.cfg.Observe != nil {
+		d.cfg.Observe(op, 0, err)
+	}
 	if client.IsErrConnectionFailed(err) || !d.answers(ctx) {
 		return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(
 			"Docker is unreachable at %s: start it (scripts/docker-up.sh) and check the socket's permissions",

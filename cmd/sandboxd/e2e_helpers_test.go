@@ -66,12 +66,17 @@ type service struct {
 	cmd      *exec.Cmd
 	url      string
 	instance string
-	mu       sync.Mutex
+	// metricsURL is the base URL of its metrics listener.
+	metricsURL string
+	mu         sync.Mutex
 	log      bytes.Buffer
 	exited   chan error
 }
 
-var listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
+var (
+	listenLine  = regexp.MustCompile(`msg=listening addr=(\S+)`)
+	metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
+)
 
 // startService starts sandboxd with the environment overrides and waits
 // until it listens. It is killed when the test ends.
@@ -79,7 +84,8 @@ func startService(t *testing.T, instance string, env ...string) *service {
 	t.Helper()
 	s := &service{instance: instance, exited: make(chan error, 1)}
 	s.cmd = exec.Command(binary, "serve", "--config", "../../config.yaml")
-	s.cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance)
+	s.cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
+		"SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0")
 	s.cmd.Env = append(s.cmd.Env, env...)
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
@@ -96,6 +102,11 @@ func startService(t *testing.T, instance string, env ...string) *service {
 			s.mu.Lock()
 			s.log.WriteString(line + "\n")
 			s.mu.Unlock()
+			if m := metricsLine.FindStringSubmatch(line); m != nil {
+				s.mu.Lock()
+				s.metricsURL = "http://" + m[1]
+				s.mu.Unlock()
+			}
 			if m := listenLine.FindStringSubmatch(line); m != nil {
 				addr <- m[1]
 			}

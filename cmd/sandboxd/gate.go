@@ -24,10 +24,22 @@ func (p PaymentsConfig) paymentsConfig() payments.Config {
 		RPCURL:            p.RPCURL,
 		RelayerKeyFile:    p.RelayerKeyFile,
 		Ledger:            p.Ledger,
+		ReplicaID:         p.ReplicaID,
+		Lease:             p.Lease,
 		VerifyTimeout:     p.VerifyTimeout,
 		SettleTimeout:     p.SettleTimeout,
 		RPCTimeout:        p.RPCTimeout,
 	}
+}
+
+// paymentsConfig is the payments configuration with the replica id's
+// default filled in from the runtime instance.
+func (c Config) paymentsConfig() payments.Config {
+	pc := c.Payments.paymentsConfig()
+	if pc.ReplicaID == "" {
+		pc.ReplicaID = payments.DefaultReplica(c.Runtime.Instance)
+	}
+	return pc
 }
 
 // validate checks the payments.* keys when payments are on; when they are
@@ -49,7 +61,9 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	if !m.Config.Payments.Enabled {
 		return payments.FreeGate{}, func() error { return nil }, nil
 	}
-	g, err := payments.NewGate(ctx, m.Config.Payments.paymentsConfig(), m.Log.With("component", "payments"))
+	pc := m.Config.paymentsConfig()
+	pc.LedgerObserver = m.metrics.Ledger
+	g, err := payments.NewGate(ctx, pc, m.Log.With("component", "payments"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)
 	}
