@@ -65,13 +65,7 @@ func RedactLedger(s string) string {
 // OpenLedgerConfig opens the ledger c names, migrated to SchemaVersion, and
 // records a first heartbeat. Errors are CodeUnavailable.
 func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
-	var l *SQLLedger
-	var err error
-	if IsPostgresURL(c.Ledger) {
-		l, err = OpenPostgres(ctx, c.Ledger)
-	} else {
-		l, err = OpenLedger(ctx, c.Ledger)
-	}
+	l, err := OpenLedgerAt(ctx, c.Ledger)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +84,16 @@ func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// OpenLedgerAt opens the ledger at a payments.ledger value, a SQLite path
+// or a postgres:// URL, migrated, without taking part in the fleet (no
+// heartbeat): for the operator's commands.
+func OpenLedgerAt(ctx context.Context, location string) (*SQLLedger, error) {
+	if IsPostgresURL(location) {
+		return OpenPostgres(ctx, location)
+	}
+	return OpenLedger(ctx, location)
 }
 
 // Replica returns the id this ledger records on the rows it reserves.

@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"os"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"sandboxd"
 )
@@ -152,4 +152,3 @@ func (p *proxy) Close() {
 	}
 	p.conns = nil
 }
-

@@ -20,6 +20,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"sandboxd/internal/pgtest"
 )
 
 // binary is the sandboxd binary built once for the end-to-end tests.
@@ -27,6 +29,7 @@ var binary string
 
 func TestMain(m *testing.M) {
 	code := func() int {
+		defer pgtest.StopShared()
 		if !integrationWanted() {
 			return m.Run()
 		}
@@ -69,8 +72,8 @@ type service struct {
 	// metricsURL is the base URL of its metrics listener.
 	metricsURL string
 	mu         sync.Mutex
-	log      bytes.Buffer
-	exited   chan error
+	log        bytes.Buffer
+	exited     chan error
 }
 
 var (

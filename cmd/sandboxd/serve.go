@@ -63,9 +63,9 @@ type Main struct {
 	closer        func() error // the payment gate's
 	metrics       *metrics.Metrics
 	metricsServer *http.Server
-	server *http.Server
-	ln     net.Listener
-	served chan struct{}
+	server        *http.Server
+	ln            net.Listener
+	served        chan struct{}
 }
 
 // Open builds the pieces, removes containers a crash left behind, listens,

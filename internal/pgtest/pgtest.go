@@ -63,12 +63,19 @@ func Wanted() bool {
 // started, before exiting with the tests' code.
 func Main(m *testing.M) {
 	code := m.Run()
+	StopShared()
+	os.Exit(code)
+}
+
+// StopShared stops the shared server if one was started; a TestMain that
+// does more than Main calls it after m.Run.
+func StopShared() {
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 		}
+		shared = nil
 	}
-	os.Exit(code)
 }
 
 // Shared returns the package's one server, starting it on first use. A test
