@@ -54,9 +54,9 @@ var (
 )
 
 // Wanted reports whether tests that need PostgreSQL must run: with
-// SANDBOXD_INTEGRATION=1 or CI=true.
+// SANDBOXD_INTEGRATION=1, SANDBOXD_INTEROP=1 or CI=true.
 func Wanted() bool {
-	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1"
+	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1" || os.Getenv("SANDBOXD_INTEROP") == "1"
 }
 
 // Main runs the tests of a package and stops the shared server, if one was
