@@ -28,9 +28,22 @@ import (
 	"time"
 )
 
-// BinDir is where Debian's postgresql package puts the server's binaries.
-// PGTEST_BINDIR overrides it.
-const BinDir = "/usr/lib/postgresql/15/bin"
+// binDir is where Debian's postgresql package puts the server's binaries:
+// the newest /usr/lib/postgresql/N/bin (15 on bookworm). PGTEST_BINDIR
+// overrides it.
+func binDir() string {
+	if d := os.Getenv("PGTEST_BINDIR"); d != "" {
+		return d
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	best, bestN := "/usr/lib/postgresql/15/bin", 0
+	for _, d := range dirs {
+		if n, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil && n > bestN {
+			best, bestN = d, n
+		}
+	}
+	return best
+}
 
 // Server is a running throwaway PostgreSQL.
 type Server struct {
@@ -118,12 +131,9 @@ func (s *Server) URL(name string) string {
 // free loopback port. As root it runs the server as the "postgres" user
 // (PostgreSQL refuses to run as root).
 func Start(ctx context.Context) (*Server, error) {
-	bin := os.Getenv("PGTEST_BINDIR")
-	if bin == "" {
-		bin = BinDir
-	}
+	bin := binDir()
 	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
-		return nil, fmt.Errorf("no initdb in %s (apt-get install postgresql): %w", bin, err)
+		return nil, fmt.Errorf("no initdb in %s (scripts/pg.sh install, or apt-get install postgresql): %w", bin, err)
 	}
 	s := &Server{bin: bin}
 	if os.Geteuid() == 0 {
