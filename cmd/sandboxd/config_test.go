@@ -113,3 +113,18 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetConfigExample: deploy/config.fleet.yaml holds only known keys
+// and is valid once the per-host values come from the environment.
+func TestFleetConfigExample(t *testing.T) {
+	t.Setenv("SANDBOX_PAYMENTS_PAY_TO", "0x209693Bc6afc0C5328bA36FaF03C514EF312287C")
+	t.Setenv("SANDBOX_PAYMENTS_LEDGER", "postgres://sandboxd:pw@db.internal:5432/sandboxd")
+	t.Setenv("SANDBOX_PAYMENTS_REPLICA_ID", "host-a")
+	cfg, err := LoadConfig("../../deploy/config.fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Payments.ReplicaID != "host-a" || cfg.Payments.Lease != 30*time.Second || cfg.Server.MetricsAddr == "" {
+		t.Fatalf("fleet example: %+v %+v", cfg.Payments, cfg.Server)
+	}
+}
