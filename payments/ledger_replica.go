@@ -96,8 +96,12 @@ type keeper struct {
 	done   chan struct{}
 }
 
-// startKeepAlive runs keepAlive in the background; Close stops it.
+// startKeepAlive runs keepAlive in the background; Close stops it. A nil
+// log discards the events.
 func startKeepAlive(l Ledger, lease time.Duration, s Settler, log *slog.Logger) *keeper {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &keeper{cancel: cancel, done: make(chan struct{})}
 	go keepAlive(ctx, l, lease, s, log, k.done)
