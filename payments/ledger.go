@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +102,9 @@ type SQLLedger struct {
 	now     func() time.Time
 	// observe, when set, is told how long each write took.
 	observe func(op string, d time.Duration)
+	// idLock, on PostgreSQL, is the session holding this replica id's
+	// advisory lock (see holdReplicaID).
+	idLock io.Closer
 }
 
 var _ Ledger = (*SQLLedger)(nil)
@@ -161,7 +165,12 @@ func OpenLedger(ctx context.Context, path string) (*SQLLedger, error) {
 }
 
 // Close closes the database.
-func (l *SQLLedger) Close() error { return l.db.Close() }
+func (l *SQLLedger) Close() error {
+	if l.idLock != nil {
+		l.idLock.Close()
+	}
+	return l.db.Close()
+}
 
 // Reserve records e (its key, amount, network and asset) as reserved, in one
 // atomic statement. It returns ErrAlreadyUsed when the same (payer, nonce)

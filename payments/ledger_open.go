@@ -79,6 +79,10 @@ func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
 		l.now = c.Now
 	}
 	l.observe = c.Observe
+	if err := l.holdReplicaID(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
 	if err := l.Heartbeat(ctx); err != nil {
 		l.Close()
 		return nil, err

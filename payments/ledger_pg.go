@@ -14,6 +14,41 @@ import (
 // a fleet to stay under the server's max_connections.
 const pgMaxConns = 20
 
+// replicaLockSpace is the first key of the advisory locks on replica ids.
+const replicaLockSpace = 7243111
+
+// holdReplicaID makes sure no other running process uses this replica id,
+// on PostgreSQL: it takes a session advisory lock on the id, held on a
+// connection of its own until Close. A process that dies drops its
+// connection and with it the lock, so a restart takes it again at once;
+// a second live process with the same id is refused. (SQLite ledgers
+// belong to one process anyway.)
+func (l *SQLLedger) holdReplicaID(ctx context.Context) error {
+	const op = "payments.ledger.open"
+	if !l.dialect.dollar {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return ledgerError(op, err)
+	}
+	var got bool
+	err = conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, replicaLockSpace, l.replica).Scan(&got)
+	if err != nil {
+		conn.Close()
+		return ledgerError(op, err)
+	}
+	if !got {
+		conn.Close()
+		return sandboxd.Errorf(sandboxd.CodeUnavailable, op, "payments.replica_id %q is in use by another running "+
+			"replica on this ledger; give each process its own id (the default is <hostname>/<runtime.instance>)", l.replica)
+	}
+	l.idLock = conn
+	return nil
+}
+
 // OpenPostgres opens the ledger in the PostgreSQL database of url (a
 // postgres:// URL; PostgreSQL 15 or newer) and migrates it, as replica
 // DefaultReplica with DefaultLease. Uniqueness of a payment is the table's

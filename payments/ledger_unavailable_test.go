@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"sandboxd"
+	"sandboxd/internal/pgtest"
 )
 
 // ledgerBreak makes a ledger's database fail, as it does in production.
@@ -151,4 +153,23 @@ func (p *proxy) Close() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// TestPostgresReplicaIDInUse: a second live process with a replica id
+// already in use on the database is refused (it would resolve the first
+// one's open payments at its start); once the first is gone the id is free.
+func TestPostgresReplicaIDInUse(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	first, err := OpenLedgerConfig(ctx, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenLedgerConfig(ctx, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), `"host-a/default" is in use`) {
+		t.Fatalf("second open with the same id = %v, want refused", err)
+	}
+	mustLedgerConfig(t, LedgerConfig{Ledger: url, Replica: "host-b/default"})
+	first.Close()
+	mustLedgerConfig(t, LedgerConfig{Ledger: url, Replica: "host-a/default"})
 }
