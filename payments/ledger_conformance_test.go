@@ -339,3 +339,34 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestLedgerConformanceRecover: at start, a reserved row is released; a
+// settling one is settled or released as the chain says (onchain), failed
+// when the settler cannot tell (facilitator), and left settling when the
+// chain cannot be asked.
+func TestLedgerConformanceRecover(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name string
+			s    Settler
+			want map[int]string
+		}{
+			{"onchain", &nonceOracle{used: map[string]bool{testEntry(2).Nonce: true}},
+				map[int]string{1: StatusReleased, 2: StatusSettled, 3: StatusReleased}},
+			{"facilitator", &fakeSettler{}, map[int]string{1: StatusReleased, 2: StatusFailed, 3: StatusFailed}},
+			{"chain down", &nonceOracle{err: errors.New("down")}, map[int]string{1: StatusReleased, 2: StatusSettling, 3: StatusSettling}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
+				mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusSettling, 3: StatusSettling})
+				if _, err := l.Recover(ctx, tc.s, nil); err != nil {
+					t.Fatal(err)
+				}
+				for i, state := range tc.want {
+					wantStatus(t, l, testEntry(i), state)
+				}
+			})
+		}
+	})
+}
