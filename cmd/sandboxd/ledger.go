@@ -42,6 +42,12 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
 		return 2
 	}
+	switch *state {
+	case "", payments.StatusReserved, payments.StatusSettling, payments.StatusSettled, payments.StatusFailed, payments.StatusReleased:
+	default:
+		fmt.Fprintf(stderr, "sandboxd: --state: %q is not one of reserved, settling, settled, failed, released\n", *state)
+		return 2
+	}
 	f := payments.Filter{State: *state, Payer: *payer, Limit: *limit}
 	if f.Since, err = parseSince(*since, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "sandboxd: --since: %v\n", err)

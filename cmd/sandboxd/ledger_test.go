@@ -102,6 +102,9 @@ func TestLedgerCommandErrors(t *testing.T) {
 	if code := run([]string{"ledger", "list", "--since", "yesterday", "--config", cfg}, &out, &errb); code != 2 {
 		t.Fatalf("bad --since: exit %d %s", code, errb.String())
 	}
+	if code := run([]string{"ledger", "list", "--state", "paid", "--config", cfg}, &out, &errb); code != 2 {
+		t.Fatalf("bad --state: exit %d %s", code, errb.String())
+	}
 	errb.Reset()
 	cfg = writeConfig(t, "payments:\n  ledger: \"postgres://u:sekrit@127.0.0.1:1/db?connect_timeout=2\"\n")
 	if code := run([]string{"ledger", "stats", "--config", cfg}, &out, &errb); code != 1 || strings.Contains(errb.String(), "sekrit") {
