@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build docker image run test test-unit interop-deps bench demo soak fuzz clean
+.PHONY: all build docker image run test test-unit interop-deps postgres bench demo soak fuzz fleet clean
 
 all: build
 
@@ -30,7 +30,10 @@ run: build image ## start the service on :8080 (free mode unless config.yaml say
 interop-deps: ## the official x402 client, facilitator and anvil from npm
 	@interop/setup.sh
 
-test: build image interop-deps ## every test: unit, integration (real Docker), interop (x402 + anvil)
+postgres: ## Debian's PostgreSQL binaries (installed when missing); tests start throwaway servers
+	@scripts/pg.sh install
+
+test: build image interop-deps postgres ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil)
 	$(GO) vet ./...
 	SANDBOXD_INTEGRATION=1 SANDBOXD_INTEROP=1 SANDBOXD_FAULTS=1 $(GO) test -p 1 -count=1 -timeout 40m ./...
 
@@ -48,6 +51,9 @@ soak: build image ## 2,000 mixed hostile requests at concurrency 16: correct ans
 
 fuzz: ## every fuzz target for FUZZTIME (default 60s) each
 	FUZZTIME=$(or $(FUZZTIME),60s) scripts/fuzz.sh
+
+fleet: build image ## three replicas and a PostgreSQL ledger on this machine, for a try-out (Ctrl-C stops)
+	scripts/fleet.sh
 
 clean:
 	rm -rf bin

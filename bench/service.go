@@ -29,7 +29,7 @@ func measureService(ctx context.Context, o options, name string, pool int) (mode
 	m := modeReport{name: name, pool: pool}
 	conc := o.conc[len(o.conc)-1]
 	cmd := exec.CommandContext(ctx, o.binary, "serve")
-	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0",
+	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0",
 		"SANDBOX_RUNTIME_INSTANCE=bench", fmt.Sprintf("SANDBOX_RUNTIME_POOL_SIZE=%d", pool),
 		fmt.Sprintf("SANDBOX_RUNTIME_MAX_CONCURRENCY=%d", conc), "SANDBOX_RUNTIME_QUEUE_WAIT=30s")
 	cmd.Env = append(cmd.Env, "SANDBOX_SERVER_LOG_LEVEL=info")

@@ -48,7 +48,7 @@ func startService(t *testing.T, instance string) string {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "serve", "--config", "../config.yaml")
-	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
+	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
 		"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0")
 	cmd.Env = append(cmd.Env, testenv.ServiceEnv()...)
 	stderr, _ := cmd.StderrPipe()

@@ -3,12 +3,13 @@
 // wrapFetchWithPayment, @x402/evm's exact scheme, a viem account) and prints one JSON
 // line per scenario on stdout for the Go interop test to assert on:
 //
-//   node client.mjs SCENARIO --url URL/v1/code [--key-file FILE] [--code SRC] [--n N] [--free-url URL]
+//   node client.mjs SCENARIO --url URL/v1/code [--key-file FILE] [--code SRC] [--n N] [--free-url URL] [--also URL]...
 //
 // Scenarios:
 //   terms       an unpaid call: the 402 and the terms the official client parses from it
 //   pay         one paid call (v2, PAYMENT-SIGNATURE), with the header it sent, for replays
-//   concurrent  one payment signed once and sent on --n requests at the same time
+//   concurrent  one payment signed once and sent on --n requests at the same time, spread
+//               over --url and every --also URL (replicas of one fleet) in turn
 //   v1          one paid call by a v1-only client (terms from the body, X-PAYMENT header)
 //   latency     --n free calls (--free-url) and --n paid calls, each timed; medians in ms
 //   sign        the v2 payment the official client makes from the 402's terms, not sent
@@ -22,7 +23,7 @@ import { readKeyFile } from "./chain.mjs";
 const REQUEST_TIMEOUT_MS = 30_000;
 
 function parseArgs(argv) {
-  const out = { scenario: argv[0], url: "", keyFile: "", code: "print(6*7)", n: 10, freeUrl: "" };
+  const out = { scenario: argv[0], url: "", keyFile: "", code: "print(6*7)", n: 10, freeUrl: "", also: [] };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--url") out.url = argv[++i];
@@ -30,6 +31,7 @@ function parseArgs(argv) {
     else if (a === "--code") out.code = argv[++i];
     else if (a === "--n") out.n = Number(argv[++i]);
     else if (a === "--free-url") out.freeUrl = argv[++i];
+    else if (a === "--also") out.also.push(argv[++i]);
     else throw new Error(`unknown argument ${a}`);
   }
   if (!out.url) throw new Error("--url is required");
@@ -154,11 +156,13 @@ async function signedPayment(args, account) {
 
 async function concurrent(args, account) {
   const { httpClient, payload, headers } = await signedPayment(args, account);
-  const one = async () => {
+  const urls = [args.url, ...args.also];
+  const one = async (_, i) => {
     const req = codeRequest(args.code);
-    const res = await timedFetch(args.url, { ...req, headers: { ...req.headers, ...headers } });
+    const url = urls[i % urls.length];
+    const res = await timedFetch(url, { ...req, headers: { ...req.headers, ...headers } });
     const body = await bodyOf(res);
-    return { status: res.status, settlement: settlement(httpClient, res), stdout: body?.stdout, error: body?.error };
+    return { url, status: res.status, settlement: settlement(httpClient, res), stdout: body?.stdout, error: body?.error };
   };
   const results = await Promise.all(Array.from({ length: args.n }, one));
   return { n: args.n, nonce: payload.payload.authorization.nonce, results };

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"sandboxd/internal/pgtest"
 )
 
 // price is $0.005 in USDC atomic units (6 decimals).
@@ -80,6 +82,7 @@ func prepare() error {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
 	if binary != "" {
 		os.RemoveAll(filepath.Dir(binary))
 	}

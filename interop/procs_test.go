@@ -213,6 +213,7 @@ func startService(t testing.TB, instance string, healthy bool, env ...string) *s
 	t.Helper()
 	env = append([]string{
 		"SANDBOX_SERVER_ADDR=127.0.0.1:0",
+		"SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0",
 		"SANDBOX_RUNTIME_INSTANCE=" + instance,
 		"SANDBOX_PAYMENTS_LEDGER=" + filepath.Join(t.TempDir(), "ledger.db"),
 	}, append(testenv.ServiceEnv(), env...)...)

@@ -3,7 +3,7 @@ package payments
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"sync/atomic"
 	"testing"
 )
 
@@ -24,21 +24,44 @@ func BenchmarkVerify(b *testing.B) {
 	}
 }
 
-// BenchmarkLedgerReserveSettle measures the two ledger writes of a paid
-// call (each a durable SQLite commit in WAL mode with synchronous=FULL).
+// BenchmarkLedgerReserveSettle measures the three ledger writes of a paid
+// call (reserve, settling, settled) on each backend: SQLite commits each
+// durably (WAL, synchronous=FULL); PostgreSQL over loopback, fsync on. The
+// parallel variants run one writer per GOMAXPROCS, as concurrent requests
+// do. PostgreSQL runs under SANDBOXD_INTEGRATION=1.
 func BenchmarkLedgerReserveSettle(b *testing.B) {
+	for _, be := range ledgerBackends() {
+		b.Run(be.name, func(b *testing.B) {
+			l := mustLedgerConfig(b, LedgerConfig{Ledger: be.location(b)})
+			var seq atomic.Int64
+			b.ReportAllocs()
+			for b.Loop() {
+				reserveSettle(b, l, int(seq.Add(1)))
+			}
+		})
+		b.Run(be.name+"-parallel", func(b *testing.B) {
+			l := mustLedgerConfig(b, LedgerConfig{Ledger: be.location(b)})
+			var seq atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					reserveSettle(b, l, int(seq.Add(1)))
+				}
+			})
+		})
+	}
+}
+
+// reserveSettle writes one paid call's rows: reserved, settling, settled.
+func reserveSettle(b *testing.B, l *SQLLedger, i int) {
 	ctx := context.Background()
-	l := mustLedger(b, filepath.Join(b.TempDir(), "ledger.db"))
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		i++
-		e := testEntry(i)
-		if err := l.Reserve(ctx, e); err != nil {
-			b.Fatal(err)
-		}
-		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, fmt.Sprintf("0x%x", i), "ok"); err != nil {
-			b.Fatal(err)
-		}
+	e := testEntry(i)
+	if err := l.Reserve(ctx, e); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, fmt.Sprintf("0x%x", i), "ok"); err != nil {
+		b.Fatal(err)
 	}
 }

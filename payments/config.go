@@ -68,8 +68,17 @@ type Config struct {
 	// RelayerKeyFile is payments.relayer_key_file: a file holding the hex
 	// private key that pays gas for onchain settlement.
 	RelayerKeyFile string
-	// Ledger is payments.ledger: the SQLite file of the payment ledger.
+	// Ledger is payments.ledger: the SQLite file of the payment ledger, or
+	// the postgres:// URL of a ledger shared by many replicas.
 	Ledger string
+	// ReplicaID is payments.replica_id, recorded on every row this process
+	// reserves; empty means DefaultReplica("").
+	ReplicaID string
+	// Lease is payments.lease: how long a replica may be silent before
+	// another resolves its open rows; zero means DefaultLease.
+	Lease time.Duration
+	// LedgerObserver, when set, is told how long each ledger write took.
+	LedgerObserver func(op string, d time.Duration)
 	// Description is the resource description quoted in the terms; empty
 	// means DefaultDescription.
 	Description string
@@ -156,8 +165,11 @@ func (c Config) Validate() error {
 	default:
 		bad("settlement", "%q is not one of facilitator, onchain", c.Settlement)
 	}
-	if c.Ledger == "" {
-		bad("ledger", "is empty; set the path of the SQLite ledger file")
+	if err := validateLedger(c.Ledger); err != nil {
+		bad("ledger", "%v", err)
+	}
+	if c.Lease < 0 || (c.Lease > 0 && c.Lease < 3*time.Second) {
+		bad("lease", "%s is out of range (at least 3s; 0 means %s)", c.Lease, DefaultLease)
 	}
 	if c.VerifyTimeout < 0 {
 		bad("verify_timeout", "%s is negative", c.VerifyTimeout)
@@ -241,6 +253,18 @@ func (c Config) rpcTimeout() time.Duration {
 		return c.RPCTimeout
 	}
 	return DefaultRPCTimeout
+}
+
+func (c Config) lease() time.Duration {
+	if c.Lease > 0 {
+		return c.Lease
+	}
+	return DefaultLease
+}
+
+// ledgerConfig is the ledger part of c.
+func (c Config) ledgerConfig() LedgerConfig {
+	return LedgerConfig{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
 }
 
 func (c Config) description() string {

@@ -20,7 +20,7 @@ type Gate struct {
 	req         Requirements
 	description string
 	settler     Settler
-	ledger      *Ledger
+	ledger      Ledger
 	log         *slog.Logger
 	now         func() time.Time
 	closers     []io.Closer
@@ -44,7 +44,7 @@ type Options struct {
 	// Settler checks and collects payments. Required.
 	Settler Settler
 	// Ledger records payments. Required; the Gate does not close it.
-	Ledger *Ledger
+	Ledger Ledger
 	// Log receives the gate's events; nil discards them.
 	Log *slog.Logger
 	// Now is the clock verification uses; nil means time.Now.
@@ -96,7 +96,7 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := OpenLedger(ctx, cfg.Ledger)
+	ledger, err := OpenLedgerConfig(ctx, cfg.ledgerConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +122,10 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if err != nil {
 		return fail(err)
 	}
-	g.closers = closers
+	g.closers = append(closers, startKeepAlive(ledger, cfg.lease(), settler, log))
 	g.stopResolver = g.startResolver(resolveEvery)
 	log.Info("payments: gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
-		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", cfg.Ledger,
+		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", RedactLedger(cfg.Ledger), "replica", ledger.Replica(),
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
 		"left_settling", rep.Left)
 	return g, nil

@@ -60,7 +60,7 @@ func (f *fakeSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool
 }
 
 // newTestGate returns a gate at testNow over a fresh ledger and s.
-func newTestGate(tb testing.TB, s Settler) (*Gate, *Ledger) {
+func newTestGate(tb testing.TB, s Settler) (*Gate, *SQLLedger) {
 	tb.Helper()
 	cfg := testConfig(tb)
 	l := mustLedger(tb, cfg.Ledger)
@@ -434,7 +434,7 @@ func TestNewGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pending, err := g.ledger.Pending(ctx); err != nil || len(pending) != 0 {
+	if pending, err := g.ledger.(*SQLLedger).Pending(ctx); err != nil || len(pending) != 0 {
 		t.Fatalf("Pending = %v, %v; want none", pending, err)
 	}
 	wantStatus(t, g.ledger, running, StatusReleased)

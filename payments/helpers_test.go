@@ -120,7 +120,7 @@ func begin(g *Gate, ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Ch
 // no answer headers, CodePending (202, never a 402 inviting a second
 // payment) with a PAYMENT-RESPONSE saying settlement_pending and naming tx,
 // and a body carrying the same; the row stays settling, marked pending.
-func wantPending(tb testing.TB, l *Ledger, entry Entry, out http.Header, err error, tx string) Entry {
+func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err error, tx string) Entry {
 	tb.Helper()
 	if out != nil {
 		tb.Fatalf("headers %v with an unknown settlement: the answer would be delivered", out)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,20 +76,43 @@ type Entry struct {
 	// Reason is the x402 error code of a failed settlement, or
 	// ReasonUnknownAfterRestart.
 	Reason string
+	// Replica is the id of the replica that reserved the row, or that took
+	// it over to resolve it after its own replica went silent.
+	Replica string
 	// Created and Updated are when the row was reserved and last changed.
 	Created, Updated time.Time
 }
 
-// Ledger records every payment in SQLite so that one payment buys one run,
-// even across concurrent requests and restarts. It is safe for concurrent
-// use.
-type Ledger struct {
-	db   *sql.DB
-	path string
-	file os.FileInfo
-	now  func() time.Time
-	lock *os.File // holds the exclusive lock on path + ".lock"
+// SQLLedger is the Ledger on a SQL database: SQLite (one file, one host)
+// or PostgreSQL (shared by a fleet). It holds the one state machine both
+// backends share; the dialect only spells the SQL. It is safe for
+// concurrent use.
+type SQLLedger struct {
+	db      *sql.DB
+	dialect dialect
+	// check, when set, runs before writes; for SQLite it checks that the
+	// file opened is still at its path.
+	check func() error
+	path  string
+	file  os.FileInfo
+	// location is the payments.ledger value it was opened from.
+	location string
+	// replica is the id recorded on the rows this process reserves, and
+	// lease how long a replica may be silent before its rows are resolved
+	// by another (see ledger_replica.go).
+	replica string
+	lease   time.Duration
+	now     func() time.Time
+	// observe, when set, is told how long each write took.
+	observe func(op string, d time.Duration)
+	// idLock, on PostgreSQL, is the session holding this replica id's
+	// advisory lock (see holdReplicaID).
+	idLock io.Closer
+	// lock, on SQLite, holds the exclusive lock on path + ".lock".
+	lock *os.File
 }
+
+var _ Ledger = (*SQLLedger)(nil)
 
 // ledgerTable is the payments table, created under the name given.
 const ledgerTable = `
@@ -112,11 +136,12 @@ CREATE TABLE IF NOT EXISTS %s (
 const ledgerIndex = `CREATE INDEX IF NOT EXISTS payments_status ON payments (status);`
 
 // OpenLedger opens (creating it and its parent directory if needed) the
-// ledger at path, in WAL mode with full fsync on commit: a payment row must
-// survive a crash. It holds an exclusive lock on path + ".lock" until
-// Close, and refuses a ledger another process (or another open) holds.
-// Errors are CodeUnavailable.
-func OpenLedger(ctx context.Context, path string) (*Ledger, error) {
+// SQLite ledger at path, as replica DefaultReplica with DefaultLease, in
+// WAL mode with full fsync on commit: a payment row must survive a crash.
+// It holds an exclusive lock on path + ".lock" until Close, and refuses a
+// ledger another process (or another open) holds. Errors are
+// CodeUnavailable.
+func OpenLedger(ctx context.Context, path string) (*SQLLedger, error) {
 	const op = "payments.ledger.open"
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "ledger path %q is empty or holds '?' or '#'", path)
@@ -138,7 +163,7 @@ func OpenLedger(ctx context.Context, path string) (*Ledger, error) {
 }
 
 // openLocked opens the ledger at path, whose lock is held.
-func openLocked(ctx context.Context, op, path string) (*Ledger, error) {
+func openLocked(ctx context.Context, op, path string) (*SQLLedger, error) {
 	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -147,7 +172,7 @@ func openLocked(ctx context.Context, op, path string) (*Ledger, error) {
 	// One connection serializes writers inside the process (SQLite allows
 	// one writer anyway); busy_timeout covers another process on the file.
 	db.SetMaxOpenConns(1)
-	if err := migrate(ctx, db); err != nil {
+	if err := migrate(ctx, db, dialectSQLite); err != nil {
 		db.Close()
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot prepare the ledger "+path)
 	}
@@ -156,12 +181,18 @@ func openLocked(ctx context.Context, op, path string) (*Ledger, error) {
 		db.Close()
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot stat the ledger "+path)
 	}
-	return &Ledger{db: db, path: path, file: fi, now: time.Now}, nil
+	l := newSQLLedger(db, dialectSQLite)
+	l.path, l.file, l.location = path, fi, path
+	l.check = l.present
+	return l, nil
 }
 
-// Close closes the database, then releases the ledger's lock.
-func (l *Ledger) Close() error {
+// Close closes the database, then releases the ledger's locks.
+func (l *SQLLedger) Close() error {
 	err := l.db.Close()
+	if l.idLock != nil {
+		l.idLock.Close()
+	}
 	if l.lock != nil {
 		l.lock.Close()
 	}
@@ -174,24 +205,28 @@ func (l *Ledger) Close() error {
 // earlier one, or before a restart; a released row is reserved again. Any
 // other failure (a full disk, a read-only or removed file) is
 // CodeUnavailable: a paid run must not happen unrecorded.
-func (l *Ledger) Reserve(ctx context.Context, e Entry) error {
+func (l *SQLLedger) Reserve(ctx context.Context, e Entry) error {
 	const op = "payments.ledger.reserve"
 	fail := func(err error) error {
 		return ledgerErrorMsg(op, err, "the payment ledger could not record the payment, "+
 			"so the call was not run and nothing was charged; try again later")
 	}
-	if err := l.present(); err != nil {
+	if err := l.checkWrite(); err != nil {
 		return fail(err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	defer l.timed("reserve")()
 	now := l.stamp()
-	res, err := l.db.ExecContext(ctx, `
-INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved')
+	res, err := l.db.ExecContext(ctx, l.dialect.bind(`
+INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status, replica)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?)
 ON CONFLICT (payer, nonce) DO UPDATE SET
 	status = 'reserved', updated_at = excluded.updated_at, amount = excluded.amount,
-	network = excluded.network, asset = excluded.asset, tx_hash = '', run_status = '', reason = ''
-WHERE payments.status = 'released'`,
-		key(e.Payer), key(e.Nonce), now, now, e.Amount, e.Network, e.Asset)
+	network = excluded.network, asset = excluded.asset, tx_hash = '', run_status = '', reason = '',
+	replica = excluded.replica
+WHERE payments.status = 'released'`),
+		key(e.Payer), key(e.Nonce), now, now, e.Amount, e.Network, e.Asset, l.replica)
 	if err != nil {
 		return fail(err)
 	}
@@ -208,9 +243,9 @@ WHERE payments.status = 'released'`,
 // MarkSettling records that a reserved payment's settlement is about to be
 // sent. The commit is synced to disk before it returns (synchronous=FULL),
 // so after a crash a reserved row means the settlement was never sent.
-func (l *Ledger) MarkSettling(ctx context.Context, payer, nonce string) error {
+func (l *SQLLedger) MarkSettling(ctx context.Context, payer, nonce string) error {
 	const op = "payments.ledger.settling"
-	if err := l.present(); err != nil {
+	if err := l.checkWrite(); err != nil {
 		return ledgerError(op, err)
 	}
 	return l.move(ctx, op, payer, nonce, []string{StatusReserved}, `status = 'settling'`)
@@ -218,7 +253,7 @@ func (l *Ledger) MarkSettling(ctx context.Context, payer, nonce string) error {
 
 // MarkSettled records a settling payment as collected by tx, for a run that
 // ended with runStatus.
-func (l *Ledger) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error {
+func (l *SQLLedger) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error {
 	return l.move(ctx, "payments.ledger.settled", payer, nonce, []string{StatusSettling},
 		`status = 'settled', tx_hash = ?, run_status = ?`, tx, runStatus)
 }
@@ -226,7 +261,7 @@ func (l *Ledger) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus st
 // MarkFailed records that a settling payment's settlement was refused or
 // has an unknown outcome, with the reason and the transaction hash if one
 // was sent.
-func (l *Ledger) MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error {
+func (l *SQLLedger) MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error {
 	return l.move(ctx, "payments.ledger.failed", payer, nonce, []string{StatusSettling},
 		`status = 'failed', tx_hash = ?, reason = ?`, tx, reason)
 }
@@ -234,21 +269,26 @@ func (l *Ledger) MarkFailed(ctx context.Context, payer, nonce, tx, reason string
 // MarkReleased records that nothing was collected for a reserved payment
 // (its run failed) or a settling one (its settlement never left), which may
 // then be reserved again.
-func (l *Ledger) MarkReleased(ctx context.Context, payer, nonce string) error {
+func (l *SQLLedger) MarkReleased(ctx context.Context, payer, nonce string) error {
 	return l.move(ctx, "payments.ledger.released", payer, nonce, []string{StatusReserved, StatusSettling},
 		`status = 'released'`)
 }
 
 // move changes a row in one of the states from to another state; set is
-// the SET clause (without updated_at) and args its arguments.
-func (l *Ledger) move(ctx context.Context, op, payer, nonce string, from []string, set string, args ...any) error {
-	args = append(args, l.stamp(), key(payer), key(nonce))
+// the SET clause (without updated_at) and args its arguments. Only a row
+// of this replica moves: once another replica took a silent replica's row
+// over (see ClaimStale), the silent one can no longer settle it.
+func (l *SQLLedger) move(ctx context.Context, op, payer, nonce string, from []string, set string, args ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	defer l.timed(strings.TrimPrefix(op, "payments.ledger."))()
+	args = append(args, l.stamp(), key(payer), key(nonce), l.replica)
 	in := "?" + strings.Repeat(", ?", len(from)-1)
 	for _, f := range from {
 		args = append(args, f)
 	}
-	res, err := l.db.ExecContext(ctx, `UPDATE payments SET `+set+`, updated_at = ?
-WHERE payer = ? AND nonce = ? AND status IN (`+in+`)`, args...)
+	res, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE payments SET `+set+`, updated_at = ?
+WHERE payer = ? AND nonce = ? AND replica = ? AND status IN (`+in+`)`), args...)
 	if err != nil {
 		return ledgerError(op, err)
 	}
@@ -263,7 +303,7 @@ WHERE payer = ? AND nonce = ? AND status IN (`+in+`)`, args...)
 }
 
 // Get returns the row of (payer, nonce), or sql.ErrNoRows.
-func (l *Ledger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
+func (l *SQLLedger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
 	rows, err := l.query(ctx, `WHERE payer = ? AND nonce = ?`, key(payer), key(nonce))
 	if err != nil {
 		return Entry{}, err
@@ -274,25 +314,35 @@ func (l *Ledger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
 	return rows[0], nil
 }
 
-// Pending lists the rows still reserved or settling, oldest first. At start
-// these are the payments a crash left unresolved.
-func (l *Ledger) Pending(ctx context.Context) ([]Entry, error) {
-	return l.query(ctx, `WHERE status IN ('reserved', 'settling') ORDER BY created_at`)
+// Pending lists this replica's rows still reserved or settling, oldest
+// first. At start these are the payments a crash left unresolved.
+func (l *SQLLedger) Pending(ctx context.Context) ([]Entry, error) {
+	return l.query(ctx, `WHERE status IN ('reserved', 'settling') AND replica = ? ORDER BY created_at`, l.replica)
 }
 
-func (l *Ledger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT payer, nonce, created_at, updated_at, amount, network,
-	asset, status, tx_hash, run_status, reason FROM payments `+where, args...)
+// entryColumns are the columns scanEntries reads, in its order.
+const entryColumns = `payer, nonce, created_at, updated_at, amount, network, asset, status, tx_hash,
+	run_status, reason, replica`
+
+func (l *SQLLedger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`SELECT `+entryColumns+` FROM payments `+where), args...)
 	if err != nil {
 		return nil, ledgerError("payments.ledger.query", err)
 	}
+	return scanEntries(rows)
+}
+
+// scanEntries reads rows of entryColumns and closes them.
+func scanEntries(rows *sql.Rows) ([]Entry, error) {
 	defer rows.Close()
 	var out []Entry
 	for rows.Next() {
 		var e Entry
 		var created, updated string
 		if err := rows.Scan(&e.Payer, &e.Nonce, &created, &updated, &e.Amount, &e.Network,
-			&e.Asset, &e.Status, &e.TxHash, &e.RunStatus, &e.Reason); err != nil {
+			&e.Asset, &e.Status, &e.TxHash, &e.RunStatus, &e.Reason, &e.Replica); err != nil {
 			return nil, ledgerError("payments.ledger.query", err)
 		}
 		e.Created, _ = time.Parse(time.RFC3339Nano, created)
@@ -308,7 +358,7 @@ func (l *Ledger) query(ctx context.Context, where string, args ...any) ([]Entry,
 // present checks that the file opened is still at the ledger's path. SQLite
 // keeps writing to a removed file without an error, and those rows would be
 // gone at the next start.
-func (l *Ledger) present() error {
+func (l *SQLLedger) present() error {
 	fi, err := os.Stat(l.path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errLedgerMoved, err)
@@ -319,7 +369,24 @@ func (l *Ledger) present() error {
 	return nil
 }
 
-func (l *Ledger) stamp() string { return l.now().UTC().Format(time.RFC3339Nano) }
+// checkWrite runs the backend's check before a write, if it has one.
+func (l *SQLLedger) checkWrite() error {
+	if l.check == nil {
+		return nil
+	}
+	return l.check()
+}
+
+// timed starts timing a write for the observer; call the result when done.
+func (l *SQLLedger) timed(op string) func() {
+	if l.observe == nil {
+		return func() {}
+	}
+	began := time.Now()
+	return func() { l.observe(op, time.Since(began)) }
+}
+
+func (l *SQLLedger) stamp() string { return formatStamp(l.now()) }
 
 // key is the ledger's spelling of an address or nonce: lower-case hex.
 func key(s string) string { return strings.ToLower(s) }

@@ -15,7 +15,7 @@ import (
 
 // mustSecondHandle opens the ledger at path past its lock, as a reader
 // would: a second handle on the file for tests of SQLite's own guarantees.
-func mustSecondHandle(tb testing.TB, path string) *Ledger {
+func mustSecondHandle(tb testing.TB, path string) *SQLLedger {
 	tb.Helper()
 	l, err := openLocked(context.Background(), "test", path)
 	if err != nil {

@@ -7,26 +7,111 @@ import (
 	"strings"
 )
 
-// migrate creates the payments table, or brings a ledger made before the
-// settling state to the current schema. SQLite cannot change a CHECK
-// constraint in place, so the table is copied into a new one, in one
+// SchemaVersion is the ledger schema this build writes. A database at a
+// newer version was written by a newer release and is refused.
+const SchemaVersion = 2
+
+// migration brings the schema from version-1 to version, in the open
 // transaction.
+type migration struct {
+	version int
+	sqlite  func(ctx context.Context, tx *sql.Tx) error
+	pg      []string
+}
+
+// replicaSchema adds the replica of each row and the heartbeats (version 2).
+var replicaSchema = []string{
+	`ALTER TABLE payments ADD COLUMN replica TEXT NOT NULL DEFAULT ''`,
+	`CREATE TABLE replicas (id TEXT PRIMARY KEY, seen_at TEXT NOT NULL)`,
+	`CREATE INDEX payments_replica ON payments (replica, status)`,
+	`CREATE INDEX payments_created ON payments (created_at)`,
+}
+
+// migrations lists every schema step, in order.
+var migrations = []migration{
+	{version: 1, sqlite: sqliteSettling, pg: []string{
+		strings.Replace(fmt.Sprintf(ledgerTable, "payments"), ") WITHOUT ROWID;", ");", 1),
+		ledgerIndex,
+	}},
+	{version: 2, sqlite: execAll(replicaSchema), pg: replicaSchema},
+}
+
+// migrate brings the database to SchemaVersion in one transaction, or
+// refuses a newer one. Concurrent starts are serialized: SQLite's
+// immediate transaction, PostgreSQL's advisory lock.
+func migrate(ctx context.Context, db *sql.DB, d dialect) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if d.dollar {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7243110)`); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	var have sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
+		return err
+	}
+	if int(have.Int64) > SchemaVersion {
+		return fmt.Errorf("the ledger's schema is version %d, newer than the version %d this sandboxd knows: "+
+			"a newer release wrote it; run that release or a later one on this ledger, never an older one",
+			have.Int64, SchemaVersion)
+	}
+	for _, m := range migrations {
+		if m.version <= int(have.Int64) {
+			continue
+		}
+		if d.dollar {
+			err = execAll(m.pg)(ctx, tx)
+		} else {
+			err = m.sqlite(ctx, tx)
+		}
+		if err != nil {
+			return fmt.Errorf("schema version %d: %w", m.version, err)
+		}
+	}
+	if int(have.Int64) < SchemaVersion {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, d.bind(`INSERT INTO schema_version (version) VALUES (?)`), SchemaVersion); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// execAll returns a step that runs each statement.
+func execAll(stmts []string) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		for _, q := range stmts {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", strings.Fields(q)[:3], err)
+			}
+		}
+		return nil
+	}
+}
+
+// sqliteSettling (version 1) creates the payments table, or brings a ledger
+// made before the settling state to it. SQLite cannot change a CHECK
+// constraint in place, so the table is copied into a new one.
 //
 // The old code wrote no settling state: one of its reserved rows may have
 // had its settlement sent when the service stopped. Such rows become
 // settling, so Recover treats them as possibly collected and never admits
 // them again unless the chain says they were not.
-func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil) // _txlock=immediate: one process migrates
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
+func sqliteSettling(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(ledgerTable, "payments")); err != nil {
 		return err
 	}
 	var schema string
-	err = tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'payments'`).Scan(&schema)
+	err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'payments'`).Scan(&schema)
 	if err != nil {
 		return err
 	}
@@ -47,8 +132,6 @@ FROM payments`,
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, ledgerIndex); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err = tx.ExecContext(ctx, ledgerIndex)
+	return err
 }

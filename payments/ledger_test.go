@@ -16,7 +16,7 @@ import (
 	"sandboxd"
 )
 
-func mustLedger(tb testing.TB, path string) *Ledger {
+func mustLedger(tb testing.TB, path string) *SQLLedger {
 	tb.Helper()
 	l, err := OpenLedger(context.Background(), path)
 	if err != nil {
@@ -36,7 +36,7 @@ func testEntry(i int) Entry {
 	}
 }
 
-func wantStatus(tb testing.TB, l *Ledger, e Entry, status string) Entry {
+func wantStatus(tb testing.TB, l Ledger, e Entry, status string) Entry {
 	tb.Helper()
 	got, err := l.Get(context.Background(), e.Payer, e.Nonce)
 	if err != nil {
@@ -182,7 +182,7 @@ func TestLedgerConcurrentReserveTwoHandles(t *testing.T) {
 	// past the lock, which refuses it otherwise): SQLite itself keeps one
 	// reservation.
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	ls := []*Ledger{mustLedger(t, path), mustSecondHandle(t, path)}
+	ls := []*SQLLedger{mustLedger(t, path), mustSecondHandle(t, path)}
 	e := testEntry(8)
 	var wins atomic.Int32
 	var wg sync.WaitGroup

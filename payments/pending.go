@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"sandboxd"
@@ -52,36 +53,31 @@ func (c *charge) settlePending(op, tx string, err error) error {
 // sent by tx ("" when no hash is known) and its outcome is unknown: the row
 // stays settling (the payment is refused if offered again) with reason
 // ReasonSettlementPending, for ResolvePending.
-func (l *Ledger) MarkPending(ctx context.Context, payer, nonce, tx string) error {
+func (l *SQLLedger) MarkPending(ctx context.Context, payer, nonce, tx string) error {
 	return l.move(ctx, "payments.ledger.pending", payer, nonce, []string{StatusSettling},
 		`tx_hash = ?, reason = ?`, tx, ReasonSettlementPending)
 }
 
-// PendingSettlements lists the settling rows marked pending, oldest first:
-// the settlements whose outcome this process did not learn. Rows settling
-// without that mark are in flight in some request and are left alone.
-func (l *Ledger) PendingSettlements(ctx context.Context) ([]Entry, error) {
-	return l.query(ctx, `WHERE status = 'settling' AND reason = ? ORDER BY created_at`, ReasonSettlementPending)
+// ResolvePending looks up each of this replica's settling rows marked
+// pending (the settlements whose outcome it did not learn; rows settling
+// without that mark are in flight in some request and are left alone), as
+// Recover does for the rows a crash left settling: settled when its nonce
+// is used on chain, released when it is not, failed when the settler
+// cannot tell (a facilitator), left when the chain cannot be asked. Only a
+// ledger failure is an error.
+func (l *SQLLedger) ResolvePending(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error) {
+	rows, err := l.query(ctx, `WHERE status = 'settling' AND reason = ? AND replica = ? ORDER BY created_at`,
+		ReasonSettlementPending, l.replica)
+	if err != nil {
+		return RecoverReport{}, err
+	}
+	return l.resolve(ctx, s, rows, log)
 }
 
-// ResolvePending looks each pending settlement up, as Recover does for the
-// rows a crash left settling: settled when its nonce is used on chain,
-// released when it is not, failed when the settler cannot tell (a
-// facilitator), left when the chain cannot be asked. Only a ledger failure
-// is an error.
+// ResolvePending resolves the gate's pending settlements (see
+// Ledger.ResolvePending).
 func (g *Gate) ResolvePending(ctx context.Context) (RecoverReport, error) {
-	var rep RecoverReport
-	rows, err := g.ledger.PendingSettlements(ctx)
-	if err != nil {
-		return rep, err
-	}
-	for _, e := range rows {
-		elog := g.log.With("payer", e.Payer, "nonce", e.Nonce, "tx", e.TxHash, "reserved_at", e.Created)
-		if err := g.ledger.recoverSettling(ctx, g.settler, e, elog, &rep); err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
+	return g.ledger.ResolvePending(ctx, g.settler, g.log)
 }
 
 // startResolver runs ResolvePending every interval until the returned stop

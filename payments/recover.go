@@ -25,8 +25,9 @@ type RecoverReport struct {
 	Left int
 }
 
-// Recover resolves the rows a crash (or a stop mid-request) left open, so
-// that no payment stays reserved:
+// resolve settles the open rows given (this replica's own, left by a crash
+// or a stop mid-request, or taken over from a silent replica), so that no
+// payment stays reserved:
 //   - reserved: the settlement was never sent (settling is written, durably,
 //     before it is), so nobody was charged: released in every mode, and the
 //     same payment may be offered again;
@@ -40,28 +41,30 @@ type RecoverReport struct {
 //     authorization then never buys a second answer, whether or not it was
 //     collected.
 //
+// A row another replica took over meanwhile (ErrNotReserved) is skipped.
 // Only a ledger failure is returned as an error. A nil log discards the
 // events.
-func (l *Ledger) Recover(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error) {
+func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *slog.Logger) (RecoverReport, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var rep RecoverReport
-	pending, err := l.Pending(ctx)
-	if err != nil {
-		return rep, err
-	}
-	for _, e := range pending {
+	for _, e := range open {
 		elog := log.With("payer", e.Payer, "nonce", e.Nonce, "status", e.Status, "reserved_at", e.Created)
+		var err error
 		if e.Status == StatusReserved {
-			if err := l.MarkReleased(ctx, e.Payer, e.Nonce); err != nil {
-				return rep, err
+			if err = l.MarkReleased(ctx, e.Payer, e.Nonce); err == nil {
+				elog.Info("payments: recovered payment: its settlement was never sent, released")
+				rep.Released++
 			}
-			elog.Info("payments: recovered payment: its settlement was never sent, released")
-			rep.Released++
+		} else {
+			err = l.recoverSettling(ctx, s, e, elog, &rep)
+		}
+		if errors.Is(err, ErrNotReserved) {
+			elog.Info("payments: open payment resolved by another replica meanwhile")
 			continue
 		}
-		if err := l.recoverSettling(ctx, s, e, elog, &rep); err != nil {
+		if err != nil {
 			return rep, err
 		}
 	}
@@ -69,7 +72,7 @@ func (l *Ledger) Recover(ctx context.Context, s Settler, log *slog.Logger) (Reco
 }
 
 // recoverSettling resolves one settling row e, counting it in rep.
-func (l *Ledger) recoverSettling(ctx context.Context, s Settler, e Entry, log *slog.Logger, rep *RecoverReport) error {
+func (l *SQLLedger) recoverSettling(ctx context.Context, s Settler, e Entry, log *slog.Logger, rep *RecoverReport) error {
 	nonce, err := hexutil.Decode(e.Nonce)
 	if err != nil || len(nonce) != 32 || !common.IsHexAddress(e.Payer) {
 		log.Error("payments: ledger row has a malformed key; left settling")

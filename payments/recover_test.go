@@ -21,7 +21,7 @@ import (
 
 // mustOpenRows puts testEntry(i) in the ledger in each state of states
 // (reserved or settling), as a crash would leave them.
-func mustOpenRows(tb testing.TB, l *Ledger, states map[int]string) {
+func mustOpenRows(tb testing.TB, l *SQLLedger, states map[int]string) {
 	tb.Helper()
 	ctx := context.Background()
 	for i, status := range states {
@@ -232,7 +232,7 @@ func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 	g, _ := newTestGate(t, s)
 	// A second handle on the file sees only committed rows, as a restarted
 	// process would.
-	other := mustSecondHandle(t, g.ledger.path)
+	other := mustSecondHandle(t, g.ledger.(*SQLLedger).path)
 	s.onSettle = func(p *Payment) {
 		e := Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex()}
 		if got, err := other.Get(ctx, e.Payer, e.Nonce); err != nil || got.Status != StatusSettling {

@@ -66,7 +66,7 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 
 // gate dials the chain through the proxy and returns a gate on a fresh
 // ledger.
-func (c *faultChain) gate(t *testing.T) (*Gate, *ChainSettler, *Ledger) {
+func (c *faultChain) gate(t *testing.T) (*Gate, *ChainSettler, *SQLLedger) {
 	t.Helper()
 	cfg := faultConfig(t, c.testChain, c.srv.URL())
 	s, err := DialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)

@@ -214,7 +214,7 @@ func (c *testChain) settler(t *testing.T) *ChainSettler {
 }
 
 // gate returns a gate on the real clock settling on the test chain.
-func (c *testChain) gate(t *testing.T) (*Gate, *ChainSettler, *Ledger) {
+func (c *testChain) gate(t *testing.T) (*Gate, *ChainSettler, *SQLLedger) {
 	t.Helper()
 	cfg := c.config(t)
 	s := c.settler(t)

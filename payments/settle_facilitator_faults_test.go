@@ -74,7 +74,7 @@ func (f *scriptedFacilitator) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 
 // facilitatorGate returns a gate settling through a scripted facilitator
 // with 300 ms timeouts.
-func facilitatorGate(t *testing.T) (*Gate, *Ledger, *scriptedFacilitator, *flakyServer) {
+func facilitatorGate(t *testing.T) (*Gate, *SQLLedger, *scriptedFacilitator, *flakyServer) {
 	t.Helper()
 	fac := &scriptedFacilitator{verify: answerOK, settle: answerOK}
 	srv := newFlakyServer(t, fac)

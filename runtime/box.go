@@ -36,6 +36,7 @@ type box struct {
 // to it, awaits its exit and starts it: the runner inside then waits for its
 // program. On failure nothing is left behind.
 func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*box, error) {
+	began := time.Now()
 	id, err := d.create(ctx, newSpec(d.cfg, sandboxd.Job{ID: jobID}), log)
 	if err != nil {
 		return nil, err
@@ -44,6 +45,9 @@ func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*
 	if err != nil {
 		d.removeLater(id, log, nil)
 		return nil, err
+	}
+	if d.cfg.Observe != nil {
+		d.cfg.Observe("start", time.Since(began), nil)
 	}
 	return b, nil
 }

@@ -33,6 +33,10 @@ type Config struct {
 	// containers of their own instance, so several services (or test binaries)
 	// can share one daemon. Empty means "default".
 	Instance string
+	// Observe, when set, is told of every Engine API failure (by
+	// operation) and of how long each container took to be created and
+	// started (op "start", err nil). It must not block.
+	Observe func(op string, d time.Duration, err error)
 }
 
 // defaultInstance is the instance label of a Config that names none.

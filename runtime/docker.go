@@ -197,6 +197,9 @@ func (d *Docker) fail(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		return ctxError(ctx, op)
 	}
+	if d.cfg.Observe != nil {
+		d.cfg.Observe(op, 0, err)
+	}
 	if client.IsErrConnectionFailed(err) || !d.answers(ctx) {
 		// The message reaches callers, so it names no socket or host; the
 		// cause, for the operator's log, does.

@@ -328,6 +328,25 @@ func (p *pool) close(ctx context.Context) error {
 	}
 }
 
+// PoolStats is a snapshot of the warm pool, for metrics.
+type PoolStats struct {
+	// Target is the number of idle containers the pool keeps ready.
+	Target int
+	// Idle containers wait for a program; Starting ones are being made.
+	Idle, Starting int
+	// Hits and Misses count runs served by the pool and not.
+	Hits, Misses int64
+}
+
+// PoolStats returns a snapshot of the warm pool; all zero without one.
+func (d *Docker) PoolStats() PoolStats {
+	if d.pool == nil {
+		return PoolStats{}
+	}
+	st := d.pool.stats()
+	return PoolStats{Target: d.cfg.PoolSize, Idle: st.idle, Starting: st.starting, Hits: st.hits, Misses: st.misses}
+}
+
 // poolStats is a snapshot of the pool, for tests and logs.
 type poolStats struct {
 	idle, starting, waiting int

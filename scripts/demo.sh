@@ -96,7 +96,7 @@ say "payee     $payee_addr"
 # 2. The service, settling on chain itself.
 config_args=()
 [ -f "$root/config.yaml" ] && config_args=(--config "$root/config.yaml")
-SANDBOX_SERVER_ADDR=127.0.0.1:0 \
+SANDBOX_SERVER_ADDR=127.0.0.1:0 SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0 \
 SANDBOX_RUNTIME_INSTANCE="demo-$$" \
 SANDBOX_PAYMENTS_ENABLED=true \
 SANDBOX_PAYMENTS_SETTLEMENT=onchain \

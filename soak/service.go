@@ -38,6 +38,7 @@ func startService(ctx context.Context, o options, instance string) (*service, er
 	s.cmd = exec.Command(o.binary, "serve", "--config", o.config)
 	s.cmd.Env = append(os.Environ(),
 		"SANDBOX_SERVER_ADDR=127.0.0.1:0",
+		"SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0",
 		"SANDBOX_PAYMENTS_ENABLED=false",
 		"SANDBOX_RUNTIME_INSTANCE="+instance,
 		fmt.Sprintf("SANDBOX_RUNTIME_MAX_CONCURRENCY=%d", o.concurrency),

@@ -25,6 +25,9 @@ type ServerConfig struct {
 	MaxBodyBytes    int64
 	ShutdownTimeout time.Duration
 	LogLevel        string
+	// MetricsAddr is server.metrics_addr: the loopback listener of
+	// GET /metrics; empty turns it off.
+	MetricsAddr string
 }
 
 // RuntimeConfig holds the runtime.* keys.
@@ -60,6 +63,8 @@ type PaymentsConfig struct {
 	RPCURL            string
 	RelayerKeyFile    string
 	Ledger            string
+	ReplicaID         string
+	Lease             time.Duration
 	VerifyTimeout     time.Duration
 	SettleTimeout     time.Duration
 	RPCTimeout        time.Duration
@@ -74,6 +79,7 @@ var defaults = map[string]any{
 	"server.max_body_bytes":        262144,
 	"server.shutdown_timeout":      "15s",
 	"server.log_level":             "info",
+	"server.metrics_addr":          "127.0.0.1:9090",
 	"runtime.image":                "sandbox-python:3.11",
 	"runtime.oci_runtime":          "runc",
 	"runtime.timeout":              "5s",
@@ -101,6 +107,8 @@ var defaults = map[string]any{
 	"payments.rpc_url":             "",
 	"payments.relayer_key_file":    "",
 	"payments.ledger":              "data/ledger.db",
+	"payments.replica_id":          "",
+	"payments.lease":               "30s",
 	"payments.verify_timeout":      "10s",
 	"payments.settle_timeout":      "60s",
 	"payments.rpc_timeout":         "10s",

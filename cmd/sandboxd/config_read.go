@@ -23,6 +23,7 @@ func (r *reader) config() Config {
 			MaxBodyBytes:    r.bytes("server.max_body_bytes"),
 			ShutdownTimeout: r.duration("server.shutdown_timeout"),
 			LogLevel:        r.str("server.log_level"),
+			MetricsAddr:     r.str("server.metrics_addr"),
 		},
 		Runtime: RuntimeConfig{
 			Image:          r.str("runtime.image"),
@@ -54,6 +55,8 @@ func (r *reader) config() Config {
 			RPCURL:            r.str("payments.rpc_url"),
 			RelayerKeyFile:    r.str("payments.relayer_key_file"),
 			Ledger:            r.str("payments.ledger"),
+			ReplicaID:         r.str("payments.replica_id"),
+			Lease:             r.duration("payments.lease"),
 			VerifyTimeout:     r.duration("payments.verify_timeout"),
 			SettleTimeout:     r.duration("payments.settle_timeout"),
 			RPCTimeout:        r.duration("payments.rpc_timeout"),

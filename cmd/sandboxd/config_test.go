@@ -69,6 +69,11 @@ func TestConfigValidation(t *testing.T) {
 		{"instance", "runtime:\n  instance: \"a b\"\n", "runtime.instance"},
 		{"addr", "server:\n  addr: 8080\n", "server.addr"},
 		{"log level", "server:\n  log_level: loud\n", "server.log_level"},
+		{"metrics on every interface", "server:\n  metrics_addr: \"0.0.0.0:9090\"\n", "server.metrics_addr"},
+		{"metrics on the public listener", "server:\n  addr: \"127.0.0.1:8080\"\n  metrics_addr: \"127.0.0.1:8080\"\n", "server.metrics_addr"},
+		{"metrics off", "server:\n  metrics_addr: \"\"\n", ""},
+		{"payments lease too short", "payments:\n  enabled: true\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\n  lease: 1s\n", "payments.lease"},
+		{"payments postgres URL without host", "payments:\n  enabled: true\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\n  ledger: \"postgres:///x\"\n", "payments.ledger"},
 		{"sizes with units", "runtime:\n  tmpfs: 32m\n  max_output_bytes: 1MiB\n", ""},
 		{"payments need pay_to", "payments:\n  enabled: true\n", "payments.pay_to"},
 		{"payments bad price", "payments:\n  enabled: true\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\n  price: \"0.0000001\"\n", "payments.price"},
@@ -107,5 +112,20 @@ func TestParseBytes(t *testing.T) {
 		if _, err := parseBytes(bad); err == nil {
 			t.Errorf("parseBytes(%q) accepted", bad)
 		}
+	}
+}
+
+// TestFleetConfigExample: deploy/config.fleet.yaml holds only known keys
+// and is valid once the per-host values come from the environment.
+func TestFleetConfigExample(t *testing.T) {
+	t.Setenv("SANDBOX_PAYMENTS_PAY_TO", "0x209693Bc6afc0C5328bA36FaF03C514EF312287C")
+	t.Setenv("SANDBOX_PAYMENTS_LEDGER", "postgres://sandboxd:pw@db.internal:5432/sandboxd")
+	t.Setenv("SANDBOX_PAYMENTS_REPLICA_ID", "host-a")
+	cfg, err := LoadConfig("../../deploy/config.fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Payments.ReplicaID != "host-a" || cfg.Payments.Lease != 30*time.Second || cfg.Server.MetricsAddr == "" {
+		t.Fatalf("fleet example: %+v %+v", cfg.Payments, cfg.Server)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -27,6 +28,9 @@ func (c Config) Validate() error {
 	check(err == nil, "server.addr", "%q is not host:port (for example :8080 or 127.0.0.1:8080)", s.Addr)
 	check(inRange(s.MaxBodyBytes, kib, 16*mib), "server.max_body_bytes", "%d is outside 1 KiB..16 MiB", s.MaxBodyBytes)
 	check(s.ShutdownTimeout >= 0 && s.ShutdownTimeout <= 10*time.Minute, "server.shutdown_timeout", "%v is outside 0s..10m", s.ShutdownTimeout)
+	check(validMetricsAddr(s.MetricsAddr), "server.metrics_addr",
+		"%q is not empty (off) or host:port on a loopback or private address; /metrics shows revenue, keep it off the public listener", s.MetricsAddr)
+	check(s.MetricsAddr == "" || s.MetricsAddr != s.Addr || strings.HasSuffix(s.Addr, ":0"), "server.metrics_addr", "%q is server.addr; /metrics must not be on the public listener", s.MetricsAddr)
 	check(oneOf(s.LogLevel, "debug", "info", "warn", "error"), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
 
 	check(rt.Image != "", "runtime.image", "is empty; name the image built by `make image` (sandbox-python:3.11)")
@@ -49,6 +53,16 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validMetricsAddr: empty, or host:port with an explicit host (an empty
+// host would listen on every interface).
+func validMetricsAddr(a string) bool {
+	if a == "" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(a)
+	return err == nil && host != "" && host != "0.0.0.0" && host != "::"
 }
 
 func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }

@@ -21,6 +21,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"sandboxd/internal/pgtest"
 	"sandboxd/internal/testenv"
 )
 
@@ -29,6 +30,7 @@ var binary string
 
 func TestMain(m *testing.M) {
 	code := func() int {
+		defer pgtest.StopShared()
 		if !integrationWanted() {
 			return m.Run()
 		}
@@ -68,12 +70,17 @@ type service struct {
 	cmd      *exec.Cmd
 	url      string
 	instance string
-	mu       sync.Mutex
-	log      bytes.Buffer
-	exited   chan error
+	// metricsURL is the base URL of its metrics listener.
+	metricsURL string
+	mu         sync.Mutex
+	log        bytes.Buffer
+	exited     chan error
 }
 
-var listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
+var (
+	listenLine  = regexp.MustCompile(`msg=listening addr=(\S+)`)
+	metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
+)
 
 // startService starts sandboxd with the environment overrides and waits
 // until it listens. It is killed when the test ends.
@@ -81,7 +88,8 @@ func startService(t *testing.T, instance string, env ...string) *service {
 	t.Helper()
 	s := &service{instance: instance, exited: make(chan error, 1)}
 	s.cmd = exec.Command(binary, "serve", "--config", "../../config.yaml")
-	s.cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance)
+	s.cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
+		"SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0")
 	s.cmd.Env = append(s.cmd.Env, testenv.ServiceEnv()...)
 	s.cmd.Env = append(s.cmd.Env, env...)
 	stderr, err := s.cmd.StderrPipe()
@@ -99,6 +107,11 @@ func startService(t *testing.T, instance string, env ...string) *service {
 			s.mu.Lock()
 			s.log.WriteString(line + "\n")
 			s.mu.Unlock()
+			if m := metricsLine.FindStringSubmatch(line); m != nil {
+				s.mu.Lock()
+				s.metricsURL = "http://" + m[1]
+				s.mu.Unlock()
+			}
 			if m := listenLine.FindStringSubmatch(line); m != nil {
 				addr <- m[1]
 			}

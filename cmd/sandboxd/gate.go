@@ -25,6 +25,8 @@ func (p PaymentsConfig) paymentsConfig(rt RuntimeConfig) payments.Config {
 		RPCURL:            p.RPCURL,
 		RelayerKeyFile:    p.RelayerKeyFile,
 		Ledger:            p.Ledger,
+		ReplicaID:         p.ReplicaID,
+		Lease:             p.Lease,
 		VerifyTimeout:     p.VerifyTimeout,
 		SettleTimeout:     p.SettleTimeout,
 		RPCTimeout:        p.RPCTimeout,
@@ -33,6 +35,16 @@ func (p PaymentsConfig) paymentsConfig(rt RuntimeConfig) payments.Config {
 		QueueWait:         rt.QueueWait,
 		RunTimeout:        rt.Timeout,
 	}
+}
+
+// paymentsConfig is the payments configuration with the replica id's
+// default filled in from the runtime instance.
+func (c Config) paymentsConfig() payments.Config {
+	pc := c.Payments.paymentsConfig(c.Runtime)
+	if pc.ReplicaID == "" {
+		pc.ReplicaID = payments.DefaultReplica(c.Runtime.Instance)
+	}
+	return pc
 }
 
 // validate checks the payments.* keys when payments are on; when they are
@@ -54,7 +66,9 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	if !m.Config.Payments.Enabled {
 		return payments.FreeGate{}, func() error { return nil }, nil
 	}
-	g, err := payments.NewGate(ctx, m.Config.Payments.paymentsConfig(m.Config.Runtime), m.Log.With("component", "payments"))
+	pc := m.Config.paymentsConfig()
+	pc.LedgerObserver = m.metrics.Ledger
+	g, err := payments.NewGate(ctx, pc, m.Log.With("component", "payments"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)
 	}

@@ -5,6 +5,7 @@
 //	sandboxd version                 print the version
 //	sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
 //	                                 pay for and run one program
+//	sandboxd ledger stats|list [...]   the payment ledger, for the operator
 package main
 
 import (
@@ -25,6 +26,10 @@ const usage = `usage:
   sandboxd version                   print the version
   sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
                                      pay for one run over x402 and print the answer
+  sandboxd ledger stats [--config FILE]
+                                     payments by day and state (counts, sums)
+  sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]
+                                     payments, newest first, with transaction hashes
 `
 
 func main() {
@@ -42,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serveCommand(args[1:], stderr)
 	case "call":
 		return callCommand(args[1:], stdout, stderr)
+	case "ledger":
+		return ledgerCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "sandboxd %s (commit %s, %s)\n", version, commit, goruntime.Version())
 		return 0

@@ -17,6 +17,7 @@ import (
 
 	"sandboxd/httpapi"
 	"sandboxd/internal/slots"
+	"sandboxd/metrics"
 	"sandboxd/runtime"
 )
 
@@ -58,17 +59,20 @@ type Main struct {
 	Config Config
 	Log    *slog.Logger
 
-	runner *runtime.Docker
-	closer func() error // the payment gate's
-	server *http.Server
-	ln     net.Listener
-	served chan struct{}
+	runner        *runtime.Docker
+	closer        func() error // the payment gate's
+	metrics       *metrics.Metrics
+	metricsServer *http.Server
+	server        *http.Server
+	ln            net.Listener
+	served        chan struct{}
 }
 
 // Open builds the pieces, removes containers a crash left behind, listens,
 // and starts serving in the background.
 func (m *Main) Open(ctx context.Context) error {
 	rt := m.Config.Runtime
+	m.metrics = m.newMetrics()
 	runner, err := runtime.New(runtime.Config{
 		Image:          rt.Image,
 		OCIRuntime:     rt.OCIRuntime,
@@ -80,6 +84,7 @@ func (m *Main) Open(ctx context.Context) error {
 		MaxOutputBytes: int(rt.MaxOutputBytes),
 		PoolSize:       int(rt.PoolSize),
 		Instance:       rt.Instance,
+		Observe:        m.metrics.Engine,
 	}, m.Log.With("component", "runtime"))
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
@@ -92,10 +97,14 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.closer = closer
+	if err := m.serveMetrics(); err != nil {
+		return err
+	}
+	run, adm, gate := m.instrument(runner, slots.New(int(rt.MaxConcurrency), rt.QueueWait), gate)
 
 	api := &httpapi.Server{
-		Runner:        runner,
-		Admitter:      slots.New(int(rt.MaxConcurrency), rt.QueueWait),
+		Runner:        run,
+		Admitter:      adm,
 		Gate:          gate,
 		Log:           m.Log.With("component", "httpapi"),
 		MaxBodyBytes:  m.Config.Server.MaxBodyBytes,
@@ -148,6 +157,7 @@ func (m *Main) reap(ctx context.Context) {
 // settlement that outlasts the grace still reaches its payer.
 func (m *Main) Close() error {
 	var errs []error
+	m.closeMetrics()
 	if m.server != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout)
 		if err := m.server.Shutdown(ctx); err != nil {

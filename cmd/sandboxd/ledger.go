@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"sandboxd/payments"
+)
+
+const ledgerUsage = `usage:
+  sandboxd ledger stats [--config FILE]
+      counts and sums (atomic units) by day and state
+  sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]
+      rows, newest first, with transaction hashes; T is a date (2026-11-30),
+      an RFC 3339 time, or a duration back from now (24h)
+`
+
+// ledgerCommand prints the configured ledger (payments.ledger, either
+// backend) for the operator.
+func ledgerCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "stats" && args[0] != "list") {
+		fmt.Fprint(stderr, ledgerUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("ledger "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
+	state := fs.String("state", "", "only rows in this state (reserved, settling, settled, failed, released)")
+	since := fs.String("since", "", "only rows reserved at or after this time")
+	payer := fs.String("payer", "", "only rows of this payer address")
+	limit := fs.Int("limit", 0, "at most this many rows (0: all)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	cfg, err := LoadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		return 2
+	}
+	switch *state {
+	case "", payments.StatusReserved, payments.StatusSettling, payments.StatusSettled, payments.StatusFailed, payments.StatusReleased:
+	default:
+		fmt.Fprintf(stderr, "sandboxd: --state: %q is not one of reserved, settling, settled, failed, released\n", *state)
+		return 2
+	}
+	f := payments.Filter{State: *state, Payer: *payer, Limit: *limit}
+	if f.Since, err = parseSince(*since, time.Now()); err != nil {
+		fmt.Fprintf(stderr, "sandboxd: --since: %v\n", err)
+		return 2
+	}
+	if err := printLedger(context.Background(), cfg.Payments.Ledger, args[0], f, stdout); err != nil {
+		fmt.Fprintf(stderr, "sandboxd: ledger %s: %v\n", payments.RedactLedger(cfg.Payments.Ledger), err)
+		return 1
+	}
+	return 0
+}
+
+// printLedger opens the ledger at location and prints its stats or rows.
+func printLedger(ctx context.Context, location, what string, f payments.Filter, w io.Writer) error {
+	if !payments.IsPostgresURL(location) {
+		if _, err := os.Stat(location); err != nil {
+			return fmt.Errorf("no ledger file: %w", err)
+		}
+	}
+	l, err := payments.OpenLedgerAt(ctx, location)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if what == "stats" {
+		rows, err := l.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(tw, "DAY\tSTATE\tCOUNT\tAMOUNT")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.Day, r.State, r.Count, r.Amount)
+		}
+		return tw.Flush()
+	}
+	rows, err := l.List(ctx, f)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(tw, "RESERVED\tSTATE\tPAYER\tNONCE\tAMOUNT\tTX\tRUN\tREASON\tREPLICA")
+	for _, e := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Status,
+			e.Payer, e.Nonce, e.Amount, dash(e.TxHash), dash(e.RunStatus), dash(e.Reason), dash(e.Replica))
+	}
+	return tw.Flush()
+}
+
+// parseSince reads --since: empty, a date, an RFC 3339 time, or a
+// duration back from now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date (2026-11-30), an RFC 3339 time or a duration (24h)", s)
+}
+
+// dash stands in for an empty column.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"sandboxd"
+	"sandboxd/metrics"
+	"sandboxd/payments"
+	"sandboxd/runtime"
+)
+
+// newMetrics builds the service's series; the pool's are read from the
+// runner set later in m.runner.
+func (m *Main) newMetrics() *metrics.Metrics {
+	return metrics.New(func() metrics.PoolStats {
+		if m.runner == nil {
+			return metrics.PoolStats{}
+		}
+		st := m.runner.PoolStats()
+		return metrics.PoolStats{Target: st.Target, Idle: st.Idle, Starting: st.Starting, Hits: st.Hits, Misses: st.Misses}
+	})
+}
+
+// instrument wraps the runner, admitter and gate with the metrics.
+func (m *Main) instrument(runner *runtime.Docker, adm sandboxd.Admitter, gate sandboxd.PaymentGate) (sandboxd.Runner, sandboxd.Admitter, sandboxd.PaymentGate) {
+	var amount float64
+	if g, ok := gate.(*payments.Gate); ok {
+		amount, _ = strconv.ParseFloat(g.Requirements().Amount, 64)
+	}
+	return metrics.Runner{Runner: runner, M: m.metrics},
+		metrics.Admitter{Admitter: adm, M: m.metrics},
+		metrics.Gate{PaymentGate: gate, M: m.metrics, Amount: amount, Reason: payments.RefusalReason}
+}
+
+// serveMetrics listens on server.metrics_addr, when set, and serves
+// GET /metrics there, apart from the public listener.
+func (m *Main) serveMetrics() error {
+	addr := m.Config.Server.MetricsAddr
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (server.metrics_addr; \"\" turns metrics off): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.metrics.Handler())
+	m.metricsServer = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := m.metricsServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Log.Error("metrics", "err", err)
+		}
+	}()
+	m.Log.Info("metrics listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// closeMetrics stops the metrics listener.
+func (m *Main) closeMetrics() {
+	if m.metricsServer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = m.metricsServer.Shutdown(ctx)
+}

@@ -1,0 +1,170 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"sandboxd"
+)
+
+type fakeRunner struct {
+	sandboxd.Runner
+	res sandboxd.Result
+	err error
+}
+
+func (f fakeRunner) Run(context.Context, sandboxd.Job) (sandboxd.Result, error) { return f.res, f.err }
+
+type fakeAdmitter struct{ err error }
+
+func (f fakeAdmitter) Admit(context.Context) (func(), error) { return func() {}, f.err }
+
+type fakeGate struct {
+	err       error
+	settleErr error
+}
+
+func (f fakeGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return fakeCharge{f.settleErr}, nil
+}
+
+// fakeCharge is both the fake authorization and the fake charge.
+type fakeCharge struct{ settleErr error }
+
+func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return c, nil }
+func (c fakeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error) {
+	return nil, c.settleErr
+}
+func (fakeCharge) Release(context.Context) {}
+
+// begin checks and reserves a payment through g.
+func begin(ctx context.Context, g Gate, req sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+	a, err := g.Check(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return a.Reserve(ctx)
+}
+
+// scrape parses the handler's answer with the official text parser.
+func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("the official parser refuses the output: %v", err)
+	}
+	return fams
+}
+
+// value returns the value of the series of family name whose labels
+// include want.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	for _, m := range fams[name].GetMetric() {
+		n := 0
+		for _, l := range m.GetLabel() {
+			if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+				n++
+			}
+		}
+		if n != len(want) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// TestMetricsSeries drives every wrapper and observer and checks each
+// series by its Prometheus name after a scrape.
+func TestMetricsSeries(t *testing.T) {
+	ctx := context.Background()
+	m := New(func() PoolStats { return PoolStats{Target: 4, Idle: 3, Starting: 1, Hits: 7, Misses: 2} })
+	run := Runner{Runner: fakeRunner{res: sandboxd.Result{Status: "ok"}}, M: m}
+	if _, err := run.Run(ctx, sandboxd.Job{}); err != nil {
+		t.Fatal(err)
+	}
+	down := Runner{Runner: fakeRunner{err: sandboxd.Errorf(sandboxd.CodeUnavailable, "t", "down")}, M: m}
+	_, _ = down.Run(ctx, sandboxd.Job{})
+	_, _ = Admitter{Admitter: fakeAdmitter{}, M: m}.Admit(ctx)
+	_, _ = Admitter{Admitter: fakeAdmitter{err: sandboxd.Errorf(sandboxd.CodeBusy, "t", "busy")}, M: m}.Admit(ctx)
+	m.Engine("runtime.create", 0, errors.New("boom"))
+	m.Engine("start", 80*time.Millisecond, nil)
+	m.Ledger("reserve", time.Millisecond)
+
+	paid := sandboxd.PaymentRequest{Header: http.Header{"Payment-Signature": {"x"}}}
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: 5000}
+	c, err := begin(ctx, g, paid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = begin(ctx, g, paid)
+	c.Release(ctx)
+	pending := Gate{PaymentGate: fakeGate{settleErr: sandboxd.Errorf(sandboxd.CodePending, "t", "pending")}, M: m}
+	c, _ = begin(ctx, pending, paid)
+	_, _ = c.Settle(ctx, sandboxd.Result{})
+	refuse := Gate{PaymentGate: fakeGate{err: sandboxd.Errorf(sandboxd.CodePayment, "t", "no")}, M: m,
+		Reason: func(error) string { return "invalid_exact_evm_payload_signature" }}
+	_, _ = begin(ctx, refuse, sandboxd.PaymentRequest{Header: http.Header{}})
+	_, _ = begin(ctx, refuse, paid)
+
+	fams := scrape(t, m)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"sandboxd_runs_total", map[string]string{"status": "ok"}, 1},
+		{"sandboxd_runs_total", map[string]string{"status": "unavailable"}, 1},
+		{"sandboxd_run_duration_seconds", nil, 1},
+		{"sandboxd_queue_wait_seconds", nil, 2},
+		{"sandboxd_busy_rejections_total", nil, 1},
+		{"sandboxd_engine_errors_total", map[string]string{"op": "runtime.create"}, 1},
+		{"sandboxd_engine_start_seconds", nil, 1},
+		{"sandboxd_ledger_write_duration_seconds", map[string]string{"op": "reserve"}, 1},
+		{"sandboxd_pool_idle_containers", nil, 3},
+		{"sandboxd_pool_target_containers", nil, 4},
+		{"sandboxd_pool_hits_total", nil, 7},
+		{"sandboxd_pool_misses_total", nil, 2},
+		{"sandboxd_payments_total", map[string]string{"outcome": "reserved"}, 3},
+		{"sandboxd_payments_total", map[string]string{"outcome": "settled"}, 1},
+		{"sandboxd_payments_total", map[string]string{"outcome": "released"}, 1},
+		{"sandboxd_payments_total", map[string]string{"outcome": "quoted"}, 1},
+		{"sandboxd_payments_total", map[string]string{"outcome": "refused", "reason": "invalid_exact_evm_payload_signature"}, 1},
+		{"sandboxd_payments_total", map[string]string{"outcome": "pending"}, 1},
+		{"sandboxd_settlement_duration_seconds", nil, 2},
+		{"sandboxd_settled_amount_atomic_total", nil, 5000},
+	} {
+		if got := value(fams, tc.name, tc.labels); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+}

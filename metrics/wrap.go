@@ -1,0 +1,151 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"sandboxd"
+)
+
+// Runner counts and times the runs of the Runner it wraps.
+type Runner struct {
+	sandboxd.Runner
+	M *Metrics
+}
+
+// Run runs job, recording its status and, when delivered, its duration.
+func (r Runner) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
+	began := time.Now()
+	res, err := r.Runner.Run(ctx, job)
+	if err != nil {
+		r.M.runs.WithLabelValues(errorStatus(err)).Inc()
+		return res, err
+	}
+	r.M.runs.WithLabelValues(string(res.Status)).Inc()
+	r.M.runDuration.Observe(time.Since(began).Seconds())
+	return res, nil
+}
+
+// errorStatus is the status label of a run that was not delivered.
+func errorStatus(err error) string {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "canceled"
+	}
+	if sandboxd.ErrorCode(err) == sandboxd.CodeUnavailable {
+		return "unavailable"
+	}
+	return "internal"
+}
+
+// Admitter times the queue wait of the Admitter it wraps and counts 429s.
+type Admitter struct {
+	sandboxd.Admitter
+	M *Metrics
+}
+
+// Admit waits for a slot, recording the wait and a busy refusal.
+func (a Admitter) Admit(ctx context.Context) (func(), error) {
+	began := time.Now()
+	release, err := a.Admitter.Admit(ctx)
+	a.M.queueWait.Observe(time.Since(began).Seconds())
+	if err != nil && sandboxd.ErrorCode(err) == sandboxd.CodeBusy {
+		a.M.busy.Inc()
+	}
+	return release, err
+}
+
+// Gate counts the payment outcomes of the PaymentGate it wraps. Amount is
+// the price in atomic units, added to the settled sum per settlement;
+// Reason names a refusal's cause from Check's or Reserve's error.
+type Gate struct {
+	sandboxd.PaymentGate
+	M      *Metrics
+	Amount float64
+	Reason func(err error) string
+}
+
+// Check checks a paid request's payment, recording a quote (no payment
+// came) or a refusal.
+func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	a, err := g.PaymentGate.Check(ctx, req)
+	switch {
+	case err == nil:
+		return authorization{Authorization: a, g: g}, nil
+	case sandboxd.ErrorCode(err) == sandboxd.CodePayment && !paid(req.Header):
+		g.M.payments.WithLabelValues(OutcomeQuoted, "").Inc()
+	default:
+		g.M.payments.WithLabelValues(OutcomeRefused, g.reason(err)).Inc()
+	}
+	return nil, err
+}
+
+// authorization records whether a checked payment was reserved.
+type authorization struct {
+	sandboxd.Authorization
+	g Gate
+}
+
+// Reserve reserves the payment, recording the reservation or its refusal.
+func (a authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
+	c, err := a.Authorization.Reserve(ctx)
+	if err != nil {
+		a.g.M.payments.WithLabelValues(OutcomeRefused, a.g.reason(err)).Inc()
+		return nil, err
+	}
+	a.g.M.payments.WithLabelValues(OutcomeReserved, "").Inc()
+	return charge{Charge: c, g: a.g}, nil
+}
+
+// reason is the refusal's label value.
+func (g Gate) reason(err error) string {
+	switch sandboxd.ErrorCode(err) {
+	case sandboxd.CodeUnavailable:
+		return "unavailable"
+	case sandboxd.CodeInvalid:
+		return "invalid_header"
+	}
+	if g.Reason != nil {
+		if r := g.Reason(err); r != "" {
+			return r
+		}
+	}
+	return "other"
+}
+
+// paid reports whether the request carried a payment header (v2 or v1).
+func paid(h http.Header) bool {
+	return h.Get("PAYMENT-SIGNATURE") != "" || h.Get("X-PAYMENT") != ""
+}
+
+// charge records how an admitted payment ended.
+type charge struct {
+	sandboxd.Charge
+	g Gate
+}
+
+// Settle collects the payment, recording the outcome and its latency.
+func (c charge) Settle(ctx context.Context, res sandboxd.Result) (http.Header, error) {
+	began := time.Now()
+	h, err := c.Charge.Settle(ctx, res)
+	c.g.M.settleLatency.Observe(time.Since(began).Seconds())
+	switch {
+	case err == nil:
+		c.g.M.payments.WithLabelValues(OutcomeSettled, "").Inc()
+		c.g.M.settledAmount.Add(c.g.Amount)
+	case sandboxd.ErrorCode(err) == sandboxd.CodeUnavailable:
+		c.g.M.payments.WithLabelValues(OutcomeReleased, "").Inc()
+	case sandboxd.ErrorCode(err) == sandboxd.CodePending:
+		c.g.M.payments.WithLabelValues(OutcomePending, "").Inc()
+	default:
+		c.g.M.payments.WithLabelValues(OutcomeFailed, "").Inc()
+	}
+	return h, err
+}
+
+// Release records that nothing was collected.
+func (c charge) Release(ctx context.Context) {
+	c.Charge.Release(ctx)
+	c.g.M.payments.WithLabelValues(OutcomeReleased, "").Inc()
+}

@@ -1,0 +1,372 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sandboxd/internal/pgtest"
+)
+
+// ledgerBackend opens ledgers of one backend for the conformance suite.
+type ledgerBackend struct {
+	name string
+	// location returns a fresh, empty ledger location (a path or a URL).
+	location func(tb testing.TB) string
+	// sibling returns a second handle on l's database as another replica:
+	// a separate connection pool on PostgreSQL, as another host would
+	// have; on SQLite, which one process owns, a view sharing l's
+	// connection.
+	sibling func(tb testing.TB, l *SQLLedger, replica string) *SQLLedger
+}
+
+// ledgerBackends are the backends every conformance test runs against.
+func ledgerBackends() []ledgerBackend {
+	return []ledgerBackend{
+		{
+			name:     "sqlite",
+			location: func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "ledger.db") },
+			sibling: func(tb testing.TB, l *SQLLedger, replica string) *SQLLedger {
+				v := *l
+				v.replica = replica
+				return &v
+			},
+		},
+		{
+			name:     "postgres",
+			location: pgtest.NewDatabase,
+			sibling: func(tb testing.TB, l *SQLLedger, replica string) *SQLLedger {
+				return mustLedgerConfig(tb, LedgerConfig{Ledger: l.location, Replica: replica, Lease: l.lease, Now: l.now})
+			},
+		},
+	}
+}
+
+// forEachBackend runs test as a subtest per backend.
+func forEachBackend(t *testing.T, test func(t *testing.T, b ledgerBackend)) {
+	for _, b := range ledgerBackends() {
+		t.Run(b.name, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// mustLedgerConfig opens the ledger of c, closed at cleanup.
+func mustLedgerConfig(tb testing.TB, c LedgerConfig) *SQLLedger {
+	tb.Helper()
+	l, err := OpenLedgerConfig(context.Background(), c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	return l
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// TestLedgerConformanceRace: 50 goroutines on two replicas reserve the same
+// payment at once; exactly one wins, the others get ErrAlreadyUsed.
+func TestLedgerConformanceRace(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		a := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
+		ls := []*SQLLedger{a, b.sibling(t, a, "b")}
+		e := testEntry(7)
+		var wg sync.WaitGroup
+		errs := make([]error, 50)
+		start := make(chan struct{})
+		for i := range errs {
+			wg.Go(func() {
+				<-start
+				errs[i] = ls[i%2].Reserve(ctx, e)
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, ErrAlreadyUsed):
+				t.Errorf("goroutine %d: %v, want nil or ErrAlreadyUsed", i, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d reservations won, want exactly 1", won)
+		}
+		wantStatus(t, a, e, StatusReserved)
+	})
+}
+
+// ledgerOps are the moves of the state machine, by name.
+var ledgerOps = map[string]func(ctx context.Context, l Ledger, e Entry) error{
+	"reserve":  func(ctx context.Context, l Ledger, e Entry) error { return l.Reserve(ctx, e) },
+	"settling": func(ctx context.Context, l Ledger, e Entry) error { return l.MarkSettling(ctx, e.Payer, e.Nonce) },
+	"settled": func(ctx context.Context, l Ledger, e Entry) error {
+		return l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok")
+	},
+	"failed": func(ctx context.Context, l Ledger, e Entry) error {
+		return l.MarkFailed(ctx, e.Payer, e.Nonce, "0xtx", ReasonUnexpectedSettle)
+	},
+	"released": func(ctx context.Context, l Ledger, e Entry) error { return l.MarkReleased(ctx, e.Payer, e.Nonce) },
+}
+
+// pathTo are the moves that bring a new row to each state.
+var pathTo = map[string][]string{
+	"":             nil,
+	StatusReserved: {"reserve"},
+	StatusSettling: {"reserve", "settling"},
+	StatusSettled:  {"reserve", "settling", "settled"},
+	StatusFailed:   {"reserve", "settling", "failed"},
+	StatusReleased: {"reserve", "released"},
+}
+
+// TestLedgerConformanceTransitions tries every move from every state, on the
+// replica holding the row and on another one (which may only reserve).
+func TestLedgerConformanceTransitions(t *testing.T) {
+	// want[from][op] is the state after op, or the error it returns.
+	want := map[string]map[string]any{
+		"":             {"reserve": StatusReserved, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
+		StatusReserved: {"reserve": ErrAlreadyUsed, "settling": StatusSettling, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": StatusReleased},
+		StatusSettling: {"reserve": ErrAlreadyUsed, "settling": ErrNotReserved, "settled": StatusSettled, "failed": StatusFailed, "released": StatusReleased},
+		StatusSettled:  {"reserve": ErrAlreadyUsed, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
+		StatusFailed:   {"reserve": ErrAlreadyUsed, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
+		StatusReleased: {"reserve": StatusReserved, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
+	}
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
+		other := b.sibling(t, l, "b")
+		i := 100
+		for from, ops := range want {
+			for op, result := range ops {
+				for _, by := range []*SQLLedger{l, other} {
+					i++
+					e := testEntry(i)
+					for _, step := range pathTo[from] {
+						if err := ledgerOps[step](ctx, l, e); err != nil {
+							t.Fatalf("setting up %q: %s: %v", from, step, err)
+						}
+					}
+					err := ledgerOps[op](ctx, by, e)
+					expect := result
+					if by == other && op != "reserve" && from != "" {
+						expect = ErrNotReserved // only the holder moves a row
+					}
+					name := fmt.Sprintf("%s from %q by %s", op, from, by.replica)
+					if wantErr, ok := expect.(error); ok {
+						if !errors.Is(err, wantErr) {
+							t.Errorf("%s = %v, want %v", name, err, wantErr)
+						}
+						continue
+					}
+					if err != nil {
+						t.Errorf("%s = %v", name, err)
+						continue
+					}
+					got := wantStatus(t, l, e, expect.(string))
+					if got.Replica != by.replica {
+						t.Errorf("%s: row held by %q, want %q", name, got.Replica, by.replica)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestLedgerConformanceReplicas: a restarting replica resolves only its own
+// rows; rows of a replica silent for longer than the lease are resolved by
+// a live one, which then holds them, so the silent one (if only slow) can
+// no longer settle them; a live replica's rows are never touched.
+func TestLedgerConformanceReplicas(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		clock := &fakeClock{t: testNow}
+		const lease = 30 * time.Second
+		a := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a", Lease: lease, Now: clock.Now})
+		bb, c := b.sibling(t, a, "b"), b.sibling(t, a, "c")
+		for _, l := range []*SQLLedger{bb, c} {
+			if err := l.Heartbeat(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustOpenRows(t, a, map[int]string{1: StatusReserved, 2: StatusSettling})
+		mustOpenRows(t, bb, map[int]string{3: StatusReserved})
+		s := &fakeSettler{} // NonceUsed: ErrNonceStateUnknown
+
+		// Within the lease nobody touches anybody's rows.
+		clock.Add(lease / 2)
+		if rep, err := c.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
+			t.Fatalf("RecoverStale within the lease = %+v, %v; want nothing", rep, err)
+		}
+		// A restart of b (its Recover at start) resolves b's row only.
+		if rep, err := bb.Recover(ctx, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
+			t.Fatalf("b's restart Recover = %+v, %v; want 1 released", rep, err)
+		}
+		wantStatus(t, a, testEntry(1), StatusReserved)
+		wantStatus(t, a, testEntry(2), StatusSettling)
+		wantStatus(t, a, testEntry(3), StatusReleased)
+		mustOpenRows(t, bb, map[int]string{4: StatusReserved})
+
+		// a falls silent past the lease while b and c beat.
+		clock.Add(lease/2 + time.Second)
+		for _, l := range []*SQLLedger{bb, c} {
+			if err := l.Heartbeat(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := c.RecoverStale(ctx, s, nil)
+		if err != nil || rep != (RecoverReport{Released: 1, Failed: 1}) {
+			t.Fatalf("RecoverStale after the lease = %+v, %v; want 1 released, 1 failed", rep, err)
+		}
+		if got := wantStatus(t, a, testEntry(1), StatusReleased); got.Replica != "c" {
+			t.Fatalf("a's reserved row is held by %q, want c", got.Replica)
+		}
+		if got := wantStatus(t, a, testEntry(2), StatusFailed); got.Reason != ReasonUnknownAfterRestart {
+			t.Fatalf("a's settling row: %+v", got)
+		}
+		wantStatus(t, a, testEntry(4), StatusReserved) // b is alive
+		// a was only slow: it can no longer move what c took over.
+		if err := a.MarkSettling(ctx, testEntry(1).Payer, testEntry(1).Nonce); !errors.Is(err, ErrNotReserved) {
+			t.Fatalf("the silent replica's MarkSettling = %v, want ErrNotReserved", err)
+		}
+		// A second pass finds nothing: each row is resolved once.
+		if rep, err := bb.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
+			t.Fatalf("second RecoverStale = %+v, %v", rep, err)
+		}
+	})
+}
+
+// TestLedgerConformanceMigrations: reopening migrates nothing twice, and a
+// database at a newer schema is refused with a message saying so.
+func TestLedgerConformanceMigrations(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		loc := b.location(t)
+		l := mustLedgerConfig(t, LedgerConfig{Ledger: loc})
+		mustOpenRows(t, l, map[int]string{1: StatusReserved})
+		l.Close()
+		l = mustLedgerConfig(t, LedgerConfig{Ledger: loc})
+		wantStatus(t, l, testEntry(1), StatusReserved)
+		if _, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE schema_version SET version = ?`), SchemaVersion+1); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		_, err := OpenLedgerConfig(ctx, LedgerConfig{Ledger: loc})
+		if err == nil || !containsAll(err.Error(), fmt.Sprintf("version %d", SchemaVersion+1), "newer") {
+			t.Fatalf("open at a newer schema = %v, want a refusal naming the version", err)
+		}
+	})
+}
+
+// TestLedgerConformanceReport: List filters by state, time and payer, and
+// Stats counts and sums by day and state.
+func TestLedgerConformanceReport(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		clock := &fakeClock{t: time.Date(2026, 11, 1, 23, 0, 0, 0, time.UTC)}
+		l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Now: clock.Now})
+		mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusSettling})
+		clock.Add(2 * time.Hour)
+		mustOpenRows(t, l, map[int]string{3: StatusSettling})
+		if err := l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0xabc", "ok"); err != nil {
+			t.Fatal(err)
+		}
+		other := testEntry(4)
+		other.Payer = "0x00000000000000000000000000000000000000AA"
+		if err := l.Reserve(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			f    Filter
+			want int
+		}{
+			{Filter{}, 4},
+			{Filter{State: StatusSettled}, 1},
+			{Filter{Since: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}, 2},
+			{Filter{Payer: "0x00000000000000000000000000000000000000aa"}, 1},
+			{Filter{Limit: 3}, 3},
+		} {
+			rows, err := l.List(ctx, tc.f)
+			if err != nil || len(rows) != tc.want {
+				t.Errorf("List(%+v) = %d rows, %v; want %d", tc.f, len(rows), err, tc.want)
+			}
+		}
+		if rows, _ := l.List(ctx, Filter{State: StatusSettled}); len(rows) == 1 && rows[0].TxHash != "0xabc" {
+			t.Errorf("settled row without its hash: %+v", rows[0])
+		}
+		stats, err := l.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []StatsRow{
+			{Day: "2026-11-01", State: StatusReserved, Count: 1, Amount: "5000"},
+			{Day: "2026-11-01", State: StatusSettling, Count: 1, Amount: "5000"},
+			{Day: "2026-11-02", State: StatusReserved, Count: 1, Amount: "5000"},
+			{Day: "2026-11-02", State: StatusSettled, Count: 1, Amount: "5000"},
+		}
+		if fmt.Sprint(stats) != fmt.Sprint(want) {
+			t.Fatalf("Stats = %v, want %v", stats, want)
+		}
+	})
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestLedgerConformanceRecover: at start, a reserved row is released; a
+// settling one is settled or released as the chain says (onchain), failed
+// when the settler cannot tell (facilitator), and left settling when the
+// chain cannot be asked.
+func TestLedgerConformanceRecover(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name string
+			s    Settler
+			want map[int]string
+		}{
+			{"onchain", &nonceOracle{used: map[string]bool{testEntry(2).Nonce: true}},
+				map[int]string{1: StatusReleased, 2: StatusSettled, 3: StatusReleased}},
+			{"facilitator", &fakeSettler{}, map[int]string{1: StatusReleased, 2: StatusFailed, 3: StatusFailed}},
+			{"chain down", &nonceOracle{err: errors.New("down")}, map[int]string{1: StatusReleased, 2: StatusSettling, 3: StatusSettling}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
+				mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusSettling, 3: StatusSettling})
+				if _, err := l.Recover(ctx, tc.s, nil); err != nil {
+					t.Fatal(err)
+				}
+				for i, state := range tc.want {
+					wantStatus(t, l, testEntry(i), state)
+				}
+			})
+		}
+	})
+}

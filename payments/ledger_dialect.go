@@ -1,0 +1,59 @@
+package payments
+
+import (
+	"database/sql"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ledgerOpTimeout bounds each ledger statement: an unreachable database
+// refuses a paid call in seconds rather than holding it.
+const ledgerOpTimeout = 10 * time.Second
+
+// stampLayout is the ledger's time format: UTC, fixed width, so that text
+// order is time order in both backends.
+const stampLayout = "2006-01-02T15:04:05.000000000Z"
+
+// dialect is what differs between the SQL backends.
+type dialect struct {
+	// name is "sqlite" or "postgres".
+	name string
+	// dollar: placeholders are $1, $2, … rather than ?.
+	dollar bool
+	// sumAmount is the SQL of the sum of the amount column as a decimal.
+	sumAmount string
+}
+
+var (
+	dialectSQLite   = dialect{name: "sqlite", sumAmount: "CAST(SUM(CAST(amount AS INTEGER)) AS TEXT)"}
+	dialectPostgres = dialect{name: "postgres", dollar: true, sumAmount: "SUM(amount::numeric)::text"}
+)
+
+// bind rewrites the ? placeholders of q for the dialect. The ledger's SQL
+// holds no ? inside string literals.
+func (d dialect) bind(q string) string {
+	if !d.dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// newSQLLedger returns the ledger on db, migrated, as DefaultReplica with
+// DefaultLease; OpenLedgerConfig sets the replica and lease configured.
+func newSQLLedger(db *sql.DB, d dialect) *SQLLedger {
+	return &SQLLedger{db: db, dialect: d, replica: DefaultReplica(""), lease: DefaultLease, now: time.Now}
+}
+
+// formatStamp is t in stampLayout.
+func formatStamp(t time.Time) string { return t.UTC().Format(stampLayout) }

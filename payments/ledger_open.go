@@ -1,0 +1,117 @@
+package payments
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultLease is how long a replica may go without a heartbeat before
+// another replica resolves its open rows (payments.lease).
+const DefaultLease = 30 * time.Second
+
+// LedgerConfig says which ledger to open and as which replica.
+type LedgerConfig struct {
+	// Ledger is payments.ledger: a file path (SQLite) or a postgres:// URL.
+	Ledger string
+	// Replica is payments.replica_id; empty means DefaultReplica("").
+	Replica string
+	// Lease is payments.lease; zero means DefaultLease.
+	Lease time.Duration
+	// Now is the ledger's clock (stamps, heartbeats, the lease); nil means
+	// time.Now.
+	Now func() time.Time
+	// Observe, when set, is told how long each write took (op is reserve,
+	// settling, settled, failed or released). It must not block.
+	Observe func(op string, d time.Duration)
+}
+
+// DefaultReplica is the replica id used when payments.replica_id is empty:
+// the host name and the runtime instance ("default" when empty), which
+// tells apart the replicas of a host as the containers' labels do.
+func DefaultReplica(instance string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	if instance == "" {
+		instance = "default"
+	}
+	return host + "/" + instance
+}
+
+// IsPostgresURL reports whether a payments.ledger value names PostgreSQL
+// rather than a SQLite file.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// RedactLedger is a payments.ledger value fit for logs: a URL's password
+// is replaced by "xxxxx".
+func RedactLedger(s string) string {
+	if !IsPostgresURL(s) {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// OpenLedgerConfig opens the ledger c names, migrated to SchemaVersion, and
+// records a first heartbeat. Errors are CodeUnavailable.
+func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
+	l, err := OpenLedgerAt(ctx, c.Ledger)
+	if err != nil {
+		return nil, err
+	}
+	if c.Replica != "" {
+		l.replica = c.Replica
+	}
+	if c.Lease > 0 {
+		l.lease = c.Lease
+	}
+	if c.Now != nil {
+		l.now = c.Now
+	}
+	l.observe = c.Observe
+	if err := l.holdReplicaID(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.Heartbeat(ctx); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// OpenLedgerAt opens the ledger at a payments.ledger value, a SQLite path
+// or a postgres:// URL, migrated, without taking part in the fleet (no
+// heartbeat): for the operator's commands.
+func OpenLedgerAt(ctx context.Context, location string) (*SQLLedger, error) {
+	if IsPostgresURL(location) {
+		return OpenPostgres(ctx, location)
+	}
+	return OpenLedger(ctx, location)
+}
+
+// Replica returns the id this ledger records on the rows it reserves.
+func (l *SQLLedger) Replica() string { return l.replica }
+
+// validateLedger checks a payments.ledger value.
+func validateLedger(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("is empty; set the path of the SQLite ledger file or a postgres:// URL")
+	case IsPostgresURL(s):
+		if u, err := url.Parse(s); err != nil || u.Host == "" {
+			return fmt.Errorf("%q is not a postgres://user:password@host:port/database URL", RedactLedger(s))
+		}
+	}
+	return nil
+}

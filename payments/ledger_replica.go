@@ -1,0 +1,116 @@
+package payments
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Heartbeat records that this replica is alive now. Another replica
+// resolves this one's open rows only after it has been silent for longer
+// than the lease.
+func (l *SQLLedger) Heartbeat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	_, err := l.db.ExecContext(ctx, l.dialect.bind(`INSERT INTO replicas (id, seen_at) VALUES (?, ?)
+ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica, l.stamp())
+	if err != nil {
+		return ledgerError("payments.ledger.heartbeat", err)
+	}
+	return nil
+}
+
+// claimStale makes this replica the holder of the open rows of every
+// replica silent for longer than the lease (or with no heartbeat at all,
+// as rows written before replicas existed), in one statement, and returns
+// them. From then on only this replica can move them: the silent one, if
+// it was only slow, finds its rows gone (ErrNotReserved) and sends no
+// settlement. A live replica's rows are never taken.
+func (l *SQLLedger) claimStale(ctx context.Context) ([]Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	cutoff := formatStamp(l.now().Add(-l.lease))
+	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`UPDATE payments SET replica = ?, updated_at = ?
+WHERE status IN ('reserved', 'settling') AND replica <> ?
+	AND replica NOT IN (SELECT id FROM replicas WHERE seen_at >= ?)
+RETURNING `+entryColumns), l.replica, l.stamp(), l.replica, cutoff)
+	if err != nil {
+		return nil, ledgerError("payments.ledger.claim", err)
+	}
+	return scanEntries(rows)
+}
+
+// Recover resolves the rows this replica's previous run left open and
+// those of replicas silent for longer than the lease (see resolve).
+func (l *SQLLedger) Recover(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error) {
+	if _, err := l.claimStale(ctx); err != nil {
+		return RecoverReport{}, err
+	}
+	open, err := l.Pending(ctx)
+	if err != nil {
+		return RecoverReport{}, err
+	}
+	return l.resolve(ctx, s, open, log)
+}
+
+// RecoverStale resolves the open rows of replicas silent for longer than
+// the lease, never this replica's own (they may be in flight).
+func (l *SQLLedger) RecoverStale(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error) {
+	claimed, err := l.claimStale(ctx)
+	if err != nil {
+		return RecoverReport{}, err
+	}
+	return l.resolve(ctx, s, claimed, log)
+}
+
+// keepAlive beats l's heartbeat every lease/3 and resolves the rows of
+// silent replicas, until ctx ends. done is closed when it returns.
+func keepAlive(ctx context.Context, l Ledger, lease time.Duration, s Settler, log *slog.Logger, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := l.Heartbeat(ctx); err != nil {
+			log.Error("payments: cannot record this replica's heartbeat; after the lease others resolve its open payments", "err", err)
+			continue
+		}
+		rep, err := l.RecoverStale(ctx, s, log)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("payments: cannot resolve the payments of silent replicas", "err", err)
+		case rep != RecoverReport{}:
+			log.Info("payments: resolved the payments of silent replicas", "settled", rep.Settled,
+				"released", rep.Released, "failed", rep.Failed, "left_settling", rep.Left)
+		}
+	}
+}
+
+// keeper stops a keepAlive loop when closed.
+type keeper struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startKeepAlive runs keepAlive in the background; Close stops it. A nil
+// log discards the events.
+func startKeepAlive(l Ledger, lease time.Duration, s Settler, log *slog.Logger) *keeper {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &keeper{cancel: cancel, done: make(chan struct{})}
+	go keepAlive(ctx, l, lease, s, log, k.done)
+	return k
+}
+
+// Close stops the loop and waits for it.
+func (k *keeper) Close() error {
+	k.cancel()
+	<-k.done
+	return nil
+}

@@ -1,0 +1,175 @@
+package payments
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sandboxd"
+	"sandboxd/internal/pgtest"
+)
+
+// ledgerBreak makes a ledger's database fail, as it does in production.
+type ledgerBreak struct {
+	name string
+	// open returns the location to open the ledger at, and the function
+	// that breaks it.
+	open func(t *testing.T, b ledgerBackend) (string, func())
+}
+
+// ledgerBreaks lists the failures each backend is tested with. SQLite on a
+// full disk is TestLedgerDiskFull.
+var ledgerBreaks = map[string][]ledgerBreak{
+	"sqlite": {{"file removed", func(t *testing.T, b ledgerBackend) (string, func()) {
+		loc := b.location(t)
+		return loc, func() { os.Remove(loc) }
+	}}},
+	"postgres": {
+		{"disk full", func(t *testing.T, b ledgerBackend) (string, func()) {
+			loc := b.location(t)
+			return loc, func() { mustDiskFullTrigger(t, loc) }
+		}},
+		{"unreachable", func(t *testing.T, b ledgerBackend) (string, func()) {
+			p := mustProxy(t, b.location(t))
+			return p.url, p.Close
+		}},
+	},
+}
+
+// TestLedgerConformanceUnavailable: when the database cannot be written or
+// reached, a paid call is refused with CodeUnavailable (503) before it
+// runs, and a call admitted before is not settled: nothing is collected
+// unrecorded.
+func TestLedgerConformanceUnavailable(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		for _, br := range ledgerBreaks[b.name] {
+			t.Run(br.name, func(t *testing.T) {
+				ctx := context.Background()
+				loc, breakIt := br.open(t, b)
+				cfg := testConfig(t)
+				cfg.Ledger = loc
+				l := mustLedgerConfig(t, cfg.ledgerConfig())
+				s := &fakeSettler{settleTx: "0x1"}
+				g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := mustKey(t)
+				admitted, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
+				if err != nil {
+					t.Fatal(err)
+				}
+				breakIt()
+				_, err = begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
+				if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+					t.Fatalf("Begin with the ledger broken = %v, want CodeUnavailable", err)
+				}
+				if _, err := admitted.Settle(ctx, sandboxd.Result{}); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+					t.Fatalf("Settle with the ledger broken = %v, want CodeUnavailable", err)
+				}
+				if n := s.settles.Load(); n != 0 {
+					t.Fatalf("%d settlements sent with the ledger broken, want 0", n)
+				}
+			})
+		}
+	})
+}
+
+// mustDiskFullTrigger makes every write to the payments table of the
+// database at loc fail as PostgreSQL does when its disk is full (SQLSTATE
+// 53100, disk_full).
+func mustDiskFullTrigger(t *testing.T, loc string) {
+	t.Helper()
+	l := mustLedgerConfig(t, LedgerConfig{Ledger: loc, Replica: "admin"})
+	for _, q := range []string{
+		`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`,
+		`CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE ON payments FOR EACH ROW EXECUTE FUNCTION disk_full()`,
+	} {
+		if _, err := l.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// proxy forwards TCP connections to a PostgreSQL server until closed, when
+// it cuts every connection: the database becomes unreachable.
+type proxy struct {
+	url   string
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// mustProxy starts a proxy to the server of the postgres:// URL loc and
+// returns it, its url pointing at the proxy.
+func mustProxy(t *testing.T, loc string) *proxy {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	u.Host = ln.Addr().String()
+	p := &proxy{url: u.String(), ln: ln}
+	t.Cleanup(p.Close)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// Close stops accepting and cuts every connection.
+func (p *proxy) Close() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestPostgresReplicaIDInUse: a second live process with a replica id
+// already in use on the database is refused (it would resolve the first
+// one's open payments at its start); once the first is gone the id is free.
+func TestPostgresReplicaIDInUse(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	first, err := OpenLedgerConfig(ctx, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenLedgerConfig(ctx, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), `"host-a/default" is in use`) {
+		t.Fatalf("second open with the same id = %v, want refused", err)
+	}
+	mustLedgerConfig(t, LedgerConfig{Ledger: url, Replica: "host-b/default"})
+	first.Close()
+	mustLedgerConfig(t, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+}

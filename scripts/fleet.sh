@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# fleet.sh: a try-out fleet on one machine (`make fleet`): a PostgreSQL ledger in .fleet/pg and
+# three sandboxd replicas on 127.0.0.1:8081..8083 (metrics on 127.0.0.1:9091..9093), each with its
+# own runtime.instance and payments.replica_id, all on the one Docker daemon. Free mode unless the
+# environment turns payments on (SANDBOX_PAYMENTS_ENABLED=true, SANDBOX_PAYMENTS_PAY_TO=...); the
+# ledger is shared either way, so `sandboxd ledger stats` reads it. Ctrl-C stops everything.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+state="$root/.fleet"
+port=${FLEET_PG_PORT:-55432}
+mkdir -p "$state"
+
+url=$("$root/scripts/pg.sh" start "$state/pg" "$port")
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait "${pids[@]}" 2>/dev/null || true
+  "$root/scripts/pg.sh" stop "$state/pg" || true
+  echo "fleet: stopped" >&2
+  exit 0
+}
+trap stop INT TERM EXIT
+
+for i in 1 2 3; do
+  SANDBOX_SERVER_ADDR="127.0.0.1:808$i" \
+  SANDBOX_SERVER_METRICS_ADDR="127.0.0.1:909$i" \
+  SANDBOX_RUNTIME_INSTANCE="fleet$i" \
+  SANDBOX_RUNTIME_POOL_SIZE="${FLEET_POOL_SIZE:-2}" \
+  SANDBOX_PAYMENTS_LEDGER="$url" \
+  SANDBOX_PAYMENTS_REPLICA_ID="$(hostname)/fleet$i" \
+    "$root/bin/sandboxd" serve --config "$root/config.yaml" 2>"$state/replica$i.log" &
+  pids+=($!)
+done
+
+cat >&2 <<MSG
+fleet: three replicas on http://127.0.0.1:8081 :8082 :8083 (logs in .fleet/replica*.log),
+       metrics on http://127.0.0.1:9091/metrics :9092 :9093, ledger $(printf '%s' "$url" | sed 's/:[^:@]*@/:xxxxx@/')
+       try:  curl -s 127.0.0.1:8082/v1/code -d '{"code":"print(6*7)"}'
+             SANDBOX_PAYMENTS_LEDGER='$url' bin/sandboxd ledger stats
+       a load balancer in front: deploy/nginx.conf. Ctrl-C stops the fleet and PostgreSQL.
+MSG
+wait -n "${pids[@]}" || true
+echo "fleet: a replica exited; see .fleet/replica*.log" >&2
