@@ -79,6 +79,7 @@ func (m *Main) Open(ctx context.Context) error {
 		TmpfsBytes:     rt.TmpfsBytes,
 		MaxOutputBytes: int(rt.MaxOutputBytes),
 		PoolSize:       int(rt.PoolSize),
+		PoolMax:        int(rt.PoolMax),
 		Instance:       rt.Instance,
 	}, m.Log.With("component", "runtime"))
 	if err != nil {
@@ -115,7 +116,7 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	m.Log.Info("listening", "addr", m.ln.Addr().String(), "payments", m.Config.Payments.Enabled,
-		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency, "pool_size", rt.PoolSize)
+		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency, "pool_size", rt.PoolSize, "pool_max", rt.PoolMax)
 	return nil
 }
 
