@@ -20,9 +20,9 @@ import (
 const oomEventWait = 2 * time.Second
 
 // oomKilled reports whether the kernel's OOM killer ended the container:
-// Docker's flag says so, or, when the flag lost the race with the exit,
-// Docker's "oom" event of the container (already sent, or arriving within
-// oomEventWait). Nothing else makes an OOM: an exit 137 of the program's
+// Docker's flag says so, or, when the flag lost the race with the exit and
+// the kill was not ours, Docker's "oom" event of the container (already
+// sent, or arriving within oomEventWait). Nothing else makes an OOM: an exit 137 of the program's
 // own is no OOM. When the daemon no longer answers, the kill was most
 // likely its own, on its way down: that is the service's failure, not the
 // program's answer.
@@ -39,6 +39,11 @@ func (r *run) oomKilled(ctx context.Context) (bool, error) {
 	}
 	if info.State != nil && info.State.OOMKilled {
 		return true, nil
+	}
+	if r.killed {
+		// Our own SIGKILL (the deadline, the output cap) decides the
+		// status: no need to wait for an event that would not change it.
+		return false, nil
 	}
 	oom, err := r.d.oomEvent(ctx, r.b.id, r.b.started, time.Now().Add(oomEventWait))
 	if err != nil {
