@@ -353,6 +353,7 @@ func (p *pool) kick() {
 func (p *pool) close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
+	p.log.Info("pool closing", "hits", p.hits.Load(), "misses", p.misses.Load(), "idle", len(p.idle), "starting", p.starting)
 	idle := p.idle
 	p.idle = nil
 	for _, b := range idle {
