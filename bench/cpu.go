@@ -43,9 +43,10 @@ func group(comm string, pid, self int) string {
 
 // cpuSplit is the host's CPU time over a window, in total and by group.
 type cpuSplit struct {
-	host     time.Duration
-	groups   map[string]time.Duration
-	answers  int64
+	host   time.Duration
+	groups map[string]time.Duration
+	// ended counts, by group, the processes that ended in the window.
+	ended    map[string]int
 	exitedOK bool // process accounting counted the processes that ended
 }
 
@@ -91,7 +92,7 @@ func (a *cpuAccount) stop() cpuSplit {
 	if a.acctOn {
 		_, _, _ = syscall.Syscall(syscall.SYS_ACCT, 0, 0, 0) // acct(NULL): off
 	}
-	s := cpuSplit{host: ticks(busy1 - a.busy0), groups: map[string]time.Duration{}, exitedOK: a.acctOn}
+	s := cpuSplit{host: ticks(busy1 - a.busy0), groups: map[string]time.Duration{}, ended: map[string]int{}, exitedOK: a.acctOn}
 	for k, p := range procs1 {
 		s.groups[group(p.comm, k.pid, a.self)] += ticks(p.ticks - a.procs0[k].ticks)
 	}
@@ -103,7 +104,9 @@ func (a *cpuAccount) stop() cpuSplit {
 					t -= p.ticks
 				}
 			}
-			s.groups[group(e.comm, e.pid, a.self)] += ticks(max(t, 0))
+			g := group(e.comm, e.pid, a.self)
+			s.groups[g] += ticks(max(t, 0))
+			s.ended[g]++
 		}
 	}
 	_ = os.Remove(a.acctFile)

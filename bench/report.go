@@ -68,12 +68,15 @@ func cpuTable(w io.Writer, c cpuSplit, answers int64) {
 	if !c.exitedOK {
 		fmt.Fprint(w, " Process accounting was unavailable (not root?): processes that ended in the window are in `other`.")
 	}
-	fmt.Fprint(w, "\n\n| process | CPU ms per answer | share |\n|---|---|---|\n")
+	fmt.Fprint(w, "\n\n| process | CPU ms per answer | share | processes ended per answer |\n|---|---|---|---|\n")
 	for _, g := range cpuGroups {
-		fmt.Fprintf(w, "| %s | %.1f | %.0f %% |\n", g, per(c.groups[g]), 100*c.groups[g].Seconds()/max(c.host.Seconds(), 1e-9))
+		fmt.Fprintf(w, "| %s | %.1f | %.0f %% | %.1f |\n", g, per(c.groups[g]), 100*c.groups[g].Seconds()/max(c.host.Seconds(), 1e-9),
+			float64(c.ended[g])/float64(answers))
 	}
-	fmt.Fprintln(w, "\n`other` is the host's total less the named processes: the kernel's own threads, other tenants, and rounding "+
-		"(process accounting truncates each ended process to 10 ms ticks).")
+	fmt.Fprintln(w, "\nProcesses are grouped by command name over the whole host, so other tenants' processes count too. "+
+		"`other` is the host's total less the named groups: kernel threads, other tenants, and what process accounting "+
+		"misses (it truncates each ended process's CPU to 10 ms ticks, so short ones such as runc's count low). "+
+		"`perf record -a -g` at saturation gives the exact attribution.")
 }
 
 // failures lists the kinds of failed calls, if any.
