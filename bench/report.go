@@ -33,7 +33,7 @@ func printReport(w io.Writer, o options, r report) {
 	row("engine ceiling (NetworkDisabled, as the service)", fmt.Sprintf("%.1f cycles/s", r.ceiling), "", true)
 	row("engine ceiling, NetworkDisabled off", fmt.Sprintf("%.1f cycles/s (A/B: %.2f×)", r.ceilingNet, ab), "ceiling ≥ 1.8× this", ab >= 1.8)
 	sat := r.saturation.perSec / r.ceiling
-	row(fmt.Sprintf("saturation, %d callers", o.conc), fmt.Sprintf("%.1f answers/s = %.2f× ceiling, %d failed%s, pool hits %.0f %%",
+	row(fmt.Sprintf("saturation, %d callers", o.conc), fmt.Sprintf("%.1f answers/s = %.2f× ceiling, %d failed%s, idle warm container found %.0f %%",
 		r.saturation.perSec, sat, r.saturation.failures(), failures(r.saturation.failed), 100*r.saturation.hitRatio()),
 		"≥ 0.9× ceiling, 0 failed", sat >= 0.9 && r.saturation.failures() == 0)
 	poissonRow(row, "40", r.poisson40, r.ceiling*0.4, 10, 100)
@@ -50,9 +50,9 @@ func printReport(w io.Writer, o options, r report) {
 // poissonRow writes the row of one Poisson run against its targets.
 func poissonRow(row func(what, figure, target string, ok bool), pct string, p phase, rate, p50, p99 float64) {
 	row(fmt.Sprintf("Poisson at %s %% of the ceiling (%.1f/s)", pct, rate),
-		fmt.Sprintf("p50 %.1f ms, p95 %.1f ms, p99 %.1f ms; %d answers, %d failed%s; pool hits %.0f %%; at most %d in flight",
+		fmt.Sprintf("p50 %.1f ms, p95 %.1f ms, p99 %.1f ms; %d answers, %d failed%s; idle warm container found %.0f %% (%d waited for one starting, %d started their own); at most %d in flight",
 			ms(p.latency.pct(50)), ms(p.latency.pct(95)), ms(p.latency.pct(99)), p.ok, p.failures(), failures(p.failed),
-			100*p.hitRatio(), p.inFlight),
+			100*p.hitRatio(), p.waits, p.misses, p.inFlight),
 		fmt.Sprintf("p50 ≤ %.0f ms, p99 ≤ %.0f ms", p50, p99),
 		p.ok > 0 && ms(p.latency.pct(50)) <= p50 && ms(p.latency.pct(99)) <= p99 && p.failures() == 0)
 }

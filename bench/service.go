@@ -25,17 +25,20 @@ const hello = `{"language":"python","code":"print('hello')"}`
 // pool's counts at close.
 var (
 	listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
-	poolLine   = regexp.MustCompile(`msg="pool closing".* hits=(\d+) misses=(\d+)`)
+	poolLine   = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) misses=(\d+)`)
 )
 
 // phase is what one load run of the service gave.
 type phase struct {
-	latency  latencies
-	ok       int64
-	failed   map[string]int64
-	perSec   float64
-	elapsed  time.Duration
+	latency latencies
+	ok      int64
+	failed  map[string]int64
+	perSec  float64
+	elapsed time.Duration
+	// hits, waits and misses are the pool's counts: runs served by an
+	// idle container, by one still starting, and by one of their own.
 	hits     int64
+	waits    int64
 	misses   int64
 	inFlight int // the most calls in flight at once (open loop)
 }
@@ -49,12 +52,12 @@ func (p phase) failures() int64 {
 	return n
 }
 
-// hitRatio is the share of runs the warm pool served.
+// hitRatio is the share of runs that found an idle warm container.
 func (p phase) hitRatio() float64 {
-	if p.hits+p.misses == 0 {
-		return 0
+	if n := p.hits + p.waits + p.misses; n > 0 {
+		return float64(p.hits) / float64(n)
 	}
-	return float64(p.hits) / float64(p.hits+p.misses)
+	return 0
 }
 
 // service is a sandboxd process started for one phase.
@@ -66,7 +69,7 @@ type service struct {
 	// the pool's counts from its last line about them.
 	logDone chan struct{}
 	mu      sync.Mutex
-	pool    [2]int64
+	pool    [3]int64
 }
 
 // withService starts sandboxd with its default configuration (free mode,
@@ -86,7 +89,7 @@ func withService(ctx context.Context, o *options, f func(*service) phase) (phase
 	time.Sleep(2 * time.Second)
 	p := f(s)
 	s.stop()
-	p.hits, p.misses = s.pool[0], s.pool[1]
+	p.hits, p.waits, p.misses = s.pool[0], s.pool[1], s.pool[2]
 	return p, nil
 }
 
@@ -126,10 +129,10 @@ func (s *service) readLog(r io.Reader, addr chan<- string) {
 			addr <- g[1]
 		}
 		if g := poolLine.FindStringSubmatch(line); g != nil {
-			hits, _ := strconv.ParseInt(g[1], 10, 64)
-			misses, _ := strconv.ParseInt(g[2], 10, 64)
 			s.mu.Lock()
-			s.pool = [2]int64{hits, misses}
+			for i := range s.pool {
+				s.pool[i], _ = strconv.ParseInt(g[i+1], 10, 64)
+			}
 			s.mu.Unlock()
 		}
 	}

@@ -50,8 +50,9 @@ type pool struct {
 	// ctx bounds the starts; close cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// hits and misses count takes served by the pool and not.
-	hits, misses atomic.Int64
+	// hits count takes served by an idle container at once, waits those
+	// served by one that was starting, misses those not served.
+	hits, waits, misses atomic.Int64
 
 	mu       sync.Mutex
 	sizer    *sizer
@@ -142,7 +143,7 @@ func (p *pool) take(ctx context.Context) (*box, error) {
 		if b == nil {
 			p.misses.Add(1)
 		} else {
-			p.hits.Add(1)
+			p.waits.Add(1)
 		}
 		return b, nil
 	case <-ctx.Done():
@@ -353,7 +354,7 @@ func (p *pool) kick() {
 func (p *pool) close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
-	p.log.Info("pool closing", "hits", p.hits.Load(), "misses", p.misses.Load(), "idle", len(p.idle), "starting", p.starting)
+	p.log.Info("pool closing", "hits", p.hits.Load(), "waits", p.waits.Load(), "misses", p.misses.Load(), "idle", len(p.idle), "starting", p.starting)
 	idle := p.idle
 	p.idle = nil
 	for _, b := range idle {
@@ -387,7 +388,7 @@ func (p *pool) close(ctx context.Context) error {
 type poolStats struct {
 	idle, starting, waiting int
 	target                  int
-	hits, misses            int64
+	hits, waits, misses     int64
 }
 
 // stats returns a snapshot of the pool.
@@ -395,5 +396,5 @@ func (p *pool) stats() poolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return poolStats{idle: len(p.idle), starting: p.starting, waiting: len(p.waiters),
-		target: p.targetLocked(), hits: p.hits.Load(), misses: p.misses.Load()}
+		target: p.targetLocked(), hits: p.hits.Load(), waits: p.waits.Load(), misses: p.misses.Load()}
 }
