@@ -14,9 +14,10 @@ import (
 // job is known.
 const poolJob = "pool"
 
-// How many containers the pool starts at once: few while no run waits, as
-// each start competes for the CPU with the programs running; more while runs
-// wait, when the engine's throughput is what counts (on dockerd 20.10 with 2
+// How many containers the pool starts at once: few while no run waits and
+// calls are sparse, as each start competes for the CPU with the programs
+// running; as many as keep up with the arrivals while they come fast; the
+// most while runs wait, when the engine's throughput is what counts (on dockerd 20.10 with 2
 // cores, create+start+wait+remove cycles still grow a little from 4 to 8 at
 // once).
 const (
@@ -196,7 +197,8 @@ func (p *pool) fillLocked() {
 // fillBusyLocked is fillLocked, with more starts at once when a run is
 // about to wait (busy) or waits already.
 func (p *pool) fillBusyLocked(busy bool) {
-	limit := fillConcurrency
+	// Enough starts at once to keep up with the arrivals, at least a few.
+	limit := min(max(fillConcurrency, p.sizer.inFlight(p.now())+1), fillConcurrencyBusy)
 	if busy || len(p.waiters) > 0 {
 		limit = fillConcurrencyBusy
 	}

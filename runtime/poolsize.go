@@ -67,6 +67,12 @@ func (s *sizer) started(latency time.Duration) {
 	s.latency += time.Duration(latencyWeight * float64(latency-s.latency))
 }
 
+// inFlight is how many starts must be under way at once to keep up with
+// the arrivals (Little's law: rate × latency), rounded up.
+func (s *sizer) inFlight(now time.Time) int {
+	return int(math.Ceil(s.rateAt(now) * s.latency.Seconds()))
+}
+
 // target is how many containers the pool should hold (idle and starting)
 // at now: the arrivals expected during one start, with headroom, between
 // least and most.

@@ -109,3 +109,16 @@ func TestSizerLatencyFollowsStarts(t *testing.T) {
 		t.Errorf("latency after 40 starts of 1 s = %s, want about 1 s", s.latency)
 	}
 }
+
+func TestSizerStartsInFlightKeepUpWithArrivals(t *testing.T) {
+	s := newSizer(4, 16)
+	startsTaking(s, 100, 600*time.Millisecond)
+	last := arrivals(s, time.Unix(1000, 0), 100*time.Millisecond, time.Minute)
+	// 10 a second, 600 ms a start: 6 must be under way at once.
+	if got := s.inFlight(last.Add(50 * time.Millisecond)); got < 6 || got > 7 {
+		t.Errorf("starts in flight = %d, want 6..7", got)
+	}
+	if got := s.inFlight(last.Add(time.Minute)); got > 1 {
+		t.Errorf("starts in flight after a minute idle = %d, want at most 1", got)
+	}
+}
