@@ -1,16 +1,21 @@
-// Command bench measures sandboxd against baselines taken in the same run
-// on the same image and program, and prints one Markdown table:
+// Command bench measures sandboxd against the limit of the engine under it,
+// in one run on one machine, and prints one Markdown table with the
+// targets of issue 9 and whether each is met:
 //
-//   - `docker run --rm IMAGE python3 -c 'print(1)'`, the baseline users know;
-//   - the engine's own ceiling: create+start+wait+remove cycles a second, of
-//     a plain container and of one with the service's hardened spec;
-//   - the service without and with the warm pool: sequential latency (one
-//     call at a time, -gap apart, so a pool refills between calls: the
-//     latency of a service that is not saturated), and throughput at several
-//     concurrencies (closed loop, no gap) with errors counted;
-//   - the service's CPU time and peak RSS during the throughput runs.
+//   - the engine ceiling: create+start+wait+remove cycles a second of the
+//     service's own container spec (runtime.Spec), concurrency 8; and the
+//     same with NetworkDisabled off, for the A/B of that field;
+//   - saturation: the service (its default configuration) under 8 callers
+//     in a closed loop, as a ratio to the ceiling, with failures counted;
+//   - open-loop Poisson arrivals at 40 % and 70 % of the ceiling: p50, p95,
+//     p99, the pool's hit ratio and failures;
+//   - sparse sequential calls against `docker run --rm`;
+//   - host CPU per answer at saturation (/proc/stat), split by process
+//     (/proc/<pid>/stat for those alive, process accounting for those that
+//     ended during the window).
 //
 // Run it with `make bench` (which builds the binary and the image first).
+// It takes about three minutes.
 package main
 
 import (
@@ -29,35 +34,26 @@ type options struct {
 	binary     string
 	image      string
 	dockerRuns int
-	sequential int
+	sparse     int
 	gap        time.Duration
-	window     time.Duration
 	ceiling    time.Duration
-	poolSize   int
-	conc       []int
+	window     time.Duration
+	poisson    time.Duration
+	conc       int
 }
 
 func main() {
 	var o options
-	var conc string
 	flag.StringVar(&o.binary, "binary", "bin/sandboxd", "the sandboxd binary to measure")
 	flag.StringVar(&o.image, "image", "sandbox-python:3.11", "the sandbox image")
-	flag.IntVar(&o.dockerRuns, "docker-runs", 20, "`docker run --rm` samples")
-	flag.IntVar(&o.sequential, "n", 200, "sequential hello-world calls per mode")
-	flag.DurationVar(&o.gap, "gap", 0, "pause before each sequential call and each `docker run` (0: one call per two engine cycles, from the hardened ceiling at concurrency 2)")
-	flag.DurationVar(&o.window, "window", 20*time.Second, "length of each throughput run")
-	flag.DurationVar(&o.ceiling, "ceiling-window", 10*time.Second, "length of each engine-ceiling run")
-	flag.IntVar(&o.poolSize, "pool", 4, "runtime.pool_size for the pooled mode")
-	flag.StringVar(&conc, "concurrency", "1,2,4,8", "throughput concurrencies")
+	flag.IntVar(&o.dockerRuns, "docker-runs", 10, "`docker run --rm` samples")
+	flag.IntVar(&o.sparse, "n", 60, "sparse sequential hello-world calls")
+	flag.DurationVar(&o.gap, "gap", 500*time.Millisecond, "pause before each sparse call and each `docker run`")
+	flag.DurationVar(&o.ceiling, "ceiling-window", 15*time.Second, "length of each engine-ceiling run")
+	flag.DurationVar(&o.window, "window", 20*time.Second, "length of the saturation run")
+	flag.DurationVar(&o.poisson, "poisson-window", 30*time.Second, "length of each Poisson run")
+	flag.IntVar(&o.conc, "concurrency", 8, "callers of the ceiling and saturation runs")
 	flag.Parse()
-	for _, c := range strings.Split(conc, ",") {
-		var n int
-		if _, err := fmt.Sscan(c, &n); err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "bench: bad -concurrency %q\n", conc)
-			os.Exit(2)
-		}
-		o.conc = append(o.conc, n)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, &o); err != nil {
@@ -68,54 +64,54 @@ func main() {
 
 // report collects every figure for the final table.
 type report struct {
-	dockerRun latencies
-	// ceiling and hardened are cycles a second by concurrency, of a plain
-	// container and of one with the service's spec.
-	ceiling  map[int]float64
-	hardened map[int]float64
-	modes    []modeReport
-}
-
-// modeReport is the service measured in one configuration.
-type modeReport struct {
-	name       string
-	pool       int
-	seq        latencies
-	throughput []throughputRun
-	cpu        time.Duration
-	peakRSSKiB int64
+	// ceiling and ceilingNet are engine cycles a second, with
+	// NetworkDisabled as the service sets it and with it off.
+	ceiling, ceilingNet float64
+	dockerRun           latencies
+	sparse              phase
+	saturation          phase
+	cpu                 cpuSplit
+	poisson40           phase
+	poisson70           phase
 }
 
 func run(ctx context.Context, o *options) error {
 	var r report
 	var err error
-	progress("engine ceiling at concurrency 1, 2, 4 (%v each), plain and hardened", o.ceiling)
-	if r.ceiling, err = measureCeiling(ctx, o.image, []int{1, 2, 4}, o.ceiling, false); err != nil {
+	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
+	if r.ceiling, err = measureCeiling(ctx, o.image, o.conc, o.ceiling, true); err != nil {
 		return err
 	}
-	if r.hardened, err = measureCeiling(ctx, o.image, []int{1, 2, 4}, o.ceiling, true); err != nil {
+	progress("engine ceiling, NetworkDisabled off, concurrency %d, %v", o.conc, o.ceiling)
+	if r.ceilingNet, err = measureCeiling(ctx, o.image, o.conc, o.ceiling, false); err != nil {
 		return err
-	}
-	if o.gap == 0 {
-		// Sequential calls at half the engine's pace: a pool has time to
-		// refill, as on a service that is not saturated (the throughput
-		// runs measure saturation).
-		o.gap = time.Duration(2 * float64(time.Second) / r.hardened[2]).Round(10 * time.Millisecond)
 	}
 	progress("docker run --rm x%d, %v apart", o.dockerRuns, o.gap)
 	if r.dockerRun, err = measureDockerRun(ctx, o.image, o.dockerRuns, o.gap); err != nil {
 		return err
 	}
-	for _, mode := range []struct {
-		name string
-		pool int
-	}{{"pool_size 0", 0}, {fmt.Sprintf("pool_size %d", o.poolSize), o.poolSize}} {
-		progress("service, %s", mode.name)
-		m, err := measureService(ctx, *o, mode.name, mode.pool)
-		if err != nil {
-			return fmt.Errorf("%s: %w", mode.name, err)
+	progress("service: %d sparse calls, %v apart", o.sparse, o.gap)
+	if r.sparse, err = withService(ctx, o, func(s *service) phase { return s.sequential(ctx, o.sparse, o.gap) }); err != nil {
+		return err
+	}
+	progress("service: saturation, %d callers, %v, with CPU accounting", o.conc, o.window)
+	if r.saturation, err = withService(ctx, o, func(s *service) phase {
+		acc := startCPU()
+		p := s.closedLoop(ctx, o.conc, o.window)
+		r.cpu = acc.stop()
+		return p
+	}); err != nil {
+		return err
+	}
+	for _, share := range []struct {
+		pct float64
+		out *phase
+	}{{0.4, &r.poisson40}, {0.7, &r.poisson70}} {
+		rate := share.pct * r.ceiling
+		progress("service: Poisson arrivals at %.0f %% of the ceiling (%.1f/s), %v", 100*share.pct, rate, o.poisson)
+		if *share.out, err = withService(ctx, o, func(s *service) phase { return s.poisson(ctx, rate, o.poisson) }); err != nil {
+			return err
 		}
-		r.modes = append(r.modes, m)
 	}
 	printReport(os.Stdout, *o, r)
 	return nil
@@ -136,5 +132,10 @@ func machine() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%d cores (%s), %s, %s", goruntime.NumCPU(), model, goruntime.Version(), time.Now().UTC().Format("2006-01-02"))
+	load := ""
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = ", load average at the end " + strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return fmt.Sprintf("%d cores (%s), %s, %s%s", goruntime.NumCPU(), model, goruntime.Version(),
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), load)
 }

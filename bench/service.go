@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,80 +15,144 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 const hello = `{"language":"python","code":"print('hello')"}`
 
-var listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
+// The service's log lines the bench reads: where it listens, and the
+// pool's counts at close.
+var (
+	listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
+	poolLine   = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) misses=(\d+)`)
+)
 
-// measureService starts sandboxd (free mode) on a free port with the pool
-// size, and measures sequential latency and throughput.
-func measureService(ctx context.Context, o options, name string, pool int) (modeReport, error) {
-	m := modeReport{name: name, pool: pool}
-	conc := o.conc[len(o.conc)-1]
-	cmd := exec.CommandContext(ctx, o.binary, "serve")
-	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0",
-		"SANDBOX_RUNTIME_INSTANCE=bench", fmt.Sprintf("SANDBOX_RUNTIME_POOL_SIZE=%d", pool),
-		fmt.Sprintf("SANDBOX_RUNTIME_MAX_CONCURRENCY=%d", conc), "SANDBOX_RUNTIME_QUEUE_WAIT=30s")
-	cmd.Env = append(cmd.Env, "SANDBOX_SERVER_LOG_LEVEL=info")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		return m, err
+// phase is what one load run of the service gave.
+type phase struct {
+	latency latencies
+	ok      int64
+	failed  map[string]int64
+	perSec  float64
+	elapsed time.Duration
+	// hits, waits and misses are the pool's counts: runs served by an
+	// idle container, by one still starting, and by one of their own.
+	hits     int64
+	waits    int64
+	misses   int64
+	inFlight int // the most calls in flight at once (open loop)
+}
+
+// failures counts the failed calls.
+func (p phase) failures() int64 {
+	var n int64
+	for _, v := range p.failed {
+		n += v
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if g := listenLine.FindStringSubmatch(sc.Text()); g != nil {
-				addr <- g[1]
-			}
-		}
-	}()
-	var url string
-	select {
-	case a := <-addr:
-		url = "http://" + a + "/v1/code"
-	case <-time.After(30 * time.Second):
-		return m, fmt.Errorf("sandboxd did not start")
+	return n
+}
+
+// hitRatio is the share of runs that found an idle warm container.
+func (p phase) hitRatio() float64 {
+	if n := p.hits + p.waits + p.misses; n > 0 {
+		return float64(p.hits) / float64(n)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}
-	// Warm up: the first calls pay for the pool's fill and connection set-up.
-	for i := 0; i < 10; i++ {
-		if _, err := call(client, url); err != nil {
-			return m, fmt.Errorf("warm-up: %w", err)
+	return 0
+}
+
+// service is a sandboxd process started for one phase.
+type service struct {
+	cmd    *exec.Cmd
+	url    string
+	client *http.Client
+	// logDone is closed once its stderr is read to the end; pool holds
+	// the pool's counts from its last line about them.
+	logDone chan struct{}
+	mu      sync.Mutex
+	pool    [3]int64
+}
+
+// withService starts sandboxd with its default configuration (free mode,
+// on a free loopback port), warms it up, runs f, stops it, and adds the
+// pool's counts to f's phase.
+func withService(ctx context.Context, o *options, f func(*service) phase) (phase, error) {
+	s, err := startService(ctx, o)
+	if err != nil {
+		return phase{}, err
+	}
+	for range 3 { // connection set-up and the pool's first fill
+		if _, err := s.call(); err != nil {
+			s.stop()
+			return phase{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	time.Sleep(2 * time.Second)
-	for i := 0; i < o.sequential; i++ {
-		time.Sleep(o.gap)
-		d, err := call(client, url)
-		if err != nil {
-			return m, fmt.Errorf("sequential call %d: %w", i, err)
+	p := f(s)
+	s.stop()
+	p.hits, p.waits, p.misses = s.pool[0], s.pool[1], s.pool[2]
+	return p, nil
+}
+
+// startService starts the binary and waits for it to listen.
+func startService(ctx context.Context, o *options) (*service, error) {
+	cmd := exec.CommandContext(ctx, o.binary, "serve")
+	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE=bench",
+		"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE="+o.image)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &service{cmd: cmd, logDone: make(chan struct{}),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}}
+	addr := make(chan string, 1)
+	go s.readLog(stderr, addr)
+	select {
+	case a := <-addr:
+		s.url = "http://" + a + "/v1/code"
+		return s, nil
+	case <-time.After(30 * time.Second):
+		s.stop()
+		return nil, fmt.Errorf("sandboxd did not start")
+	}
+}
+
+// readLog reads the service's log for its address and its pool's counts.
+func (s *service) readLog(r io.Reader, addr chan<- string) {
+	defer close(s.logDone)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if g := listenLine.FindStringSubmatch(line); g != nil {
+			addr <- g[1]
 		}
-		m.seq = append(m.seq, d)
+		if g := poolLine.FindStringSubmatch(line); g != nil {
+			s.mu.Lock()
+			for i := range s.pool {
+				s.pool[i], _ = strconv.ParseInt(g[i+1], 10, 64)
+			}
+			s.mu.Unlock()
+		}
 	}
-	before := procStat(cmd.Process.Pid)
-	for _, c := range o.conc {
-		progress("  throughput at concurrency %d for %v", c, o.window)
-		m.throughput = append(m.throughput, throughput(ctx, client, url, c, o.window))
+}
+
+// stop ends the service gracefully and waits for its log to end.
+func (s *service) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.logDone:
+	case <-time.After(60 * time.Second):
+		_ = s.cmd.Process.Kill()
 	}
-	after := procStat(cmd.Process.Pid)
-	m.cpu = after.cpu - before.cpu
-	m.peakRSSKiB = after.peakRSSKiB
-	return m, nil
+	_ = s.cmd.Wait()
 }
 
 // call posts hello world and checks the answer.
-func call(client *http.Client, url string) (time.Duration, error) {
+func (s *service) call() (time.Duration, error) {
 	start := time.Now()
-	resp, err := client.Post(url, "application/json", strings.NewReader(hello))
+	resp, err := s.client.Post(s.url, "application/json", strings.NewReader(hello))
 	if err != nil {
 		return 0, err
 	}
@@ -100,53 +165,102 @@ func call(client *http.Client, url string) (time.Duration, error) {
 	if resp.StatusCode != 200 {
 		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
 	}
-	var a struct{ Stdout string }
-	if err := json.Unmarshal(body, &a); err != nil || a.Stdout != "hello\n" {
+	var a struct{ Stdout, Status string }
+	if err := json.Unmarshal(body, &a); err != nil || a.Stdout != "hello\n" || a.Status != "ok" {
 		return 0, fmt.Errorf("wrong answer: %s", body)
 	}
 	return d, nil
 }
 
-// throughputRun is one closed-loop load run.
-type throughputRun struct {
-	conc    int
-	ok      int64
-	errors  int64
-	status  map[string]int64
-	perSec  float64
-	latency latencies
+// recorder gathers the outcome of calls made from many goroutines.
+type recorder struct {
+	mu sync.Mutex
+	p  phase
 }
 
-// throughput keeps conc callers busy for the window and counts answers.
-func throughput(ctx context.Context, client *http.Client, url string, conc int, window time.Duration) throughputRun {
-	r := throughputRun{conc: conc, status: map[string]int64{}}
-	var ok, bad atomic.Int64
-	var mu sync.Mutex
-	deadline := time.Now().Add(window)
+// record adds one call's outcome.
+func (r *recorder) record(d time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if r.p.failed == nil {
+			r.p.failed = map[string]int64{}
+		}
+		r.p.failed[firstWords(err.Error())]++
+		return
+	}
+	r.p.ok++
+	r.p.latency = append(r.p.latency, d)
+}
+
+// done closes the phase begun at start.
+func (r *recorder) done(start time.Time) phase {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.p.elapsed = time.Since(start)
+	r.p.perSec = float64(r.p.ok) / r.p.elapsed.Seconds()
+	return r.p
+}
+
+// sequential makes n calls one at a time, gap apart.
+func (s *service) sequential(ctx context.Context, n int, gap time.Duration) phase {
+	var r recorder
 	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		time.Sleep(gap)
+		r.record(s.call())
+	}
+	return r.done(start)
+}
+
+// closedLoop keeps conc callers busy for the window.
+func (s *service) closedLoop(ctx context.Context, conc int, window time.Duration) phase {
+	var r recorder
+	start := time.Now()
+	deadline := start.Add(window)
 	var wg sync.WaitGroup
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range conc {
+		wg.Go(func() {
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				d, err := call(client, url)
-				mu.Lock()
-				if err != nil {
-					bad.Add(1)
-					r.status[firstWords(err.Error())]++
-				} else {
-					ok.Add(1)
-					r.latency = append(r.latency, d)
-				}
-				mu.Unlock()
+				r.record(s.call())
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	r.ok, r.errors = ok.Load(), bad.Load()
-	r.perSec = float64(r.ok) / time.Since(start).Seconds()
-	return r
+	return r.done(start)
+}
+
+// poisson makes calls at random (exponential gaps) at rate a second for
+// the window, each on its own, whether or not the earlier ones answered
+// (open loop), and waits for the last.
+func (s *service) poisson(ctx context.Context, rate float64, window time.Duration) phase {
+	var r recorder
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	start := time.Now()
+	next := start
+	for ctx.Err() == nil {
+		next = next.Add(time.Duration(rand.ExpFloat64() / rate * float64(time.Second)))
+		if next.Sub(start) > window {
+			break
+		}
+		time.Sleep(time.Until(next))
+		wg.Go(func() {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			r.record(s.call())
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	p := r.done(start)
+	p.inFlight = most
+	return p
 }
 
 func firstWords(s string) string {
@@ -155,31 +269,4 @@ func firstWords(s string) string {
 		f = f[:2]
 	}
 	return strings.Join(f, " ")
-}
-
-// stat is a process's CPU time and peak RSS.
-type stat struct {
-	cpu        time.Duration
-	peakRSSKiB int64
-}
-
-// procStat reads utime+stime from /proc/PID/stat and VmHWM from status.
-func procStat(pid int) stat {
-	var s stat
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(fields) > 12 {
-			ut, _ := strconv.ParseInt(fields[11], 10, 64)
-			st, _ := strconv.ParseInt(fields[12], 10, 64)
-			s.cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
-		}
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "VmHWM:") {
-				s.peakRSSKiB, _ = strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			}
-		}
-	}
-	return s
 }

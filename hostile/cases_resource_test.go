@@ -31,19 +31,11 @@ func resourceCases() []hostileCase {
 			name: "memory-bomb-at-once",
 			code: "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n",
 			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}},
-			per: map[string][]answer{"runsc": {
-				{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}},
-				{status: runscOOMUnflagged.status, exit: runscOOMUnflagged.exit, stdout: []string{"allocating\n"}},
-			}},
 		},
 		{
 			name: "memory-bomb-growing",
 			code: "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n",
 			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}},
-			per: map[string][]answer{"runsc": {
-				{status: statuses(sandboxd.StatusOOM), exit: []int{137}},
-				runscOOMUnflagged,
-			}},
 		},
 		{
 			name: "flood-lines",
@@ -128,13 +120,6 @@ func usageCounted(res sandboxd.Result) []string {
 // only for the cases that start processes, until the runner sizes the
 // limit for gVisor.
 var runscSandboxFailed = answer{status: statuses(sandboxd.StatusError), exit: []int{2}}
-
-// runscOOMUnflagged is the answer of a gVisor sandbox killed for its
-// memory when Docker does not flag it: under concurrent runs, about one
-// memory kill in three under runsc ends with exit 137 and OOMKilled false
-// (docker inspect, even seconds later), so the runner can only call it an
-// error. Under runc the flag is always set.
-var runscOOMUnflagged = answer{status: statuses(sandboxd.StatusError), exit: []int{137}}
 
 // orRunscFailed accepts the answer under every runtime, and under runsc
 // also runscSandboxFailed.

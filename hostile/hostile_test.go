@@ -31,15 +31,16 @@ func allCases() []hostileCase {
 	return all
 }
 
-// TestHostile runs every hostile program under every OCI runtime, at most
-// parallelRuns at once, then checks that the instance left nothing behind.
+// TestHostile runs every hostile program under every OCI runtime, with
+// the warm pool and without, at most parallelRuns at once, then checks
+// that each instance left nothing behind.
 func TestHostile(t *testing.T) {
 	sem := make(chan struct{}, parallelRuns)
 	cli := dockerClient(t)
-	for _, oci := range ociRuntimes {
-		t.Run(oci, func(t *testing.T) {
+	for _, v := range variants() {
+		t.Run(v.name(), func(t *testing.T) {
 			t.Parallel()
-			mustRunner(t, oci, fullTimeout) // skips or fails without it
+			mustRunner(t, v, fullTimeout) // skips or fails without it
 			var wg sync.WaitGroup
 			for _, c := range allCases() {
 				wg.Add(1)
@@ -47,11 +48,11 @@ func TestHostile(t *testing.T) {
 					defer wg.Done()
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					t.Run(c.name, func(t *testing.T) { runCase(t, oci, c) })
+					t.Run(c.name, func(t *testing.T) { runCase(t, v, c) })
 				}()
 			}
 			wg.Wait()
-			assertNoContainer(t, cli, runtime.LabelInstance, instanceFor(oci))
+			assertNoContainer(t, cli, runtime.LabelInstance, v.instance())
 		})
 	}
 }
@@ -59,12 +60,12 @@ func TestHostile(t *testing.T) {
 // runCase runs one case under one OCI runtime and checks the answer, that
 // the run's container is gone, that nothing it started survives on the
 // host, and that a plain program still answers.
-func runCase(t *testing.T, oci string, c hostileCase) {
-	d := mustRunner(t, oci, c.timeout())
-	marker := fmt.Sprintf("hostile-%d-%s-%s", os.Getpid(), oci, c.name)
+func runCase(t *testing.T, v variant, c hostileCase) {
+	d := mustRunner(t, v, c.timeout())
+	marker := fmt.Sprintf("%s-%s", v.instance(), c.name)
 	code := strings.ReplaceAll(c.code, markerPlaceholder, marker)
 	res, elapsed := mustRun(t, d, marker, code)
-	assertAnswer(t, res, elapsed, c.timeout(), c.answersFor(oci))
+	assertAnswer(t, res, elapsed, c.timeout(), c.answersFor(v.oci))
 	t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (run %s)",
 		res.Status, res.ExitCode, res.TimedOut, res.OOMKilled, res.Truncated, res.Duration.Round(time.Millisecond),
 		elapsed.Round(time.Millisecond))

@@ -35,25 +35,50 @@ const (
 	shortTimeout = 2 * time.Second
 )
 
-// baseConfig is config.yaml's runtime section for one OCI runtime and instance.
-func baseConfig(oci, instance string, timeout time.Duration) runtime.Config {
+// variant is one way the service may run its programs: under an OCI
+// runtime, with a warm pool of some size or none.
+type variant struct {
+	oci  string
+	pool int
+}
+
+// variants are every OCI runtime, each with the pool off and on.
+func variants() []variant {
+	var vs []variant
+	for _, oci := range ociRuntimes {
+		vs = append(vs, variant{oci, 0}, variant{oci, 2})
+	}
+	return vs
+}
+
+// name names the variant's subtest.
+func (v variant) name() string {
+	if v.pool == 0 {
+		return v.oci + "-fresh"
+	}
+	return v.oci + "-pooled"
+}
+
+// instance is the instance label of this test binary's runs in the
+// variant: unique, so no other test or service reaps or counts them.
+func (v variant) instance() string {
+	return fmt.Sprintf("hostile-%d-%s", os.Getpid(), v.name())
+}
+
+// baseConfig is config.yaml's runtime section for one variant, with the timeout.
+func baseConfig(v variant, timeout time.Duration) runtime.Config {
 	return runtime.Config{
 		Image:          image,
-		OCIRuntime:     oci,
+		OCIRuntime:     v.oci,
+		PoolSize:       v.pool,
 		Timeout:        timeout,
 		MemoryBytes:    128 << 20,
 		NanoCPUs:       1e9,
 		PidsLimit:      64,
 		TmpfsBytes:     16 << 20,
 		MaxOutputBytes: 64 << 10,
-		Instance:       instance,
+		Instance:       v.instance(),
 	}
-}
-
-// instanceFor is the instance label of this test binary's runs under one
-// OCI runtime: unique, so no other test or service reaps or counts them.
-func instanceFor(oci string) string {
-	return fmt.Sprintf("hostile-%d-%s", os.Getpid(), oci)
 }
 
 // integrationRequired reports whether a missing Docker, image or runtime is
@@ -73,9 +98,9 @@ func testLogger() *slog.Logger {
 // mustRunner returns a runner for the OCI runtime with the timeout, closed
 // when the test ends. Without Docker, the image or the OCI runtime it skips
 // the test, or fails it when integration tests are required.
-func mustRunner(tb testing.TB, oci string, timeout time.Duration) *runtime.Docker {
+func mustRunner(tb testing.TB, v variant, timeout time.Duration) *runtime.Docker {
 	tb.Helper()
-	d, err := runtime.New(baseConfig(oci, instanceFor(oci), timeout), testLogger())
+	d, err := runtime.New(baseConfig(v, timeout), testLogger())
 	if err != nil {
 		tb.Fatalf("runtime.New: %v", err)
 	}
@@ -90,9 +115,9 @@ func mustRunner(tb testing.TB, oci string, timeout time.Duration) *runtime.Docke
 	defer cancel()
 	if err := d.Health(ctx); err != nil {
 		if integrationRequired() {
-			tb.Fatalf("%s: Docker, the image or the OCI runtime is unavailable: %v", oci, err)
+			tb.Fatalf("%s: Docker, the image or the OCI runtime is unavailable: %v", v.oci, err)
 		}
-		tb.Skipf("%s: Docker, the image or the OCI runtime is unavailable (SANDBOXD_INTEGRATION=1 makes this a failure): %v", oci, err)
+		tb.Skipf("%s: Docker, the image or the OCI runtime is unavailable (SANDBOXD_INTEGRATION=1 makes this a failure): %v", v.oci, err)
 	}
 	return d
 }

@@ -26,6 +26,8 @@ type box struct {
 	exitCode int
 	exitMsg  string
 	waitErr  error
+	// started is when the container was started (its events come after).
+	started time.Time
 	// stopWait ends the wait for the exit; called once the box is removed.
 	stopWait context.CancelFunc
 	// left is closed when the box leaves the pool's idle list.
@@ -73,6 +75,7 @@ func (d *Docker) start(ctx context.Context, id string, log *slog.Logger) (*box, 
 	}
 	b := &box{id: id, proto: proto, s: s, log: log, exited: make(chan struct{}), stopWait: stopWait}
 	go b.awaitExit(waitC, waitE)
+	b.started = time.Now()
 	if ctx.Err() == nil {
 		err = d.cli.ContainerStart(ctx, id, container.StartOptions{})
 	}

@@ -29,6 +29,11 @@ type Config struct {
 	// each with its runner waiting for a program; 0 creates a container for
 	// each run when it comes.
 	PoolSize int
+	// PoolMax is the most containers the pool grows to while runs arrive
+	// faster than PoolSize covers: the pool follows the recent arrival rate
+	// times the start latency, between PoolSize and PoolMax. Below
+	// PoolSize (0 included) the pool stays at PoolSize.
+	PoolMax int
 	// Instance is the value of the instance label. Reap and Close touch only
 	// containers of their own instance, so several services (or test binaries)
 	// can share one daemon. Empty means "default".
@@ -66,6 +71,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("runtime: MaxOutputBytes must be positive, got %d", c.MaxOutputBytes)
 	case c.PoolSize < 0:
 		return fmt.Errorf("runtime: PoolSize must not be negative, got %d", c.PoolSize)
+	case c.PoolMax < 0:
+		return fmt.Errorf("runtime: PoolMax must not be negative, got %d", c.PoolMax)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func New(cfg Config, log *slog.Logger) (*Docker, error) {
 		inflight: inflight{runs: map[*flight]struct{}{}},
 	}
 	if cfg.PoolSize > 0 {
-		d.pool = newPool(d, cfg.PoolSize)
+		d.pool = newPool(d, cfg.PoolSize, cfg.PoolMax)
 	}
 	return d, nil
 }

@@ -194,7 +194,7 @@ func settle(tb testing.TB, d *Docker) map[string]bool {
 		for _, b := range d.pool.idle {
 			idle[b.id] = true
 		}
-		full := len(idle) == d.pool.size && d.pool.starting == 0
+		full := len(idle) == d.pool.targetLocked() && d.pool.starting == 0
 		full = full || !d.pool.started || d.pool.closed
 		d.pool.mu.Unlock()
 		if full {

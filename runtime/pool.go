@@ -14,14 +14,20 @@ import (
 // job is known.
 const poolJob = "pool"
 
-// How many containers the pool starts at once: few while no run waits, as
-// each start competes for the CPU with the programs running; more while runs
-// wait, when the engine's throughput is what counts (on dockerd 20.10 with 2
-// cores it still grows a little from 2 to 4 creations at once).
+// How many containers the pool starts at once: few while no run waits and
+// calls are sparse, as each start competes for the CPU with the programs
+// running; as many as keep up with the arrivals while they come fast; the
+// most while runs wait, when the engine's throughput is what counts (on dockerd 20.10 with 2
+// cores, create+start+wait+remove cycles still grow a little from 4 to 8 at
+// once).
 const (
 	fillConcurrency     = 2
-	fillConcurrencyBusy = 4
+	fillConcurrencyBusy = 8
 )
+
+// trimEvery is how often the pool compares what it holds with its target
+// and retires idle containers beyond it.
+const trimEvery = time.Second
 
 // The backoff of the refill after a failed start or a warm container found
 // dead: doubling from the least to the most.
@@ -30,22 +36,27 @@ const (
 	refillBackoffMax = 5 * time.Second
 )
 
-// pool keeps up to size containers started ahead of the jobs, each with its
-// runner waiting for a program. A run takes one and the pool starts another
-// in the background; a used container is never given back. The pool holds
-// at most size containers (idle and starting), drops those found dead, backs
-// off while starts fail, and removes all of them at close.
+// pool keeps containers started ahead of the jobs, each with its runner
+// waiting for a program. A run takes one and the pool starts another in the
+// background; a used container is never given back. The pool holds as many
+// containers (idle and starting) as its sizer's target: the least
+// configured while calls are sparse, more, up to the most configured, while
+// they come fast. It retires idle ones beyond the target, drops those found
+// dead, backs off while starts fail, and removes all of them at close.
 type pool struct {
-	d    *Docker
-	size int
-	log  *slog.Logger
+	d   *Docker
+	log *slog.Logger
+	// now is the clock of the sizer.
+	now func() time.Time
 	// ctx bounds the starts; close cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// hits and misses count takes served by the pool and not.
-	hits, misses atomic.Int64
+	// hits count takes served by an idle container at once, waits those
+	// served by one that was starting, misses those not served.
+	hits, waits, misses atomic.Int64
 
 	mu       sync.Mutex
+	sizer    *sizer
 	started  bool
 	closed   bool
 	idle     []*box // ready, oldest first
@@ -58,11 +69,17 @@ type pool struct {
 	work sync.WaitGroup
 }
 
-// newPool returns a pool of size containers for d; it starts filling at the
-// first take or start.
-func newPool(d *Docker, size int) *pool {
+// newPool returns a pool of least to most containers for d (most below
+// least: least, always); it starts filling at the first take or start.
+func newPool(d *Docker, least, most int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &pool{d: d, size: size, log: d.log.With("job", poolJob), ctx: ctx, cancel: cancel}
+	return &pool{d: d, log: d.log.With("job", poolJob), now: time.Now, ctx: ctx, cancel: cancel,
+		sizer: newSizer(least, most)}
+}
+
+// targetLocked is how many containers the pool should hold now.
+func (p *pool) targetLocked() int {
+	return p.sizer.target(p.now())
 }
 
 // start begins filling the pool, once.
@@ -77,6 +94,10 @@ func (p *pool) startLocked() {
 	if !p.started {
 		p.started = true
 		p.fillLocked()
+		if p.sizer.most > p.sizer.least {
+			p.work.Add(1)
+			go p.trimLoop()
+		}
 	}
 }
 
@@ -88,6 +109,7 @@ func (p *pool) startLocked() {
 func (p *pool) take(ctx context.Context) (*box, error) {
 	p.mu.Lock()
 	p.startLocked()
+	p.sizer.arrive(p.now())
 	if ctx.Err() != nil {
 		p.mu.Unlock()
 		return nil, ctxError(ctx, "runtime.pool")
@@ -122,7 +144,7 @@ func (p *pool) take(ctx context.Context) (*box, error) {
 		if b == nil {
 			p.misses.Add(1)
 		} else {
-			p.hits.Add(1)
+			p.waits.Add(1)
 		}
 		return b, nil
 	case <-ctx.Done():
@@ -144,7 +166,7 @@ func (p *pool) take(ctx context.Context) (*box, error) {
 func (p *pool) giveBack(b *box) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.idle)+p.starting >= p.size {
+	if p.closed || len(p.idle)+p.starting >= p.targetLocked() {
 		p.d.retire(b)
 		return
 	}
@@ -175,12 +197,14 @@ func (p *pool) fillLocked() {
 // fillBusyLocked is fillLocked, with more starts at once when a run is
 // about to wait (busy) or waits already.
 func (p *pool) fillBusyLocked(busy bool) {
-	limit := fillConcurrency
+	// Enough starts at once to keep up with the arrivals, at least a few.
+	limit := min(max(fillConcurrency, p.sizer.inFlight(p.now())+1), fillConcurrencyBusy)
 	if busy || len(p.waiters) > 0 {
 		limit = fillConcurrencyBusy
 	}
+	target := p.targetLocked()
 	for p.started && !p.closed && p.retry == nil &&
-		len(p.idle)+p.starting < p.size && p.starting < limit {
+		len(p.idle)+p.starting < target && p.starting < limit {
 		p.starting++
 		p.work.Add(1)
 		go p.warm()
@@ -190,10 +214,14 @@ func (p *pool) fillBusyLocked(busy bool) {
 // warm starts one container and offers it.
 func (p *pool) warm() {
 	defer p.work.Done()
+	begin := time.Now()
 	b, err := p.d.prepare(p.ctx, poolJob, p.log)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--
+	if err == nil {
+		p.sizer.started(time.Since(begin))
+	}
 	switch {
 	case err != nil && p.closed:
 	case err != nil:
@@ -231,6 +259,35 @@ func (p *pool) offerLocked(b *box) {
 	p.idle = append(p.idle, b)
 	p.work.Add(1)
 	go p.watch(b, b.left)
+}
+
+// trimLoop retires, every trimEvery until close, the idle containers
+// beyond the target: the pool shrinks back once calls become sparse.
+func (p *pool) trimLoop() {
+	defer p.work.Done()
+	tick := time.NewTicker(trimEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+			p.trim()
+		}
+	}
+}
+
+// trim retires the oldest idle containers beyond the target.
+func (p *pool) trim() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	excess := len(p.idle) + p.starting - p.targetLocked()
+	for ; excess > 0 && len(p.idle) > 0; excess-- {
+		b := p.idle[0]
+		p.idle = slices.Delete(p.idle, 0, 1)
+		close(b.left)
+		p.d.retire(b)
+	}
 }
 
 // watch drops an idle box whose container dies (docker kill, a daemon
@@ -299,6 +356,7 @@ func (p *pool) kick() {
 func (p *pool) close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
+	p.log.Info("pool closing", "hits", p.hits.Load(), "waits", p.waits.Load(), "misses", p.misses.Load(), "idle", len(p.idle), "starting", p.starting)
 	idle := p.idle
 	p.idle = nil
 	for _, b := range idle {
@@ -330,11 +388,13 @@ func (p *pool) close(ctx context.Context) error {
 
 // PoolStats is a snapshot of the warm pool, for metrics.
 type PoolStats struct {
-	// Target is the number of idle containers the pool keeps ready.
+	// Target is the number of idle containers the pool keeps ready now
+	// (it follows the load between pool_size and pool_max).
 	Target int
 	// Idle containers wait for a program; Starting ones are being made.
 	Idle, Starting int
-	// Hits and Misses count runs served by the pool and not.
+	// Hits count runs served by a warm container (idle, or still starting
+	// when the run came); Misses the runs that started their own.
 	Hits, Misses int64
 }
 
@@ -344,13 +404,14 @@ func (d *Docker) PoolStats() PoolStats {
 		return PoolStats{}
 	}
 	st := d.pool.stats()
-	return PoolStats{Target: d.cfg.PoolSize, Idle: st.idle, Starting: st.starting, Hits: st.hits, Misses: st.misses}
+	return PoolStats{Target: st.target, Idle: st.idle, Starting: st.starting, Hits: st.hits + st.waits, Misses: st.misses}
 }
 
 // poolStats is a snapshot of the pool, for tests and logs.
 type poolStats struct {
 	idle, starting, waiting int
-	hits, misses            int64
+	target                  int
+	hits, waits, misses     int64
 }
 
 // stats returns a snapshot of the pool.
@@ -358,5 +419,5 @@ func (p *pool) stats() poolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return poolStats{idle: len(p.idle), starting: p.starting, waiting: len(p.waiters),
-		hits: p.hits.Load(), misses: p.misses.Load()}
+		target: p.targetLocked(), hits: p.hits.Load(), waits: p.waits.Load(), misses: p.misses.Load()}
 }

@@ -293,20 +293,3 @@ func (r *run) kill(ctx context.Context) {
 		r.log.Warn("kill failed", "err", err)
 	}
 }
-
-// oomKilled reports whether the kernel's OOM killer ended the container.
-// When the daemon no longer answers, the kill was most likely its own, on
-// its way down: that is the service's failure, not the program's answer.
-func (r *run) oomKilled(ctx context.Context) (bool, error) {
-	ctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	info, err := r.d.cli.ContainerInspect(ctx, r.b.id)
-	if err != nil {
-		if !r.d.answers(ctx) {
-			return false, r.d.fail(ctx, "runtime.inspect", err)
-		}
-		r.log.Warn("inspect after exit 137 failed; not reporting OOM", "err", err)
-		return false, nil
-	}
-	return info.State != nil && info.State.OOMKilled, nil
-}

@@ -45,6 +45,7 @@ func TestSpecContainerConfig(t *testing.T) {
 	})
 	eq("stdin and attach flags", []bool{c.OpenStdin, c.StdinOnce, c.AttachStdin, c.AttachStdout, c.AttachStderr, c.Tty},
 		[]bool{true, true, true, true, true, false})
+	eq("NetworkDisabled", c.NetworkDisabled, true)
 	eq("Cmd", len(c.Cmd), 0) // the image's runner, nothing else
 	eq("Entrypoint", len(c.Entrypoint), 0)
 }

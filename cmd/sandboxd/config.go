@@ -45,6 +45,7 @@ type RuntimeConfig struct {
 	MaxConcurrency int64
 	QueueWait      time.Duration
 	PoolSize       int64
+	PoolMax        int64
 	Instance       string
 }
 
@@ -93,6 +94,7 @@ var defaults = map[string]any{
 	"runtime.max_concurrency":      8,
 	"runtime.queue_wait":           "2s",
 	"runtime.pool_size":            4,
+	"runtime.pool_max":             16,
 	"runtime.instance":             "default",
 	"payments.enabled":             false,
 	"payments.network":             "eip155:84532",

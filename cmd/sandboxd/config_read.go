@@ -39,6 +39,7 @@ func (r *reader) config() Config {
 			MaxConcurrency: r.int("runtime.max_concurrency"),
 			QueueWait:      r.duration("runtime.queue_wait"),
 			PoolSize:       r.int("runtime.pool_size"),
+			PoolMax:        r.int("runtime.pool_max"),
 			Instance:       r.str("runtime.instance"),
 		},
 		Payments: PaymentsConfig{

@@ -66,6 +66,9 @@ func TestConfigValidation(t *testing.T) {
 		{"concurrency", "runtime:\n  max_concurrency: 0\n", "runtime.max_concurrency: 0 is outside"},
 		{"queue wait", "runtime:\n  queue_wait: -1s\n", "runtime.queue_wait"},
 		{"pool", "runtime:\n  pool_size: 1000\n", "runtime.pool_size"},
+		{"pool max below size", "runtime:\n  pool_size: 8\n  pool_max: 4\n", "runtime.pool_max: 4 is below runtime.pool_size"},
+		{"pool max over memory", "runtime:\n  pool_max: 256\n  memory: 64GiB\n", "more than 1/2 of this host's memory"},
+		{"pool max fixed size", "runtime:\n  pool_size: 8\n  pool_max: 0\n", ""},
 		{"instance", "runtime:\n  instance: \"a b\"\n", "runtime.instance"},
 		{"addr", "server:\n  addr: 8080\n", "server.addr"},
 		{"log level", "server:\n  log_level: loud\n", "server.log_level"},
@@ -127,5 +130,22 @@ func TestFleetConfigExample(t *testing.T) {
 	}
 	if cfg.Payments.ReplicaID != "host-a" || cfg.Payments.Lease != 30*time.Second || cfg.Server.MetricsAddr == "" {
 		t.Fatalf("fleet example: %+v %+v", cfg.Payments, cfg.Server)
+	}
+}
+
+// TestPoolMaxBoundedByHostMemory: the warm pool cannot hold more memory than half the host.
+func TestPoolMaxBoundedByHostMemory(t *testing.T) {
+	saved := hostMemory
+	t.Cleanup(func() { hostMemory = saved })
+	hostMemory = func() int64 { return gib } // a 1 GiB host: 512 MiB for the pool
+	for _, tc := range []struct{ yaml, want string }{
+		{"runtime:\n  pool_size: 4\n  pool_max: 4\n", ""},                                           // 512 MiB
+		{"runtime:\n  pool_size: 4\n  pool_max: 5\n", "5 warm containers × runtime.memory 128 MiB"}, // 640 MiB
+		{"runtime:\n  pool_size: 5\n  pool_max: 0\n", "5 warm containers"},                          // a fixed pool counts too
+	} {
+		_, err := LoadConfig(writeConfig(t, tc.yaml))
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
+		}
 	}
 }

@@ -48,6 +48,15 @@ func (c Config) Validate() error {
 	check(inRange(rt.MaxConcurrency, 1, 1024), "runtime.max_concurrency", "%d is outside 1..1024", rt.MaxConcurrency)
 	check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
 	check(inRange(rt.PoolSize, 0, 256), "runtime.pool_size", "%d is outside 0..256", rt.PoolSize)
+	check(inRange(rt.PoolMax, 0, 256), "runtime.pool_max", "%d is outside 0..256", rt.PoolMax)
+	check(rt.PoolMax == 0 || rt.PoolMax >= rt.PoolSize, "runtime.pool_max",
+		"%d is below runtime.pool_size (%d): set it to pool_size or more, or 0 for a pool of a fixed size", rt.PoolMax, rt.PoolSize)
+	if host := hostMemory(); host > 0 {
+		most := max(rt.PoolMax, rt.PoolSize) * rt.MemoryBytes
+		check(most <= host/poolMemoryShare, "runtime.pool_max",
+			"%d warm containers × runtime.memory %d MiB = %d MiB, more than 1/%d of this host's memory (%d MiB): lower runtime.pool_max or runtime.memory",
+			max(rt.PoolMax, rt.PoolSize), rt.MemoryBytes/mib, most/mib, poolMemoryShare, host/mib)
+	}
 	check(validInstance(rt.Instance), "runtime.instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", rt.Instance)
 	if err := c.Payments.validate(rt); err != nil {
 		errs = append(errs, err)

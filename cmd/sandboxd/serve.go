@@ -83,6 +83,7 @@ func (m *Main) Open(ctx context.Context) error {
 		TmpfsBytes:     rt.TmpfsBytes,
 		MaxOutputBytes: int(rt.MaxOutputBytes),
 		PoolSize:       int(rt.PoolSize),
+		PoolMax:        int(rt.PoolMax),
 		Instance:       rt.Instance,
 		Observe:        m.metrics.Engine,
 	}, m.Log.With("component", "runtime"))
@@ -130,7 +131,7 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	m.Log.Info("listening", "addr", m.ln.Addr().String(), "payments", m.Config.Payments.Enabled,
-		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency, "pool_size", rt.PoolSize)
+		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency, "pool_size", rt.PoolSize, "pool_max", rt.PoolMax)
 	return nil
 }
 

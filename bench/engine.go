@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+
+	"sandboxd/runtime"
+)
+
+// measureDockerRun times `docker run --rm IMAGE python3 -c 'print(1)'`, the
+// way users would run the program without this service, one at a time with
+// a pause before each, like the service's sparse calls.
+func measureDockerRun(ctx context.Context, image string, n int, gap time.Duration) (latencies, error) {
+	var l latencies
+	for range n {
+		time.Sleep(gap)
+		start := time.Now()
+		out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", image,
+			"python3", "-c", "print(1)").CombinedOutput()
+		if err != nil || string(out) != "1\n" {
+			return nil, fmt.Errorf("docker run: %v: %q", err, out)
+		}
+		l = append(l, time.Since(start))
+	}
+	return l, nil
+}
+
+// benchConfig is the service's default runtime configuration (config.yaml),
+// under the bench's own instance label.
+func benchConfig(image string) runtime.Config {
+	return runtime.Config{
+		Image: image, Timeout: 5 * time.Second, MemoryBytes: 128 << 20, NanoCPUs: 1e9, PidsLimit: 64,
+		TmpfsBytes: 16 << 20, MaxOutputBytes: 64 << 10, Instance: "bench-ceiling",
+	}
+}
+
+// measureCeiling counts create+start+wait+remove cycles a second through
+// the Engine API with conc at once: the most containers the engine gives
+// the service. The container is the service's own (runtime.Spec), without
+// stdin, so its runner finds no program and exits at once; netDisabled
+// false turns Config.NetworkDisabled off for the A/B.
+func measureCeiling(ctx context.Context, image string, conc int, window time.Duration, netDisabled bool) (float64, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	var done atomic.Int64
+	var firstErr error
+	var once sync.Once
+	start := time.Now()
+	deadline := start.Add(window)
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if err := cycle(ctx, cli, image, netDisabled); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
+
+// cycle creates, starts, waits for and removes one container.
+func cycle(ctx context.Context, cli *client.Client, image string, netDisabled bool) error {
+	cfg, host := runtime.Spec(benchConfig(image), "ceiling")
+	cfg.OpenStdin, cfg.StdinOnce, cfg.AttachStdin = false, false, false
+	cfg.NetworkDisabled = netDisabled
+	c, err := cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	defer cli.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	waitC, errC := cli.ContainerWait(ctx, c.ID, container.WaitConditionNextExit)
+	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	select {
+	case <-waitC:
+		return nil
+	case err := <-errC:
+		return fmt.Errorf("wait: %w", err)
+	}
+}

@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"sandboxd"
+)
+
+func TestPoolFollowsTheLoad(t *testing.T) {
+	const least, most = 1, 8
+	d := mustDocker(t, func(c *Config) { c.PoolSize, c.PoolMax = least, most })
+	d.pool.start()
+	settle(t, d)
+
+	// A burst: 48 hello worlds, 8 at once.
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	var grown poolStats
+	sampler.Go(func() {
+		for {
+			if st := d.pool.stats(); st.idle+st.starting > grown.idle+grown.starting {
+				grown = st
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range 48 {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res, err := d.Run(ctx, sandboxd.Job{ID: fmt.Sprintf("%s-%d", jobID(t), i), Code: "print('hi')"})
+			if err != nil || res.Status != sandboxd.StatusOK {
+				t.Errorf("run %d: %+v, %v", i, res, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	sampler.Wait()
+	t.Logf("largest pool during the burst: %+v", grown)
+	if held := grown.idle + grown.starting; held <= least || held > most {
+		t.Errorf("the pool held at most %d containers during the burst, want more than its least %d and at most %d", held, least, most)
+	}
+
+	// Idle: back to the least, and no more containers than that.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st := d.pool.stats()
+		if st.target == least && st.idle+st.starting == least && len(instanceContainers(t, d)) == least {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not shrink back to %d within 90 s of idling: %+v, %d containers", least, st, len(instanceContainers(t, d)))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	assertGone(t, d, jobID(t))
+}

@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"math"
+	"time"
+)
+
+// The sizing of the warm pool: enough containers idle or starting to
+// cover the runs that arrive while one container starts, with headroom for
+// bursts, between the configured least and most.
+const (
+	// poolHeadroom multiplies the expected arrivals during one start:
+	// arrivals at random bunch up, and a run that finds the pool empty
+	// pays a whole start.
+	poolHeadroom = 2.0
+	// poolRateWindow is the time constant of the arrival rate's moving
+	// average: a burst raises the pool within a second or two, and an idle
+	// pool is back at its least within a few windows.
+	poolRateWindow = 5 * time.Second
+	// poolFirstLatency is the start latency assumed before one is measured.
+	poolFirstLatency = 200 * time.Millisecond
+	// latencyWeight is the weight of a new start in the latency's moving
+	// average.
+	latencyWeight = 0.2
+)
+
+// sizer follows the recent arrival rate of runs and the start latency of
+// containers, and turns them into the pool's target size. It is not safe
+// for concurrent use (the pool's mutex guards it); times come from the
+// caller, so tests drive it with a clock of their own.
+type sizer struct {
+	least, most int
+	window      time.Duration
+	// rate is the arrival rate (a second) at last, decaying since.
+	rate float64
+	last time.Time
+	// latency is the moving average of the start latency.
+	latency time.Duration
+}
+
+// newSizer returns a sizer between least and most containers (most below
+// least means a fixed size).
+func newSizer(least, most int) *sizer {
+	return &sizer{least: least, most: max(least, most), window: poolRateWindow, latency: poolFirstLatency}
+}
+
+// arrive counts a run arriving at now.
+func (s *sizer) arrive(now time.Time) {
+	s.rate = s.rateAt(now) + 1/s.window.Seconds()
+	s.last = now
+}
+
+// rateAt is the arrival rate (a second) as of now.
+func (s *sizer) rateAt(now time.Time) float64 {
+	if s.last.IsZero() {
+		return 0
+	}
+	dt := now.Sub(s.last).Seconds()
+	if dt <= 0 {
+		return s.rate
+	}
+	return s.rate * math.Exp(-dt/s.window.Seconds())
+}
+
+// started records how long a container took to start.
+func (s *sizer) started(latency time.Duration) {
+	s.latency += time.Duration(latencyWeight * float64(latency-s.latency))
+}
+
+// inFlight is how many starts must be under way at once to keep up with
+// the arrivals (Little's law: rate × latency), rounded up.
+func (s *sizer) inFlight(now time.Time) int {
+	return int(math.Ceil(s.rateAt(now) * s.latency.Seconds()))
+}
+
+// target is how many containers the pool should hold (idle and starting)
+// at now: the arrivals expected during one start, with headroom, between
+// least and most.
+func (s *sizer) target(now time.Time) int {
+	want := math.Ceil(poolHeadroom * s.rateAt(now) * s.latency.Seconds())
+	return int(min(max(want, float64(s.least)), float64(s.most)))
+}

@@ -1,0 +1,124 @@
+package runtime
+
+import (
+	"testing"
+	"time"
+)
+
+// The pool's sizing, on a clock of the test's own: no Docker.
+
+// arrivals feeds the sizer one arrival every gap for d, starting at t0,
+// and returns the time of the last.
+func arrivals(s *sizer, t0 time.Time, gap, d time.Duration) time.Time {
+	t := t0
+	for ; t.Sub(t0) < d; t = t.Add(gap) {
+		s.arrive(t)
+	}
+	return t.Add(-gap)
+}
+
+// startsTaking records n starts of the latency.
+func startsTaking(s *sizer, n int, latency time.Duration) {
+	for range n {
+		s.started(latency)
+	}
+}
+
+func TestSizerSparseCallsKeepTheLeast(t *testing.T) {
+	s := newSizer(4, 16)
+	t0 := time.Unix(1000, 0)
+	if got := s.target(t0); got != 4 {
+		t.Errorf("target before any arrival = %d, want 4", got)
+	}
+	last := arrivals(s, t0, 10*time.Second, 5*time.Minute)
+	startsTaking(s, 50, 300*time.Millisecond)
+	if got := s.target(last); got != 4 {
+		t.Errorf("target at one call every 10 s = %d, want the least, 4", got)
+	}
+}
+
+func TestSizerFollowsRateTimesLatency(t *testing.T) {
+	tests := []struct {
+		name     string
+		gap      time.Duration
+		latency  time.Duration
+		min, max int
+	}{
+		// 10 a second, 300 ms a start: 3 arrive during a start, 6 with
+		// headroom (7 just after an arrival).
+		{"10/s at 300 ms", 100 * time.Millisecond, 300 * time.Millisecond, 6, 7},
+		// 20 a second, 200 ms: 4, 8 with headroom.
+		{"20/s at 200 ms", 50 * time.Millisecond, 200 * time.Millisecond, 8, 9},
+		// 100 a second: far past the most.
+		{"100/s at 300 ms", 10 * time.Millisecond, 300 * time.Millisecond, 16, 16},
+		// Fast starts need few.
+		{"10/s at 50 ms", 100 * time.Millisecond, 50 * time.Millisecond, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSizer(2, 16)
+			startsTaking(s, 100, tt.latency)
+			last := arrivals(s, time.Unix(1000, 0), tt.gap, time.Minute)
+			got := s.target(last.Add(tt.gap / 2))
+			if got < tt.min || got > tt.max {
+				t.Errorf("target = %d, want %d..%d (rate %.1f/s, latency %s)", got, tt.min, tt.max, s.rateAt(last), s.latency)
+			}
+		})
+	}
+}
+
+func TestSizerGrowsOnABurstAndShrinksWhenIdle(t *testing.T) {
+	s := newSizer(1, 12)
+	startsTaking(s, 100, 400*time.Millisecond)
+	t0 := time.Unix(1000, 0)
+	// 40 calls within 2 s.
+	last := arrivals(s, t0, 50*time.Millisecond, 2*time.Second)
+	grown := s.target(last)
+	if grown < 4 {
+		t.Errorf("target right after a burst of 40 calls in 2 s = %d, want at least 4", grown)
+	}
+	prev := grown
+	for idle := time.Second; idle <= time.Minute; idle += time.Second {
+		got := s.target(last.Add(idle))
+		if got > prev {
+			t.Fatalf("target grew while idle: %d after %s, %d before", got, idle, prev)
+		}
+		prev = got
+	}
+	if prev != 1 {
+		t.Errorf("target after a minute idle = %d, want the least, 1", prev)
+	}
+}
+
+func TestSizerFixedWhenMostIsBelowLeast(t *testing.T) {
+	s := newSizer(3, 0)
+	startsTaking(s, 10, time.Second)
+	last := arrivals(s, time.Unix(1000, 0), 10*time.Millisecond, 10*time.Second)
+	if got := s.target(last); got != 3 {
+		t.Errorf("target = %d, want 3: a pool without a most keeps its size", got)
+	}
+}
+
+func TestSizerLatencyFollowsStarts(t *testing.T) {
+	s := newSizer(1, 8)
+	if s.latency != poolFirstLatency {
+		t.Fatalf("first latency = %s, want %s", s.latency, poolFirstLatency)
+	}
+	startsTaking(s, 40, time.Second)
+	if s.latency < 990*time.Millisecond || s.latency > time.Second {
+		t.Errorf("latency after 40 starts of 1 s = %s, want about 1 s", s.latency)
+	}
+}
+
+func TestSizerStartsInFlightKeepUpWithArrivals(t *testing.T) {
+	s := newSizer(4, 16)
+	startsTaking(s, 100, 600*time.Millisecond)
+	last := arrivals(s, time.Unix(1000, 0), 100*time.Millisecond, time.Minute)
+	// 10 a second, 600 ms a start: 6 must be under way at once.
+	if got := s.inFlight(last.Add(50 * time.Millisecond)); got < 6 || got > 7 {
+		t.Errorf("starts in flight = %d, want 6..7", got)
+	}
+	if got := s.inFlight(last.Add(time.Minute)); got > 1 {
+		t.Errorf("starts in flight after a minute idle = %d, want at most 1", got)
+	}
+}
