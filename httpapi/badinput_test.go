@@ -40,11 +40,19 @@ func rawRequest(t *testing.T, addr, req string, within time.Duration) (int, stri
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(within))
-	if _, err := io.WriteString(conn, req); err != nil {
-		t.Fatal(err)
-	}
+	// The server may answer (413) and close before it read the whole
+	// request, as HTTP allows: the write goes on beside the read, and a
+	// write cut short by that answer is no failure.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(conn, req)
+		wrote <- err
+	}()
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
+		if werr := <-wrote; werr != nil {
+			t.Fatalf("writing the request: %v; reading the answer: %v", werr, err)
+		}
 		return 0, err.Error()
 	}
 	defer resp.Body.Close()

@@ -44,11 +44,6 @@ func runAttackFlow(t *testing.T, c *chain, name string, modeEnv []string) {
 	svc := startService(t, instance(name), true, env...)
 	url := svc.url + "/v1/code"
 	payerKey := writeKey(t, "payer.key", payer.key)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sandboxd log:\n%s", svc.output())
-		}
-	})
 	t.Run("hang-up mid-run, then replay", func(t *testing.T) { testHangUpThenReplay(t, c, url, payerKey) })
 	t.Run("window too short for the run", func(t *testing.T) { testShortWindow(t, c, url, payerKey) })
 	t.Run("24 unfunded payers and one paying", func(t *testing.T) { testUnfundedFlood(t, c, url, payerKey) })

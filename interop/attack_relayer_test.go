@@ -71,11 +71,6 @@ func settlementInPool(t *testing.T, name string) (*chain, string, string, chan s
 	c.setup(t, map[string]int64{payer.address: 10_000_000})
 	svc := startService(t, instance(name), true,
 		append(paymentEnv(settlementEnv(t, c, "onchain")), "SANDBOX_PAYMENTS_SETTLE_TIMEOUT=20s")...)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sandboxd log:\n%s", svc.output())
-		}
-	})
 	url := svc.url + "/v1/code"
 	payerKey := writeKey(t, "payer.key", payer.key)
 	var first clientSigned

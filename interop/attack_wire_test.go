@@ -24,11 +24,6 @@ func TestWireAttacks(t *testing.T) {
 			c := startAnvil(t)
 			c.setup(t, map[string]int64{payer.address: 10_000_000})
 			svc := startService(t, instance("wire-"+mode), true, paymentEnv(settlementEnv(t, c, mode))...)
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("sandboxd log:\n%s", svc.output())
-				}
-			})
 			url := svc.url + "/v1/code"
 			payerKey := writeKey(t, "payer.key", payer.key)
 			decoyKey := writeKey(t, "decoy.key", unfunded.key)

@@ -129,11 +129,6 @@ func runScenarios(t *testing.T, c *chain, mode string, modeEnv []string) {
 	url := svc.url + "/v1/code"
 	payerKey := writeKey(t, "payer.key", payer.key)
 	unfundedKey := writeKey(t, "unfunded.key", unfunded.key)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sandboxd log:\n%s", svc.output())
-		}
-	})
 
 	t.Run("terms", func(t *testing.T) { testTerms(t, url) })
 	var paid payResult

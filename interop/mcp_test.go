@@ -113,11 +113,6 @@ func TestMCPPaid(t *testing.T) {
 		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
 		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
 	})...)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sandboxd log:\n%s", svc.output())
-		}
-	})
 	before := snapshot(t, c)
 	out := runMCP(t, "pay", svc.url+"/mcp", "--key-file", writeKey(t, "payer.key", payer.key))
 	checkTools(t, out.Tools)

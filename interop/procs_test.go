@@ -208,7 +208,8 @@ type service struct {
 var listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 // startService starts the sandboxd binary with env overrides on a free loopback port and
-// waits until it listens, and, when healthy is set, until /v1/health answers 200.
+// waits until it listens, and, when healthy is set, until /v1/health answers 200. A test
+// that fails gets the service's log.
 func startService(t testing.TB, instance string, healthy bool, env ...string) *service {
 	t.Helper()
 	env = append([]string{
@@ -223,6 +224,11 @@ func startService(t testing.TB, instance string, healthy bool, env ...string) *s
 	}
 	p := startProc(t, "sandboxd "+instance, env, nil, argv...)
 	s := &service{proc: p, url: "http://" + p.waitLine(t, listenLine, 30*time.Second)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s log:\n%s", s.name, s.output())
+		}
+	})
 	if healthy {
 		s.waitHealthy(t, 60*time.Second)
 	}
