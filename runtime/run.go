@@ -219,6 +219,12 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 	case <-deadline:
 		r.res.TimedOut = true
 		r.killAndDrain(ctx)
+		// Output the drain found over the cap was written before the kill:
+		// the program reached the output limit first, and only reading it
+		// lagged (a loaded host). It is an output_limit, not a timeout.
+		if s.out.truncated() {
+			r.res.TimedOut = false
+		}
 	case <-ctx.Done():
 		s.close()
 		r.kill(ctx)
