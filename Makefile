@@ -28,7 +28,7 @@ run: build image ## start the service on :8080 (free mode unless config.yaml say
 	bin/sandboxd serve
 
 interop-deps: ## the official x402 client, facilitator and anvil from npm
-	@interop/setup.sh
+	@test/interop/setup.sh
 
 postgres: ## Debian's PostgreSQL binaries (installed when missing); tests start throwaway servers
 	@scripts/pg.sh install
@@ -41,16 +41,16 @@ test-unit: ## only the tests that need neither Docker nor npm
 	$(GO) test -count=1 ./...
 
 bench: build image ## measure latency and throughput against docker run and the engine's ceiling
-	$(GO) run ./bench $(BENCHFLAGS)
+	$(GO) run ./test/bench $(BENCHFLAGS)
 
 demo: build image interop-deps ## the whole paid flow, offline: anvil, the service on chain, `sandboxd call`
 	scripts/demo.sh
 
 soak: build image ## 2,000 mixed hostile requests at concurrency 16: correct answers, no 5xx, no leaks, memory
-	$(GO) run ./soak $(SOAKFLAGS)
+	$(GO) run ./test/soak $(SOAKFLAGS)
 
 fuzz: ## every fuzz target for FUZZTIME (default 60s) each
-	FUZZTIME=$(or $(FUZZTIME),60s) scripts/fuzz.sh
+	FUZZTIME=$(or $(FUZZTIME),60s) test/scripts/fuzz.sh
 
 fleet: build image ## three replicas and a PostgreSQL ledger on this machine, for a try-out (Ctrl-C stops)
 	scripts/fleet.sh

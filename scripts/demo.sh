@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # demo.sh shows one paid run end to end, offline, with nothing but this machine:
-#   1. a local chain: anvil (from interop/node_modules) with Base Sepolia's chain id, the
+#   1. a local chain: anvil (from test/interop/node_modules) with Base Sepolia's chain id, the
 #      test token's code at the Base Sepolia USDC address, 1 USDC minted to a fresh payer;
 #   2. sandboxd in onchain mode, settling itself with an anvil account as relayer;
 #   3. `sandboxd call` paying $0.005 for print(6*7) with the payer's key;
 #   4. the answer, the transaction and both balances before and after.
 # Everything it starts is stopped when it ends, however it ends.
-# Needs: Go, Node.js 20+ with npm (first run only: interop/setup.sh), Docker with the
+# Needs: Go, Node.js 20+ with npm (first run only: test/interop/setup.sh), Docker with the
 # sandbox image (make image). Environment: SANDBOXD_BIN (default bin/sandboxd, built
 # when missing), DEMO_CODE (default print(6*7)).
 set -euo pipefail
@@ -52,14 +52,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# chain runs interop/chain.mjs and prints its JSON answer; field extracts one value.
-chain() { node "$root/interop/chain.mjs" "$@"; }
+# chain runs test/interop/chain.mjs and prints its JSON answer; field extracts one value.
+chain() { node "$root/test/interop/chain.mjs" "$@"; }
 field() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{let v=JSON.parse(s);for(const k of process.argv[1].split("."))v=v[k];console.log(v)})' "$1"; }
 usdc_of() { node -e 'const v=BigInt(process.argv[1]);console.log(`${v/1000000n}.${String(v%1000000n).padStart(6,"0")} USDC`)' "$1"; }
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
 command -v node >/dev/null || die "node is not installed (Node.js 20+ is needed for the local chain)"
-"$root/interop/setup.sh"
+"$root/test/interop/setup.sh"
 if [ ! -x "$bin" ]; then
   say "building $bin"
   go build -o "$bin" ./cmd/sandboxd
@@ -67,8 +67,8 @@ fi
 "$root/scripts/docker-up.sh"
 
 case "$(uname -m)" in
-  aarch64|arm64) anvil="$root/interop/node_modules/@foundry-rs/anvil-linux-arm64/bin/anvil" ;;
-  *) anvil="$root/interop/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" ;;
+  aarch64|arm64) anvil="$root/test/interop/node_modules/@foundry-rs/anvil-linux-arm64/bin/anvil" ;;
+  *) anvil="$root/test/interop/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil" ;;
 esac
 
 # 1. The chain.

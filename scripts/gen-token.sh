@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gen-token.sh compiles the test contracts in payments/testdata with solc-js (the npm
-# package pinned in interop/) into JSON beside them, {"abi":[...],"bytecode":"0x...",
+# package pinned in test/interop/) into JSON beside them, {"abi":[...],"bytecode":"0x...",
 # "deployedBytecode":"0x..."}:
 #   EIP3009Token.sol -> token.json       (a USDC stand-in with EIP-3009, open mint)
 #   Multicall3.sol   -> multicall3.json  (tryAggregate, for the facilitator's diagnostics)
@@ -8,9 +8,9 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$root/interop/setup.sh"
+"$root/test/interop/setup.sh"
 
-TESTDATA="$root/payments/testdata" NODE_PATH="$root/interop/node_modules" \
+TESTDATA="$root/payments/testdata" NODE_PATH="$root/test/interop/node_modules" \
 node --input-type=module -e '
 import { createRequire } from "node:module";
 import { readFileSync, writeFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# setup.sh installs interop/node_modules with `npm ci` when it is missing or was made
+# setup.sh installs test/interop/node_modules with `npm ci` when it is missing or was made
 # from another package-lock.json (a hash of the lock file is kept beside the modules).
 # It needs node (>= 20) and npm on PATH and the npm registry; it works as root.
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$dir"
 
 for tool in node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "interop/setup.sh: $tool is not installed (install Node.js 20 or later with npm)" >&2
+    echo "test/interop/setup.sh: $tool is not installed (install Node.js 20 or later with npm)" >&2
     exit 1
   fi
 done
@@ -25,12 +25,12 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$anvil_bin" ]; th
   exit 0
 fi
 
-echo "interop/setup.sh: npm ci in $dir" >&2
+echo "test/interop/setup.sh: npm ci in $dir" >&2
 # --ignore-scripts: anvil's binary comes in its platform package, and no install script
 # may reach beyond the npm registry.
 timeout 600 npm ci --no-audit --no-fund --ignore-scripts >&2
 if [ ! -x "$anvil_bin" ]; then
-  echo "interop/setup.sh: $anvil_bin is missing after npm ci" >&2
+  echo "test/interop/setup.sh: $anvil_bin is missing after npm ci" >&2
   exit 1
 fi
 echo "$want" >"$stamp"

@@ -4,12 +4,12 @@
 # input is saved by Go under the package's testdata/fuzz/<Target>/ and the
 # failure can be replayed with plain `go test -run <Target>/<file> ./<pkg>`.
 #
-#   scripts/fuzz.sh                      # every target, 60 s each
-#   FUZZTIME=10m scripts/fuzz.sh         # longer
-#   scripts/fuzz.sh FuzzDemux            # only the named targets
+#   test/scripts/fuzz.sh                      # every target, 60 s each
+#   FUZZTIME=10m test/scripts/fuzz.sh         # longer
+#   test/scripts/fuzz.sh FuzzDemux            # only the named targets
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-60s}

@@ -4,7 +4,7 @@
 // real Docker engine with the sandbox-python image.
 //
 // The tests run when SANDBOXD_INTEROP=1 or CI=true, and then fail when anything they
-// need is missing (node, interop/node_modules from interop/setup.sh, Docker, the image);
+// need is missing (node, test/interop/node_modules from test/interop/setup.sh, Docker, the image);
 // otherwise they skip.
 package interop
 
@@ -43,7 +43,7 @@ func wanted() bool {
 func mustInterop(t *testing.T) {
 	t.Helper()
 	if !wanted() {
-		t.Skip("set SANDBOXD_INTEROP=1 to run the interop tests (needs node, interop/setup.sh, Docker, the image)")
+		t.Skip("set SANDBOXD_INTEROP=1 to run the interop tests (needs node, test/interop/setup.sh, Docker, the image)")
 	}
 	prepOnce.Do(func() { prepErr = prepare() })
 	if prepErr != nil {
@@ -57,15 +57,15 @@ func prepare() error {
 		return err
 	}
 	interopDir = wd
-	repoRoot = filepath.Dir(wd)
+	repoRoot = filepath.Dir(filepath.Dir(wd))
 	if _, err := exec.LookPath("node"); err != nil {
 		return fmt.Errorf("node is not on PATH (install Node.js 20+): %w", err)
 	}
 	if _, err := os.Stat(anvilPath()); err != nil {
-		return fmt.Errorf("anvil missing at %s: run interop/setup.sh", anvilPath())
+		return fmt.Errorf("anvil missing at %s: run test/interop/setup.sh", anvilPath())
 	}
 	if _, err := os.Stat(filepath.Join(interopDir, "node_modules", "@x402", "fetch")); err != nil {
-		return fmt.Errorf("@x402/fetch missing: run interop/setup.sh")
+		return fmt.Errorf("@x402/fetch missing: run test/interop/setup.sh")
 	}
 	dir, err := os.MkdirTemp("", "sandboxd-interop")
 	if err != nil {
@@ -98,7 +98,7 @@ func TestOnchain(t *testing.T) {
 }
 
 // TestFacilitator runs the scenarios with sandboxd settling through the official
-// facilitator, served by interop/facilitator.mjs on the same chain.
+// facilitator, served by test/interop/facilitator.mjs on the same chain.
 func TestFacilitator(t *testing.T) {
 	mustInterop(t)
 	c, env := startMode(t, "facilitator", nil)

@@ -44,10 +44,10 @@ var listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
 func startService(t *testing.T, instance string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sandboxd")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/sandboxd").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/sandboxd").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "serve", "--config", "../config.yaml")
+	cmd := exec.Command(bin, "serve", "--config", "../../config.yaml")
 	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
 		"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0")
 	cmd.Env = append(cmd.Env, testenv.ServiceEnv()...)
@@ -123,7 +123,7 @@ func stopDockerd(t *testing.T) {
 // startDockerd brings the daemon back with the project's own script.
 func startDockerd(t *testing.T) {
 	t.Helper()
-	if out, err := exec.Command("../scripts/docker-up.sh").CombinedOutput(); err != nil {
+	if out, err := exec.Command("../../scripts/docker-up.sh").CombinedOutput(); err != nil {
 		t.Fatalf("docker-up: %v\n%s", err, out)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// clientTimeout bounds one run of interop/client.mjs.
+// clientTimeout bounds one run of test/interop/client.mjs.
 const clientTimeout = 120 * time.Second
 
 var txHash = regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`)

@@ -181,7 +181,7 @@ func runNode(t testing.TB, timeout time.Duration, out any, script string, args .
 	}
 }
 
-// startFacilitator serves the official facilitator (interop/facilitator.mjs) with the key
+// startFacilitator serves the official facilitator (test/interop/facilitator.mjs) with the key
 // in keyFile, settling on c; it returns its base URL.
 func startFacilitator(t testing.TB, c *chain, keyFile string) string {
 	t.Helper()

@@ -75,7 +75,7 @@ func (c *chain) waitUp(timeout time.Duration, exited <-chan struct{}) error {
 }
 
 // setup places the token at the USDC address and mints to the given addresses, with
-// interop/chain.mjs (the same code the demo uses).
+// test/interop/chain.mjs (the same code the demo uses).
 func (c *chain) setup(t testing.TB, mints map[string]int64) {
 	t.Helper()
 	args := []string{"setup", "--rpc", c.rpc}

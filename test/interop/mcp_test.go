@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// mcpTimeout bounds one run of interop/mcp.mjs.
+// mcpTimeout bounds one run of test/interop/mcp.mjs.
 const mcpTimeout = 150 * time.Second
 
 // mcpTool is a tool as the official MCP client lists it.
