@@ -26,9 +26,13 @@ var testInstance = fmt.Sprintf("test-%d", os.Getpid())
 // overrides it).
 var testImage = testenv.Image()
 
-// TestMain runs the tests, then checks that none of them left a container.
+// TestMain runs the tests, then, in integration runs (the only ones that
+// reach Docker), checks that none of them left a container.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if !testenv.Integration() {
+		os.Exit(code)
+	}
 	if left := leftovers(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: containers left behind by the tests: %s\n", strings.Join(left, ", "))
 		code = 1
@@ -88,17 +92,13 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// integrationRequired reports whether a missing Docker or image is a failure
-// (in CI, or when asked) rather than a reason to skip.
-func integrationRequired() bool {
-	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1"
-}
-
 // mustDocker returns a healthy runner with the test configuration, changed
-// by mods, closed when the test ends. Without Docker or the image it skips
-// the test, or fails it when integration tests are required.
+// by mods, closed when the test ends. Outside integration runs it skips the
+// test before anything reaches Docker; inside them a missing Docker or image
+// fails it.
 func mustDocker(tb testing.TB, mods ...func(*Config)) *Docker {
 	tb.Helper()
+	testenv.RequireIntegration(tb)
 	cfg := testConfig()
 	for _, mod := range mods {
 		mod(&cfg)
@@ -111,10 +111,7 @@ func mustDocker(tb testing.TB, mods ...func(*Config)) *Docker {
 	defer cancel()
 	if err := d.Health(ctx); err != nil {
 		_ = d.Close(ctx)
-		if integrationRequired() {
-			tb.Fatalf("Docker or the image is unavailable: %v", err)
-		}
-		tb.Skipf("Docker or the image is unavailable (SANDBOXD_INTEGRATION=1 makes this a failure): %v", err)
+		tb.Fatalf("Docker or the image is unavailable: %v", err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,165 +1,54 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
-
 	"sandboxd/internal/pgtest"
-	"sandboxd/internal/testenv"
+	"sandboxd/internal/servicetest"
 )
 
-// binary is the sandboxd binary built once for the end-to-end tests.
-var binary string
-
 func TestMain(m *testing.M) {
-	code := func() int {
-		defer pgtest.StopShared()
-		if !integrationWanted() {
-			return m.Run()
-		}
-		dir, err := os.MkdirTemp("", "sandboxd-e2e")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		binary = filepath.Join(dir, "sandboxd")
-		out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building sandboxd: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}()
+	code := m.Run()
+	pgtest.StopShared()
+	servicetest.RemoveBinary()
 	os.Exit(code)
 }
 
-// integrationWanted reports whether tests that need Docker must run (and
-// fail when Docker is missing) rather than skip.
-func integrationWanted() bool {
-	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1"
-}
-
-// mustIntegration skips the test outside integration runs.
-func mustIntegration(t *testing.T) {
-	t.Helper()
-	if !integrationWanted() {
-		t.Skip("set SANDBOXD_INTEGRATION=1 (make test does) to run end-to-end tests against Docker")
-	}
-}
-
-// service is a sandboxd process started by a test.
+// service is a sandboxd process started by a test, with the calls the
+// end-to-end tests make.
 type service struct {
-	cmd      *exec.Cmd
-	url      string
-	instance string
-	// metricsURL is the base URL of its metrics listener.
-	metricsURL string
-	mu         sync.Mutex
-	log        bytes.Buffer
-	exited     chan error
+	*servicetest.Service
 }
 
-var (
-	listenLine  = regexp.MustCompile(`msg=listening addr=(\S+)`)
-	metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
-)
+// answer is the JSON of POST /v1/code.
+type answer = servicetest.Answer
 
 // startService starts sandboxd with the environment overrides and waits
-// until it listens. It is killed when the test ends.
+// until it listens. It is stopped when the test ends, and the test fails
+// when a container of its instance is left.
 func startService(t *testing.T, instance string, env ...string) *service {
 	t.Helper()
-	s := &service{instance: instance, exited: make(chan error, 1)}
-	s.cmd = exec.Command(binary, "serve", "--config", "../../config.yaml")
-	s.cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
-		"SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0")
-	s.cmd.Env = append(s.cmd.Env, testenv.ServiceEnv()...)
-	s.cmd.Env = append(s.cmd.Env, env...)
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.log.WriteString(line + "\n")
-			s.mu.Unlock()
-			if m := metricsLine.FindStringSubmatch(line); m != nil {
-				s.mu.Lock()
-				s.metricsURL = "http://" + m[1]
-				s.mu.Unlock()
-			}
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
-			}
-		}
-		s.exited <- s.cmd.Wait()
-	}()
-	t.Cleanup(func() { _ = s.cmd.Process.Kill() })
-	select {
-	case a := <-addr:
-		s.url = "http://" + a
-	case err := <-s.exited:
-		t.Fatalf("sandboxd exited at start: %v\n%s", err, s.logs())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("sandboxd did not listen within 30 s\n%s", s.logs())
-	}
-	return s
-}
-
-func (s *service) logs() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
+	return &service{servicetest.Start(t, servicetest.Options{Instance: instance, Env: env})}
 }
 
 // waitExit waits for the process to end and returns its exit code.
 func (s *service) waitExit(t *testing.T, within time.Duration) int {
 	t.Helper()
 	select {
-	case <-s.exited:
-		return s.cmd.ProcessState.ExitCode()
+	case <-s.Exited():
+		return s.ExitCode()
 	case <-time.After(within):
-		t.Fatalf("sandboxd still running %v after the signal\n%s", within, s.logs())
+		t.Fatalf("sandboxd still running %v after the signal\n%s", within, s.Log())
 		return -1
 	}
-}
-
-// answer is the JSON of POST /v1/code.
-type answer struct {
-	Lang      string `json:"lang"`
-	Stdout    string `json:"stdout"`
-	Stderr    string `json:"stderr"`
-	ExitCode  int    `json:"exit_code"`
-	Status    string `json:"status"`
-	TimedOut  bool   `json:"timed_out"`
-	Truncated bool   `json:"truncated"`
-	CPUMS     *int64 `json:"cpu_ms"`
-	MaxRSSKB  *int64 `json:"max_rss_kb"`
-	Error     string `json:"error"`
 }
 
 // post sends code and decodes the answer.
@@ -193,7 +82,7 @@ func (s *service) send(code string) (int, answer, http.Header, error) {
 // sendBody posts fields as the JSON body of POST /v1/code.
 func (s *service) sendBody(fields map[string]string) (int, answer, http.Header, error) {
 	body, _ := json.Marshal(fields)
-	resp, err := http.Post(s.url+"/v1/code", "", bytes.NewReader(body))
+	resp, err := http.Post(s.URL+"/v1/code", "", bytes.NewReader(body))
 	if err != nil {
 		return 0, answer{}, nil, fmt.Errorf("POST /v1/code: %w", err)
 	}
@@ -204,28 +93,6 @@ func (s *service) sendBody(fields map[string]string) (int, answer, http.Header, 
 		return resp.StatusCode, a, resp.Header, fmt.Errorf("answer is not JSON (%d): %q", resp.StatusCode, raw)
 	}
 	return resp.StatusCode, a, resp.Header, nil
-}
-
-// containers lists the containers labelled with the instance.
-func containers(t *testing.T, instance string) []string {
-	t.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", "io.sandboxd.instance="+instance))})
-	if err != nil {
-		t.Fatalf("listing containers: %v", err)
-	}
-	var ids []string
-	for _, c := range list {
-		ids = append(ids, c.ID[:12]+" "+c.State)
-	}
-	return ids
 }
 
 // waitFor polls cond every 50 ms until it holds or the time is up.

@@ -9,18 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"sandboxd/internal/servicetest"
 	"sandboxd/internal/testenv"
 )
 
 func TestServeRunsPython(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t))
 	status, a, _ := s.post(t, "print(6*7)")
 	if status != 200 || a.Stdout != "42\n" || a.ExitCode != 0 || a.Status != "ok" || a.Lang != "python" {
 		t.Fatalf("got %d %+v", status, a)
 	}
 	for _, path := range []string{"/v1/health", "/v1/version"} {
-		resp, err := http.Get(s.url + path)
+		resp, err := http.Get(s.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestServeRunsPython(t *testing.T) {
 }
 
 func TestCodeSizeLimitOverHTTP(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_MAX_CODE_BYTES=1000")
 	prog := "print('ok')\n"
 	atLimit := prog + "#" + strings.Repeat("x", 1000-len(prog)-1)
@@ -49,7 +50,7 @@ func TestCodeSizeLimitOverHTTP(t *testing.T) {
 }
 
 func TestStdinAndUsageOverHTTP(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_MAX_STDIN_BYTES=100")
 	code := "import sys\nprint(sys.stdin.read()[::-1])"
 	status, a, _, err := s.sendBody(map[string]string{"code": code, "stdin": "olleh"})
@@ -69,10 +70,10 @@ func TestStdinAndUsageOverHTTP(t *testing.T) {
 }
 
 func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t), noPool, "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
 	first := s.postAsync("import time; time.sleep(2); print('slow')")
-	waitFor(t, 10*time.Second, "the first run's container", func() bool { return len(containers(t, s.instance)) > 0 })
+	waitFor(t, 10*time.Second, "the first run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
 	start := time.Now()
 	status, a, h := s.post(t, "print(1)")
 	if status != 429 || h.Get("Retry-After") == "" || !strings.Contains(a.Error, "busy") {
@@ -87,52 +88,52 @@ func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 }
 
 func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t), noPool)
 	done := s.postAsync("import time; time.sleep(1.5); print('finished')")
-	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
 	if a := <-done; a.Stdout != "finished\n" {
 		t.Fatalf("the run in flight at SIGTERM: %+v", a)
 	}
 	if code := s.waitExit(t, 20*time.Second); code != 0 {
-		t.Fatalf("exit code %d\n%s", code, s.logs())
+		t.Fatalf("exit code %d\n%s", code, s.Log())
 	}
-	if left := containers(t, s.instance); len(left) != 0 {
+	if left := servicetest.ContainersOf(t, s.Instance); len(left) != 0 {
 		t.Fatalf("containers left after SIGTERM: %v", left)
 	}
 }
 
 func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t), noPool, "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
 	s.postAsync("import time; time.sleep(25)")
-	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, s.instance)) > 0 })
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
 	if code := s.waitExit(t, 15*time.Second); code != 0 {
-		t.Fatalf("exit code %d\n%s", code, s.logs())
+		t.Fatalf("exit code %d\n%s", code, s.Log())
 	}
-	if left := containers(t, s.instance); len(left) != 0 {
+	if left := servicetest.ContainersOf(t, s.Instance); len(left) != 0 {
 		t.Fatalf("containers left after the grace: %v", left)
 	}
 }
 
 func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	instance := uniqueInstance(t)
 	s := startService(t, instance, noPool, "SANDBOX_RUNTIME_TIMEOUT=60s")
 	s.postAsync("import time; time.sleep(50)")
-	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(containers(t, instance)) > 0 })
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, instance)) > 0 })
+	_ = s.Cmd.Process.Signal(syscall.SIGKILL)
 	s.waitExit(t, 10*time.Second)
-	leftovers := containers(t, instance)
+	leftovers := servicetest.ContainersOf(t, instance)
 	if len(leftovers) == 0 {
 		t.Fatal("a SIGKILLed service left no container; the test proves nothing")
 	}
 	// Restarted with the default warm pool, whose own containers come
 	// after the leftovers are gone.
 	startService(t, instance)
-	for _, c := range containers(t, instance) {
+	for _, c := range servicetest.ContainersOf(t, instance) {
 		if slices.ContainsFunc(leftovers, func(l string) bool { return l[:12] == c[:12] }) {
 			t.Fatalf("leftover %s not removed at start", c)
 		}
@@ -140,19 +141,19 @@ func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
 }
 
 func TestWarmPoolServesAndLeavesNothing(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_POOL_SIZE=2")
-	waitFor(t, 20*time.Second, "the pool to fill", func() bool { return len(containers(t, s.instance)) == 2 })
+	waitFor(t, 20*time.Second, "the pool to fill", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) == 2 })
 	for i := range 4 {
 		if status, a, _ := s.post(t, "import socket; print(socket.gethostname())"); status != 200 || a.Status != "ok" || len(a.Stdout) != 13 {
 			t.Fatalf("call %d: %d %+v", i, status, a)
 		}
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
 	if code := s.waitExit(t, 20*time.Second); code != 0 {
-		t.Fatalf("exit code %d\n%s", code, s.logs())
+		t.Fatalf("exit code %d\n%s", code, s.Log())
 	}
-	if left := containers(t, s.instance); len(left) != 0 {
+	if left := servicetest.ContainersOf(t, s.Instance); len(left) != 0 {
 		t.Fatalf("containers left after SIGTERM: %v", left)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"sandboxd/internal/testenv"
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
@@ -12,16 +13,14 @@ import (
 // Prometheus text format (checked by the official parser) and counts a
 // run; the public listener does not serve it.
 func TestServeMetrics(t *testing.T) {
-	mustIntegration(t)
+	testenv.RequireIntegration(t)
 	s := startService(t, uniqueInstance(t))
 	if status, a, _ := s.post(t, "print(1)"); status != 200 || a.Status != "ok" {
 		t.Fatalf("run: %d %+v", status, a)
 	}
-	s.mu.Lock()
-	base := s.metricsURL
-	s.mu.Unlock()
+	base := s.MetricsURL()
 	if base == "" {
-		t.Fatalf("no metrics listener logged\n%s", s.logs())
+		t.Fatalf("no metrics listener logged\n%s", s.Log())
 	}
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -51,7 +50,7 @@ func TestServeMetrics(t *testing.T) {
 			t.Errorf("series %s missing", name)
 		}
 	}
-	pub, err := http.Get(s.url + "/metrics")
+	pub, err := http.Get(s.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

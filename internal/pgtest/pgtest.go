@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"sandboxd/internal/testenv"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,7 +70,7 @@ var (
 // Wanted reports whether tests that need PostgreSQL must run: with
 // SANDBOXD_INTEGRATION=1, SANDBOXD_INTEROP=1 or CI=true.
 func Wanted() bool {
-	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1" || os.Getenv("SANDBOXD_INTEROP") == "1"
+	return testenv.Integration() || testenv.Interop()
 }
 
 // Main runs the tests of a package and stops the shared server, if one was

@@ -1,11 +1,63 @@
-// Package testenv holds what the integration and interop tests of several
-// packages share about their environment.
+// Package testenv is the one place that says what the tests of every package
+// may use of their environment: the gates of the integration, interop and
+// fault tests (with the CI=true rule: a test that cannot reach what it needs
+// fails there, never skips) and the sandbox image they run. It imports
+// nothing of the module, so any package's tests may use it.
 package testenv
 
-import "os"
+
+import (
+	"os"
+	"testing"
+)
 
 // DefaultImage is the sandbox image `make image` builds.
 const DefaultImage = "sandbox-python:3.11"
+
+// ci reports whether the tests run in CI, where a test that cannot reach
+// what it needs fails rather than skips.
+func ci() bool { return os.Getenv("CI") == "true" }
+
+// Integration reports whether tests that need Docker must run (and fail when
+// Docker or the image is missing): SANDBOXD_INTEGRATION=1 or CI=true.
+func Integration() bool { return ci() || os.Getenv("SANDBOXD_INTEGRATION") == "1" }
+
+// Interop reports whether the interop tests (node, npm packages, anvil) must
+// run: SANDBOXD_INTEROP=1 or CI=true.
+func Interop() bool { return ci() || os.Getenv("SANDBOXD_INTEROP") == "1" }
+
+// Faults reports whether the fault tests, which stop and restart dockerd,
+// may run: only with SANDBOXD_FAULTS=1.
+func Faults() bool { return os.Getenv("SANDBOXD_FAULTS") == "1" }
+
+// RequireIntegration skips the test outside integration runs.
+func RequireIntegration(tb testing.TB) {
+	tb.Helper()
+	if !Integration() {
+		tb.Skip("set SANDBOXD_INTEGRATION=1 (make test does) to run tests against Docker")
+	}
+}
+
+// RequireInterop skips the test outside interop runs.
+func RequireInterop(tb testing.TB) {
+	tb.Helper()
+	if !Interop() {
+		tb.Skip("set SANDBOXD_INTEROP=1 to run the interop tests (needs node, test/interop/setup.sh, Docker, the image)")
+	}
+}
+
+// RequireFaults skips the test unless SANDBOXD_FAULTS=1, and fails it in CI,
+// where `make test` must have set it.
+func RequireFaults(tb testing.TB) {
+	tb.Helper()
+	if Faults() {
+		return
+	}
+	if ci() {
+		tb.Fatal("CI=true but SANDBOXD_FAULTS is not 1: run the fault tests through `make test`")
+	}
+	tb.Skip("set SANDBOXD_FAULTS=1 to stop and restart dockerd under the service (make test does)")
+}
 
 // Image returns the sandbox image the integration tests run:
 // SANDBOXD_TEST_IMAGE when set (a tag built from work in progress with
@@ -17,8 +69,8 @@ func Image() string {
 	return DefaultImage
 }
 
-// ServiceEnv returns the environment overrides that point a sandboxd binary
-// started by a test at Image.
-func ServiceEnv() []string {
+// ImageEnv returns the environment override that points a sandboxd binary at
+// Image.
+func ImageEnv() []string {
 	return []string{"SANDBOX_RUNTIME_IMAGE=" + Image()}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,24 +8,18 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
 	"regexp"
+	"sandboxd/internal/servicetest"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
 const hello = `{"language":"python","code":"print('hello')"}`
 
-// The service's log lines the bench reads: where it listens, and the
-// pool's counts at close.
-var (
-	listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
-	poolLine   = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) misses=(\d+)`)
-)
+// poolLine is the service's log line with the pool's counts at close.
+var poolLine = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) misses=(\d+)`)
 
 // phase is what one load run of the service gave.
 type phase struct {
@@ -62,14 +55,12 @@ func (p phase) hitRatio() float64 {
 
 // service is a sandboxd process started for one phase.
 type service struct {
-	cmd    *exec.Cmd
+	*servicetest.Service
 	url    string
 	client *http.Client
-	// logDone is closed once its stderr is read to the end; pool holds
-	// the pool's counts from its last line about them.
-	logDone chan struct{}
-	mu      sync.Mutex
-	pool    [3]int64
+	// pool holds the pool's counts from its last line about them.
+	mu   sync.Mutex
+	pool [3]int64
 }
 
 // withService starts sandboxd with its default configuration (free mode,
@@ -95,59 +86,35 @@ func withService(ctx context.Context, o *options, f func(*service) phase) (phase
 
 // startService starts the binary and waits for it to listen.
 func startService(ctx context.Context, o *options) (*service, error) {
-	cmd := exec.CommandContext(ctx, o.binary, "serve")
-	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE=bench",
-		"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE="+o.image)
-	stderr, err := cmd.StderrPipe()
+	s := &service{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}}
+	sv, err := servicetest.Launch(ctx, servicetest.Options{
+		Binary:      o.binary,
+		Instance:    "bench",
+		Env:         []string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image},
+		OnLine:      s.readPool,
+		StartWithin: 30 * time.Second,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &service{cmd: cmd, logDone: make(chan struct{}),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}}
-	addr := make(chan string, 1)
-	go s.readLog(stderr, addr)
-	select {
-	case a := <-addr:
-		s.url = "http://" + a + "/v1/code"
-		return s, nil
-	case <-time.After(30 * time.Second):
-		s.stop()
-		return nil, fmt.Errorf("sandboxd did not start")
+	s.Service, s.url = sv, sv.URL+"/v1/code"
+	return s, nil
+}
+
+// readPool keeps the pool's counts from the service's log.
+func (s *service) readPool(line string) {
+	if g := poolLine.FindStringSubmatch(line); g != nil {
+		s.mu.Lock()
+		for i := range s.pool {
+			s.pool[i], _ = strconv.ParseInt(g[i+1], 10, 64)
+		}
+		s.mu.Unlock()
 	}
 }
 
-// readLog reads the service's log for its address and its pool's counts.
-func (s *service) readLog(r io.Reader, addr chan<- string) {
-	defer close(s.logDone)
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		if g := listenLine.FindStringSubmatch(line); g != nil {
-			addr <- g[1]
-		}
-		if g := poolLine.FindStringSubmatch(line); g != nil {
-			s.mu.Lock()
-			for i := range s.pool {
-				s.pool[i], _ = strconv.ParseInt(g[i+1], 10, 64)
-			}
-			s.mu.Unlock()
-		}
-	}
-}
-
-// stop ends the service gracefully and waits for its log to end.
-func (s *service) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.logDone:
-	case <-time.After(60 * time.Second):
-		_ = s.cmd.Process.Kill()
-	}
-	_ = s.cmd.Wait()
-}
+// stop ends the service gracefully (killing it after 60 s) and waits for
+// its log to end.
+func (s *service) stop() { _ = s.Stop(60 * time.Second) }
 
 // call posts hello world and checks the answer.
 func (s *service) call() (time.Duration, error) {

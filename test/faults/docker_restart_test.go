@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,74 +9,30 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
-
+	"sandboxd/internal/servicetest"
 	"sandboxd/internal/testenv"
 )
 
+// mustFaults skips the test unless SANDBOXD_FAULTS=1 and fails it without root.
 func mustFaults(t *testing.T) {
 	t.Helper()
-	if os.Getenv("SANDBOXD_FAULTS") != "1" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but SANDBOXD_FAULTS is not 1: run the fault tests through `make test`")
-		}
-		t.Skip("set SANDBOXD_FAULTS=1 to stop and restart dockerd under the service (make test does)")
-	}
+	testenv.RequireFaults(t)
 	if os.Geteuid() != 0 {
 		t.Fatal("the fault tests restart dockerd and need root")
 	}
 }
 
-var listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
-
-// startService builds and starts sandboxd in free mode, returning its URL.
+// startService starts sandboxd in free mode, returning its URL.
 func startService(t *testing.T, instance string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sandboxd")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/sandboxd").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "serve", "--config", "../../config.yaml")
-	cmd.Env = append(os.Environ(), "SANDBOX_SERVER_ADDR=127.0.0.1:0", "SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0", "SANDBOX_RUNTIME_INSTANCE="+instance,
-		"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0")
-	cmd.Env = append(cmd.Env, testenv.ServiceEnv()...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-			if testing.Verbose() {
-				fmt.Fprintln(os.Stderr, "sandboxd:", sc.Text())
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("sandboxd did not start")
-		return ""
-	}
+	return servicetest.Start(t, servicetest.Options{Instance: instance,
+		Env: []string{"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0"}}).URL
 }
 
 // post runs code and returns the status and the answer's raw JSON.
@@ -128,18 +83,10 @@ func startDockerd(t *testing.T) {
 	}
 }
 
-// leftovers lists the instance's containers.
+// leftovers counts the instance's containers, -1 when they cannot be listed.
 func leftovers(t *testing.T, instance string) int {
 	t.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", "io.sandboxd.instance="+instance))})
+	list, err := servicetest.Containers(context.Background(), instance)
 	if err != nil {
 		return -1
 	}
@@ -216,4 +163,10 @@ func TestDockerRestartUnderLoad(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	servicetest.RemoveBinary()
+	os.Exit(code)
 }

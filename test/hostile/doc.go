@@ -5,6 +5,7 @@
 // gVisor's runsc), and each must end in its documented answer while leaving
 // the service and the host as they were.
 //
-// The package has only tests. Outside CI they skip when Docker, the image or
-// runsc is missing; with CI=true or SANDBOXD_INTEGRATION=1 that is a failure.
+// The package has only tests. They run only with SANDBOXD_INTEGRATION=1 or
+// CI=true (so `go test ./...` creates no container), and then fail when
+// Docker, the image or runsc is missing.
 package hostile

@@ -36,7 +36,6 @@ func allCases() []hostileCase {
 // that each instance left nothing behind.
 func TestHostile(t *testing.T) {
 	sem := make(chan struct{}, parallelRuns)
-	cli := dockerClient(t)
 	for _, v := range variants() {
 		t.Run(v.name(), func(t *testing.T) {
 			t.Parallel()
@@ -52,7 +51,7 @@ func TestHostile(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			assertNoContainer(t, cli, runtime.LabelInstance, v.instance())
+			assertNoContainer(t, runtime.LabelInstance, v.instance())
 		})
 	}
 }
@@ -72,13 +71,12 @@ func runCase(t *testing.T, v variant, c hostileCase) {
 	if t.Failed() {
 		t.Logf("stdout %q\nstderr %q", clip(res.Stdout), clip(res.Stderr))
 	}
-	cli := dockerClient(t)
 	settle(t, d)
-	assertNoContainer(t, cli, runtime.LabelJob, marker)
+	assertNoContainer(t, runtime.LabelJob, marker)
 	assertNoSurvivor(t, marker)
 	assertHelloWorld(t, d, marker+"-hello")
 	settle(t, d)
-	assertNoContainer(t, cli, runtime.LabelJob, marker+"-hello")
+	assertNoContainer(t, runtime.LabelJob, marker+"-hello")
 }
 
 // assertNoSurvivor fails the test when a host process's command line holds

@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
-
 	"sandboxd"
+	"sandboxd/internal/servicetest"
 	"sandboxd/internal/testenv"
 	"sandboxd/runtime"
 )
@@ -81,12 +78,6 @@ func baseConfig(v variant, timeout time.Duration) runtime.Config {
 	}
 }
 
-// integrationRequired reports whether a missing Docker, image or runtime is
-// a failure (in CI, or when asked) rather than a reason to skip.
-func integrationRequired() bool {
-	return os.Getenv("CI") == "true" || os.Getenv("SANDBOXD_INTEGRATION") == "1"
-}
-
 // testLogger logs to stderr when SANDBOXD_TEST_LOG=1, else nowhere.
 func testLogger() *slog.Logger {
 	if os.Getenv("SANDBOXD_TEST_LOG") == "1" {
@@ -96,10 +87,12 @@ func testLogger() *slog.Logger {
 }
 
 // mustRunner returns a runner for the OCI runtime with the timeout, closed
-// when the test ends. Without Docker, the image or the OCI runtime it skips
-// the test, or fails it when integration tests are required.
+// when the test ends. Outside integration runs it skips the test before
+// anything reaches Docker; inside them a missing Docker, image or OCI
+// runtime fails it.
 func mustRunner(tb testing.TB, v variant, timeout time.Duration) *runtime.Docker {
 	tb.Helper()
+	testenv.RequireIntegration(tb)
 	d, err := runtime.New(baseConfig(v, timeout), testLogger())
 	if err != nil {
 		tb.Fatalf("runtime.New: %v", err)
@@ -114,10 +107,7 @@ func mustRunner(tb testing.TB, v variant, timeout time.Duration) *runtime.Docker
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.Health(ctx); err != nil {
-		if integrationRequired() {
-			tb.Fatalf("%s: Docker, the image or the OCI runtime is unavailable: %v", v.oci, err)
-		}
-		tb.Skipf("%s: Docker, the image or the OCI runtime is unavailable (SANDBOXD_INTEGRATION=1 makes this a failure): %v", v.oci, err)
+		tb.Fatalf("%s: Docker, the image or the OCI runtime is unavailable: %v", v.oci, err)
 	}
 	return d
 }
@@ -148,41 +138,14 @@ func settle(tb testing.TB, d *runtime.Docker) {
 	}
 }
 
-// dockerClient returns a client of the daemon the runners use, closed when
-// the test ends.
-func dockerClient(tb testing.TB) *client.Client {
-	tb.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		tb.Fatalf("docker client: %v", err)
-	}
-	tb.Cleanup(func() { _ = cli.Close() })
-	return cli
-}
-
-// containersWith lists the containers, in any state, carrying the label.
-func containersWith(tb testing.TB, cli *client.Client, key, value string) []string {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list, err := cli.ContainerList(ctx, container.ListOptions{
-		All:     true,
-		Filters: filters.NewArgs(filters.Arg("label", key+"="+value)),
-	})
-	if err != nil {
-		tb.Fatalf("listing containers: %v", err)
-	}
-	var out []string
-	for _, c := range list {
-		out = append(out, fmt.Sprintf("%.12s (%s)", c.ID, c.State))
-	}
-	return out
-}
-
 // assertNoContainer fails the test when a container with the label is left.
-func assertNoContainer(tb testing.TB, cli *client.Client, key, value string) {
+func assertNoContainer(tb testing.TB, key, value string) {
 	tb.Helper()
-	if left := containersWith(tb, cli, key, value); len(left) > 0 {
+	left, err := servicetest.Labelled(context.Background(), key, value)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(left) > 0 {
 		tb.Errorf("containers left with %s=%s: %s", key, value, strings.Join(left, ", "))
 	}
 }

@@ -51,13 +51,6 @@ func startFleet(t *testing.T, mode string, modeEnv func(i int) []string) *fleet 
 		f.env = append(f.env, env)
 		f.nodes = append(f.nodes, f.start(t, i))
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range f.nodes {
-				t.Logf("%s log:\n%s", n.name, n.output())
-			}
-		}
-	})
 	return f
 }
 
@@ -166,10 +159,10 @@ func testFleetKill(t *testing.T, c *chain, f *fleet, keyFile string) {
 	if len(held) != 1 || held[0].Replica != f.mode+"-0" {
 		t.Fatalf("reserved rows while replica 0 runs: %+v, want one of %s-0", held, f.mode)
 	}
-	if err := syscall.Kill(-f.nodes[0].cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := f.nodes[0].Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-f.nodes[0].exited
+	<-f.nodes[0].Exited()
 	_ = victim.Wait() // its connection was cut: no answer, so it must not pay
 
 	// The others keep serving paid calls meanwhile.
@@ -194,8 +187,8 @@ func testFleetKill(t *testing.T, c *chain, f *fleet, keyFile string) {
 		t.Fatalf("the killed replica's row after the lease: %+v; want released by a live replica", got)
 	}
 	f.nodes[0] = f.start(t, 0)
-	if !strings.Contains(f.nodes[0].output(), "recovered_released=0") {
-		t.Errorf("the restarted replica resolved rows again:\n%s", f.nodes[0].output())
+	if !strings.Contains(f.nodes[0].Log(), "recovered_released=0") {
+		t.Errorf("the restarted replica resolved rows again:\n%s", f.nodes[0].Log())
 	}
 	var r payResult
 	runClient(t, &r, "pay", f.url(0), keyFile)

@@ -19,32 +19,27 @@ import (
 	"time"
 
 	"sandboxd/internal/pgtest"
+	"sandboxd/internal/servicetest"
+	"sandboxd/internal/testenv"
 )
 
 // price is $0.005 in USDC atomic units (6 decimals).
 const price = 5000
 
 var (
-	// repoRoot and interopDir locate the module and this directory.
-	repoRoot, interopDir string
+	// interopDir is this directory.
+	interopDir string
 	// binary is sandboxd built once for all tests.
 	binary   string
 	prepOnce sync.Once
 	prepErr  error
 )
 
-// wanted reports whether the interop tests must run (and fail on anything missing).
-func wanted() bool {
-	return os.Getenv("SANDBOXD_INTEROP") == "1" || os.Getenv("CI") == "true"
-}
-
 // mustInterop skips the test outside interop runs; inside them it builds sandboxd once
 // and fails the test when a prerequisite is missing.
 func mustInterop(t *testing.T) {
 	t.Helper()
-	if !wanted() {
-		t.Skip("set SANDBOXD_INTEROP=1 to run the interop tests (needs node, test/interop/setup.sh, Docker, the image)")
-	}
+	testenv.RequireInterop(t)
 	prepOnce.Do(func() { prepErr = prepare() })
 	if prepErr != nil {
 		t.Fatalf("interop prerequisites: %v", prepErr)
@@ -57,7 +52,6 @@ func prepare() error {
 		return err
 	}
 	interopDir = wd
-	repoRoot = filepath.Dir(filepath.Dir(wd))
 	if _, err := exec.LookPath("node"); err != nil {
 		return fmt.Errorf("node is not on PATH (install Node.js 20+): %w", err)
 	}
@@ -67,25 +61,14 @@ func prepare() error {
 	if _, err := os.Stat(filepath.Join(interopDir, "node_modules", "@x402", "fetch")); err != nil {
 		return fmt.Errorf("@x402/fetch missing: run test/interop/setup.sh")
 	}
-	dir, err := os.MkdirTemp("", "sandboxd-interop")
-	if err != nil {
-		return err
-	}
-	binary = filepath.Join(dir, "sandboxd")
-	cmd := exec.Command("go", "build", "-o", binary, "./cmd/sandboxd")
-	cmd.Dir = repoRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/sandboxd: %v\n%s", err, out)
-	}
-	return nil
+	binary, err = servicetest.Binary()
+	return err
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.StopShared()
-	if binary != "" {
-		os.RemoveAll(filepath.Dir(binary))
-	}
+	servicetest.RemoveBinary()
 	os.Exit(code)
 }
 

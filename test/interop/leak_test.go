@@ -27,8 +27,8 @@ func TestNoSecretsInAnswersOrLogs(t *testing.T) {
 				t.Errorf("%s %s: %d %s; want 503 naming no socket", req.method, req.path, status, body)
 			}
 		}
-		if !strings.Contains(svc.output(), "secret-dir") {
-			t.Errorf("the log does not name the socket for the operator:\n%s", svc.output())
+		if !strings.Contains(svc.Log(), "secret-dir") {
+			t.Errorf("the log does not name the socket for the operator:\n%s", svc.Log())
 		}
 	})
 	t.Run("rpc url", func(t *testing.T) {
@@ -52,12 +52,12 @@ func TestNoSecretsInAnswersOrLogs(t *testing.T) {
 			t.Errorf("a paid call with the RPC down: %d %s, want a 5xx", status, body)
 		}
 		for _, secret := range []string{"pa55word", "QUERYSECRET"} {
-			if strings.Contains(body, secret) || strings.Contains(svc.output(), secret) {
-				t.Errorf("the RPC URL's secret %q leaked: answer %s\nlog:\n%s", secret, body, svc.output())
+			if strings.Contains(body, secret) || strings.Contains(svc.Log(), secret) {
+				t.Errorf("the RPC URL's secret %q leaked: answer %s\nlog:\n%s", secret, body, svc.Log())
 			}
 		}
-		if !strings.Contains(svc.output(), strings.TrimPrefix(proxy.URL, "http://")) {
-			t.Errorf("the log does not name the RPC's host for the operator:\n%s", svc.output())
+		if !strings.Contains(svc.Log(), strings.TrimPrefix(proxy.URL, "http://")) {
+			t.Errorf("the log does not name the RPC's host for the operator:\n%s", svc.Log())
 		}
 	})
 }

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"sandboxd/internal/testenv"
+	"sandboxd/internal/servicetest"
 )
 
 // proc is a child process a test started: anvil, the facilitator or sandboxd. Its output
@@ -201,39 +201,28 @@ func startFacilitator(t testing.TB, c *chain, keyFile string) string {
 
 // service is a sandboxd process started by a test.
 type service struct {
-	*proc
-	url string
+	*servicetest.Service
+	name string
+	url  string
 }
 
-var listenLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
-
-// startService starts the sandboxd binary with env overrides on a free loopback port and
-// waits until it listens, and, when healthy is set, until /v1/health answers 200. A test
-// that fails gets the service's log.
+// startService starts the sandboxd binary with env overrides and its own ledger file,
+// waits until it listens and, when healthy is set, until /v1/health answers 200. It is
+// stopped when the test ends, and the test fails when a container of its instance is
+// left; a test that fails gets the service's log.
 func startService(t testing.TB, instance string, healthy bool, env ...string) *service {
 	t.Helper()
-	env = append([]string{
-		"SANDBOX_SERVER_ADDR=127.0.0.1:0",
-		"SANDBOX_SERVER_METRICS_ADDR=127.0.0.1:0",
-		"SANDBOX_RUNTIME_INSTANCE=" + instance,
-		"SANDBOX_PAYMENTS_LEDGER=" + filepath.Join(t.TempDir(), "ledger.db"),
-	}, append(testenv.ServiceEnv(), env...)...)
-	argv := []string{binary, "serve"}
-	if _, err := os.Stat(filepath.Join(repoRoot, "config.yaml")); err == nil {
-		argv = append(argv, "--config", filepath.Join(repoRoot, "config.yaml"))
-	}
-	p := startProc(t, "sandboxd "+instance, env, nil, argv...)
-	s := &service{proc: p, url: "http://" + p.waitLine(t, listenLine, 30*time.Second)}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s log:\n%s", s.name, s.output())
-		}
-	})
+	env = append([]string{"SANDBOX_PAYMENTS_LEDGER=" + filepath.Join(t.TempDir(), "ledger.db")}, env...)
+	sv := servicetest.Start(t, servicetest.Options{Binary: binary, Instance: instance, Env: env})
+	s := &service{Service: sv, name: "sandboxd " + instance, url: sv.URL}
 	if healthy {
 		s.waitHealthy(t, 60*time.Second)
 	}
 	return s
 }
+
+// stop stops the service as an operator does (SIGTERM, then SIGKILL after a bound).
+func (s *service) stop() { _ = s.Stop(servicetest.StopWithin) }
 
 // waitHealthy polls GET /v1/health until it answers 200.
 func (s *service) waitHealthy(t testing.TB, timeout time.Duration) {
@@ -255,7 +244,7 @@ func (s *service) waitHealthy(t testing.TB, timeout time.Duration) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("%s not healthy within %s (last: %s); is Docker running (scripts/docker-up.sh) and the image built (make image)?\n%s",
-		s.name, timeout, last, s.output())
+		s.name, timeout, last, s.Log())
 }
 
 // httpClient bounds every request the Go side makes itself.

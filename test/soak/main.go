@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sandboxd/internal/servicetest"
 	"syscall"
 	"time"
 )
@@ -88,14 +89,14 @@ func run(ctx context.Context, o options) (*report, error) {
 	progress("load done in %s; settling %s", r.load.elapsed.Round(time.Millisecond), o.settle)
 	time.Sleep(o.settle)
 	r.after = sample(svc.pid())
-	if r.leaked, err = leakedContainers(ctx, instance); err != nil {
+	if r.leaked, err = servicetest.Containers(ctx, instance); err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
 	r.errorLines = svc.errorLines()
 	if err := svc.stop(); err != nil {
 		r.stopErr = err.Error()
 	}
-	if r.leakedAfterStop, err = leakedContainers(ctx, instance); err != nil {
+	if r.leakedAfterStop, err = servicetest.Containers(ctx, instance); err != nil {
 		return nil, fmt.Errorf("listing containers after the stop: %w", err)
 	}
 	return r, nil

@@ -2,17 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
-
-	"sandboxd/runtime"
 )
 
 // procFigures are a process's memory and threads, from /proc. The service
@@ -94,27 +87,4 @@ func findProcess(comm string) int {
 		}
 	}
 	return 0
-}
-
-// leakedContainers lists the containers, in any state, of the instance.
-func leakedContainers(ctx context.Context, instance string) ([]string, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	list, err := cli.ContainerList(ctx, container.ListOptions{
-		All:     true,
-		Filters: filters.NewArgs(filters.Arg("label", runtime.LabelInstance+"="+instance)),
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range list {
-		out = append(out, c.ID[:12]+" "+c.State)
-	}
-	return out, nil
 }
