@@ -132,7 +132,7 @@ func (s *service) call() (time.Duration, error) {
 	if resp.StatusCode != 200 {
 		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
 	}
-	var a struct{ Stdout, Status string }
+	var a servicetest.Answer
 	if err := json.Unmarshal(body, &a); err != nil || a.Stdout != "hello\n" || a.Status != "ok" {
 		return 0, fmt.Errorf("wrong answer: %s", body)
 	}

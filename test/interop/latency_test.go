@@ -13,10 +13,10 @@ import (
 // Docker engine, alternated. The paid figure is the official client's whole exchange:
 // the 402, signing, the paid retry with verification and settlement. It is a
 // measurement, not a check: it runs only with SANDBOXD_INTEROP_LATENCY=1
-// (test/scripts/paid-latency.sh), n from SANDBOXD_LATENCY_N (default 50).
+// (test/scripts/latency.sh paid), n from SANDBOXD_LATENCY_N (default 50).
 func TestPaidLatency(t *testing.T) {
 	if os.Getenv("SANDBOXD_INTEROP_LATENCY") != "1" {
-		t.Skip("set SANDBOXD_INTEROP_LATENCY=1 (test/scripts/paid-latency.sh) to measure")
+		t.Skip("set SANDBOXD_INTEROP_LATENCY=1 (test/scripts/latency.sh paid) to measure")
 	}
 	mustInterop(t)
 	n := 50
@@ -59,11 +59,11 @@ func TestPaidLatency(t *testing.T) {
 // POST /v1/code and of a run_python tools/call by the official MCP client on a
 // connection it keeps, alternated and spaced so the warm pool refills between calls,
 // against one free service. It is a measurement, not a
-// check: it runs only with SANDBOXD_INTEROP_LATENCY=1 (test/scripts/mcp-latency.sh), n from
+// check: it runs only with SANDBOXD_INTEROP_LATENCY=1 (test/scripts/latency.sh mcp), n from
 // SANDBOXD_LATENCY_N (default 50).
 func TestMCPLatency(t *testing.T) {
 	if os.Getenv("SANDBOXD_INTEROP_LATENCY") != "1" {
-		t.Skip("set SANDBOXD_INTEROP_LATENCY=1 (test/scripts/mcp-latency.sh) to measure")
+		t.Skip("set SANDBOXD_INTEROP_LATENCY=1 (test/scripts/latency.sh mcp) to measure")
 	}
 	mustInterop(t)
 	n := 50

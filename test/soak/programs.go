@@ -2,20 +2,12 @@ package main
 
 import (
 	"fmt"
+	"sandboxd/internal/servicetest"
 	"strings"
 )
 
 // answer is the JSON of a delivered run (and of an error, in Error).
-type answer struct {
-	Stdout    string `json:"stdout"`
-	Stderr    string `json:"stderr"`
-	ExitCode  int    `json:"exit_code"`
-	Status    string `json:"status"`
-	TimedOut  bool   `json:"timed_out"`
-	OOMKilled bool   `json:"oom_killed"`
-	Truncated bool   `json:"truncated"`
-	Error     string `json:"error"`
-}
+type answer = servicetest.Answer
 
 // maxOutput is config.yaml's runtime.max_output_bytes.
 const maxOutput = 65536
