@@ -26,7 +26,7 @@ export const CHAIN_ID = 84532;
 /** MINTER is anvil's last default account (unlocked), which sends the mint transactions. */
 const MINTER = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720";
 
-const testdata = join(dirname(fileURLToPath(import.meta.url)), "..", "payments", "testdata");
+const testdata = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "payments", "testdata");
 /** token is the compiled test token: {abi, bytecode, deployedBytecode}. */
 export const token = JSON.parse(readFileSync(join(testdata, "token.json"), "utf8"));
 const multicall3 = JSON.parse(readFileSync(join(testdata, "multicall3.json"), "utf8"));

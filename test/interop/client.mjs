@@ -14,13 +14,11 @@
 //   latency     --n free calls (--free-url) and --n paid calls, each timed; medians in ms
 //   sign        the v2 payment the official client makes from the 402's terms, not sent
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { ExactEvmSchemeV1 } from "@x402/evm/v1";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "./chain.mjs";
-
-const REQUEST_TIMEOUT_MS = 30_000;
+import { bodyOf, codeRequest, signPayment, termsOf, timedFetch, unpaidTerms, v2Client } from "./payer.mjs";
 
 function parseArgs(argv) {
   const out = { scenario: argv[0], url: "", keyFile: "", code: "print(6*7)", n: 10, freeUrl: "", also: [] };
@@ -36,24 +34,6 @@ function parseArgs(argv) {
   }
   if (!out.url) throw new Error("--url is required");
   return out;
-}
-
-// timedFetch is fetch with a deadline, so no scenario can hang its caller.
-function timedFetch(input, init) {
-  return fetch(input, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-}
-
-function codeRequest(code) {
-  return { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ language: "python", code }) };
-}
-
-async function bodyOf(res) {
-  const text = await res.text();
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 // recordingFetch wraps fetch and remembers the payment header of the last request sent.
@@ -91,7 +71,7 @@ async function terms(args) {
   let parsed = null;
   let parseError = "";
   try {
-    parsed = httpClient.getPaymentRequiredResponse((n) => res.headers.get(n), body);
+    parsed = termsOf(res, body);
   } catch (err) {
     parseError = err.message;
   }
@@ -103,10 +83,6 @@ async function terms(args) {
     v1 = null;
   }
   return { status: res.status, hasPaymentRequired: res.headers.has("PAYMENT-REQUIRED"), parsed, parseError, v1 };
-}
-
-function v2Client(account) {
-  return new x402Client().register("eip155:84532", new ExactEvmScheme(account));
 }
 
 async function paidCall(args, client, transform) {
@@ -146,12 +122,7 @@ async function v1(args, account) {
 // signedPayment asks for the terms and has the official client sign a v2 payment for
 // them, without sending it.
 async function signedPayment(args, account) {
-  const client = v2Client(account);
-  const httpClient = new x402HTTPClient(client);
-  const first = await timedFetch(args.url, codeRequest(args.code));
-  const required = httpClient.getPaymentRequiredResponse((n) => first.headers.get(n), await bodyOf(first));
-  const payload = await client.createPaymentPayload(required);
-  return { httpClient, payload, headers: httpClient.encodePaymentSignatureHeader(payload) };
+  return signPayment(account, await unpaidTerms(args.url, args.code));
 }
 
 async function concurrent(args, account) {

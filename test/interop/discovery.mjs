@@ -11,28 +11,15 @@
 //   node discovery.mjs mcp  --url URL/mcp     --key-file FILE
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar";
 import { privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "./chain.mjs";
+import { signPayment, unpaidTerms } from "./payer.mjs";
 
 function arg(name) {
   const i = process.argv.indexOf(name);
   if (i < 0) throw new Error(`${name} is required`);
   return process.argv[i + 1];
-}
-
-// httpTerms reads the v2 terms of an unpaid POST as the official HTTP client does.
-async function httpTerms(url) {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ code: "print(1)" }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const body = await res.json();
-  return new x402HTTPClient(new x402Client()).getPaymentRequiredResponse((n) => res.headers.get(n), body);
 }
 
 // mcpTerms reads the terms from an unpaid tools/call, listing the tools first.
@@ -48,12 +35,11 @@ async function mcpTerms(url) {
 
 async function main() {
   const kind = process.argv[2];
-  const terms = kind === "mcp" ? await mcpTerms(arg("--url")) : await httpTerms(arg("--url"));
+  const terms = kind === "mcp" ? await mcpTerms(arg("--url")) : await unpaidTerms(arg("--url"));
   const bazaar = terms.extensions?.bazaar;
   if (!bazaar) throw new Error(`no extensions.bazaar in the terms: ${JSON.stringify(terms.extensions)}`);
   const account = privateKeyToAccount(readKeyFile(arg("--key-file")));
-  const client = new x402Client().register("eip155:84532", new ExactEvmScheme(account));
-  const payload = await client.createPaymentPayload(terms);
+  const { payload } = await signPayment(account, terms);
   const discovered = extractDiscoveryInfo(payload, payload.accepted);
   process.stdout.write(JSON.stringify({
     kind,

@@ -16,10 +16,9 @@
 //   latency  --n plain HTTP calls (--http-url) and --n MCP tool calls, alternated; medians
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { x402Client } from "@x402/core/client";
-import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "./chain.mjs";
+import { signPayment } from "./payer.mjs";
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const PROGRAM = { code: "import sys\nprint(sys.stdin.read().upper(), end='')\nprint(6*7)", stdin: "hi\n" };
@@ -69,8 +68,7 @@ async function pay(args, account) {
   const { client, tools } = await connect(args.url);
   const unpaid = await call(client);
   if (unpaid.thrown || !unpaid.isError) return { tools, unpaid };
-  const x402 = new x402Client().register("eip155:84532", new ExactEvmScheme(account));
-  const payload = await x402.createPaymentPayload(unpaid.structuredContent);
+  const { payload } = await signPayment(account, unpaid.structuredContent);
   const paid = await call(client, { "x402/payment": payload });
   const replayed = await call(client, { "x402/payment": payload });
   await client.close();

@@ -10,10 +10,9 @@
 // --fresh N signs N payments, each by a new random key that holds nothing (unfunded).
 // --valid-for S makes the client sign an authorization valid S seconds ahead, as if the
 // terms had quoted maxTimeoutSeconds S (the official client signs now + maxTimeoutSeconds).
-import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "./chain.mjs";
+import { signPayment, unpaidTerms } from "./payer.mjs";
 
 function parseArgs(argv) {
   const out = { url: "", keyFile: "", fresh: 0, validFor: 0 };
@@ -29,35 +28,15 @@ function parseArgs(argv) {
   return out;
 }
 
-async function terms(url) {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ code: "print(1)" }),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  let body = null;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = text;
-  }
-  if (res.status !== 402) throw new Error(`unpaid call answered ${res.status}, want 402: ${text}`);
-  return new x402HTTPClient(new x402Client()).getPaymentRequiredResponse((n) => res.headers.get(n), body);
-}
-
 async function sign(account, required) {
-  const client = new x402Client().register("eip155:84532", new ExactEvmScheme(account));
-  const payload = await client.createPaymentPayload(required);
-  const headers = new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+  const { headers } = await signPayment(account, required);
   const [name, value] = Object.entries(headers)[0];
   return { name, value, payer: account.address };
 }
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const required = await terms(args.url);
+  const required = await unpaidTerms(args.url);
   if (args.validFor) required.accepts = required.accepts.map((a) => ({ ...a, maxTimeoutSeconds: args.validFor }));
   const accounts = args.fresh
     ? Array.from({ length: args.fresh }, () => privateKeyToAccount(generatePrivateKey()))
