@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"sandboxd/runtime"
+	"sandboxd/test/bench/load"
 )
 
 // measureDockerRun times `docker run --rm IMAGE python3 -c 'print(1)'`, the
@@ -56,20 +57,14 @@ func measureCeiling(ctx context.Context, image string, conc int, window time.Dur
 	var firstErr error
 	var once sync.Once
 	start := time.Now()
-	deadline := start.Add(window)
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				if err := cycle(ctx, cli, image, netDisabled); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-				done.Add(1)
-			}
-		})
-	}
-	wg.Wait()
+	load.Closed(ctx, conc, window, func() bool {
+		if err := cycle(ctx, cli, image, netDisabled); err != nil {
+			once.Do(func() { firstErr = err })
+			return false
+		}
+		done.Add(1)
+		return true
+	})
 	if firstErr != nil {
 		return 0, firstErr
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"sandboxd/internal/servicetest"
+	"sandboxd/test/bench/load"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,16 +185,10 @@ func (s *service) sequential(ctx context.Context, n int, gap time.Duration) phas
 func (s *service) closedLoop(ctx context.Context, conc int, window time.Duration) phase {
 	var r recorder
 	start := time.Now()
-	deadline := start.Add(window)
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				r.record(s.call())
-			}
-		})
-	}
-	wg.Wait()
+	load.Closed(ctx, conc, window, func() bool {
+		r.record(s.call())
+		return true
+	})
 	return r.done(start)
 }
 

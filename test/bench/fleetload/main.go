@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sandboxd/test/bench/load"
 	"slices"
 	"strings"
 	"sync"
@@ -28,39 +29,32 @@ func main() {
 	flag.Parse()
 	targets := strings.Split(*urls, ",")
 	body := []byte(fmt.Sprintf(`{"code":%q}`, *code))
-	ctx, cancel := context.WithTimeout(context.Background(), *dur)
-	defer cancel()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *conc}}
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
 		lat      []time.Duration
 		statuses = map[int]int{}
-		wg       sync.WaitGroup
 	)
 	start := time.Now()
-	for range *conc {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				url := targets[next.Add(1)%int64(len(targets))] + "/v1/code"
-				t := time.Now()
-				status := 0
-				res, err := client.Post(url, "application/json", bytes.NewReader(body))
-				if err == nil {
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					status = res.StatusCode
-				}
-				mu.Lock()
-				statuses[status]++
-				if status == http.StatusOK {
-					lat = append(lat, time.Since(t))
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	load.Closed(context.Background(), *conc, *dur, func() bool {
+		url := targets[next.Add(1)%int64(len(targets))] + "/v1/code"
+		t := time.Now()
+		status := 0
+		res, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			status = res.StatusCode
+		}
+		mu.Lock()
+		statuses[status]++
+		if status == http.StatusOK {
+			lat = append(lat, time.Since(t))
+		}
+		mu.Unlock()
+		return true
+	})
 	elapsed := time.Since(start)
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration {
