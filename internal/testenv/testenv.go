@@ -5,7 +5,6 @@
 // nothing of the module, so any package's tests may use it.
 package testenv
 
-
 import (
 	"os"
 	"testing"
