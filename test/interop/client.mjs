@@ -16,9 +16,8 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmSchemeV1 } from "@x402/evm/v1";
 import { wrapFetchWithPayment } from "@x402/fetch";
-import { privateKeyToAccount } from "viem/accounts";
-import { readKeyFile } from "./chain.mjs";
 import { bodyOf, codeRequest, signPayment, termsOf, timedFetch, unpaidTerms, v2Client } from "./payer.mjs";
+import { runScenario } from "./scenario.mjs";
 
 function parseArgs(argv) {
   const out = { scenario: argv[0], url: "", keyFile: "", code: "print(6*7)", n: 10, freeUrl: "", also: [] };
@@ -182,21 +181,4 @@ async function latency(args, account) {
 
 const scenarios = { terms, pay, v1, concurrent, latency, sign };
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const run = scenarios[args.scenario];
-  if (!run) throw new Error(`unknown scenario ${args.scenario}: ${Object.keys(scenarios).join(" | ")}`);
-  const account = args.keyFile ? privateKeyToAccount(readKeyFile(args.keyFile)) : null;
-  if (!account && args.scenario !== "terms") throw new Error(`${args.scenario} needs --key-file`);
-  const result = await run(args, account);
-  process.stdout.write(JSON.stringify({ scenario: args.scenario, payer: account?.address, ...result }) + "\n");
-}
-
-setTimeout(() => {
-  process.stderr.write("client.mjs: timed out after 240s\n");
-  process.exit(2);
-}, 240_000).unref();
-main().catch((err) => {
-  process.stdout.write(JSON.stringify({ scenario: process.argv[2], error: err.message }) + "\n");
-  process.exit(1);
-});
+runScenario({ script: "client.mjs", scenarios, parseArgs, needsKey: (scenario) => scenario !== "terms", timeoutMs: 240_000 });

@@ -16,9 +16,8 @@
 //   latency  --n plain HTTP calls (--http-url) and --n MCP tool calls, alternated; medians
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { privateKeyToAccount } from "viem/accounts";
-import { readKeyFile } from "./chain.mjs";
 import { signPayment } from "./payer.mjs";
+import { runScenario } from "./scenario.mjs";
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const PROGRAM = { code: "import sys\nprint(sys.stdin.read().upper(), end='')\nprint(6*7)", stdin: "hi\n" };
@@ -116,21 +115,4 @@ async function latency(args) {
 
 const scenarios = { call: callScenario, pay, latency };
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const run = scenarios[args.scenario];
-  if (!run) throw new Error(`unknown scenario ${args.scenario}: ${Object.keys(scenarios).join(" | ")}`);
-  const account = args.keyFile ? privateKeyToAccount(readKeyFile(args.keyFile)) : null;
-  if (!account && args.scenario === "pay") throw new Error("pay needs --key-file");
-  const result = await run(args, account);
-  process.stdout.write(JSON.stringify({ scenario: args.scenario, payer: account?.address, ...result }) + "\n");
-}
-
-setTimeout(() => {
-  process.stderr.write("mcp.mjs: timed out after 280s\n");
-  process.exit(2);
-}, 280_000).unref();
-main().catch((err) => {
-  process.stdout.write(JSON.stringify({ scenario: process.argv[2], error: err.message }) + "\n");
-  process.exit(1);
-});
+runScenario({ script: "mcp.mjs", scenarios, parseArgs, needsKey: (scenario) => scenario === "pay", timeoutMs: 280_000 });
