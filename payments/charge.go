@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // ledgerWriteTimeout bounds a ledger write made after the request's context
@@ -18,7 +19,7 @@ const ledgerWriteTimeout = 5 * time.Second
 // charge is one reserved payment, settled or released exactly once.
 type charge struct {
 	g           *Gate
-	p           *Payment
+	p           *x402.Payment
 	resourceURL string
 	log         *slog.Logger
 	done        atomic.Bool
@@ -71,12 +72,12 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Heade
 	if err != nil {
 		return nil, c.settleFailed(op, tx, err)
 	}
-	resp := SettleResponse{Success: true, Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex()}
+	resp := x402.SettleResponse{Success: true, Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex()}
 	c.ledgerWrite("settled", func(ctx context.Context) error {
 		return c.g.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
 	})
 	c.log.Info("payments: settled", "tx", tx, "run_status", result.Status)
-	return settleHeader(c.p.Version, resp)
+	return x402.SettleHeader(c.p.Version, resp)
 }
 
 // settleFailed records a failed settlement (see Settle for the row's end
@@ -84,8 +85,8 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Heade
 // settlement response.
 func (c *charge) settleFailed(op, tx string, err error) error {
 	t := c.p.Transfer
-	reason := rejectReason(err, ReasonUnexpectedSettle)
-	var r *RejectError
+	reason := x402.RejectReason(err, x402.ReasonUnexpectedSettle)
+	var r *x402.RejectError
 	if !errors.As(err, &r) && !errors.Is(err, ErrSettleNotSent) {
 		return c.settlePending(op, tx, err)
 	}
@@ -100,15 +101,15 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 			return c.g.ledger.MarkFailed(ctx, t.Payer(), t.NonceHex(), tx, reason)
 		})
 	}
-	resp := SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(), ErrorReason: reason}
+	resp := x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(), ErrorReason: reason}
 	perr := c.g.paymentError(op, c.resourceURL, "payment could not be settled, so the answer is withheld: "+settleFailure(err), err)
 	c.addSettleHeader(perr, resp)
 	return perr
 }
 
 // addSettleHeader adds the settlement response resp to e's headers.
-func (c *charge) addSettleHeader(e *sandboxd.Error, resp SettleResponse) {
-	h, err := settleHeader(c.p.Version, resp)
+func (c *charge) addSettleHeader(e *sandboxd.Error, resp x402.SettleResponse) {
+	h, err := x402.SettleHeader(c.p.Version, resp)
 	if err != nil {
 		return
 	}
@@ -151,7 +152,7 @@ func (c *charge) ledgerWrite(status string, write func(context.Context) error) e
 
 // settleFailure says why a settlement failed, for the caller.
 func settleFailure(err error) string {
-	var r *RejectError
+	var r *x402.RejectError
 	if errors.As(err, &r) {
 		return r.Check + " (" + r.Reason + ")"
 	}

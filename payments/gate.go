@@ -10,6 +10,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/internal/slots"
+	"sandboxd/x402"
 )
 
 // Gate is the x402 payment gate: it quotes terms to unpaid requests, and
@@ -17,7 +18,7 @@ import (
 // remote check (bounded by its own limit, holding no sandbox slot), and
 // reserves in the ledger once a slot is held.
 type Gate struct {
-	req         Requirements
+	req         x402.Requirements
 	description string
 	settler     Settler
 	ledger      Ledger
@@ -133,7 +134,7 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 
 // newSettler builds the settler cfg names; the closer, if any, releases its
 // connection.
-func newSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Logger) (Settler, io.Closer, error) {
+func newSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger) (Settler, io.Closer, error) {
 	switch cfg.Settlement {
 	case SettleFacilitator:
 		return NewFacilitatorSettler(FacilitatorConfig{
@@ -172,7 +173,7 @@ func (g *Gate) Close() error {
 }
 
 // Requirements returns the terms entry the gate quotes.
-func (g *Gate) Requirements() Requirements { return g.req }
+func (g *Gate) Requirements() x402.Requirements { return g.req }
 
 // Check decodes the payment header, verifies it locally (its validity
 // window included), then asks the settler whether it would settle, holding
@@ -180,7 +181,7 @@ func (g *Gate) Requirements() Requirements { return g.req }
 // only. See sandboxd.PaymentGate for the errors.
 func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	const op = "payments.check"
-	p, err := DecodePaymentHeader(r.Header)
+	p, err := x402.DecodePaymentHeader(r.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -189,15 +190,15 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
 	}
 	now := g.now()
-	if err := Verify(g.req, p, now); err != nil {
-		g.log.Info("payments: payment refused", "check", "verify", "reason", rejectReason(err, ""),
+	if err := x402.Verify(g.req, p, now); err != nil {
+		g.log.Info("payments: payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
 			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	t := p.Transfer
 	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
-	if err := checkWindow(t, now, g.window); err != nil {
-		log.Info("payments: payment refused", "check", "window", "reason", ReasonValidBefore, "err", err)
+	if err := x402.CheckWindow(t, now, g.window); err != nil {
+		log.Info("payments: payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	release, err := g.checks.Admit(ctx)
@@ -207,7 +208,7 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	err = g.settler.Check(ctx, p)
 	release()
 	if err != nil {
-		log.Info("payments: payment refused", "check", "settler", "reason", rejectReason(err, ""), "err", err)
+		log.Info("payments: payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	return &authorization{g: g, p: p, resourceURL: r.ResourceURL, log: log}, nil
@@ -226,7 +227,7 @@ func checksBusy(err error) error {
 // authorization is a checked payment, not yet reserved.
 type authorization struct {
 	g           *Gate
-	p           *Payment
+	p           *x402.Payment
 	resourceURL string
 	log         *slog.Logger
 }
@@ -247,9 +248,9 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 		Network: g.req.Network, Asset: g.req.Asset})
 	if errors.Is(err, ErrAlreadyUsed) {
 		done()
-		a.log.Info("payments: payment refused", "check", "ledger", "reason", ReasonNonceUsed)
+		a.log.Info("payments: payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
 		return nil, g.paymentError(op, a.resourceURL, fmt.Sprintf(
-			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", ReasonNonceUsed), err)
+			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", x402.ReasonNonceUsed), err)
 	}
 	if err != nil {
 		done()
@@ -264,7 +265,7 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 // *RejectError becomes CodePayment with the terms; a *sandboxd.Error
 // (unavailable) and a context error pass through.
 func (g *Gate) refusal(op, resourceURL string, err error) error {
-	var r *RejectError
+	var r *x402.RejectError
 	if errors.As(err, &r) {
 		return g.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sandboxd/internal/pgtest"
+	"sandboxd/x402"
 )
 
 // ledgerBackend opens ledgers of one backend for the conformance suite.
@@ -126,7 +127,7 @@ var ledgerOps = map[string]func(ctx context.Context, l Ledger, e Entry) error{
 		return l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok")
 	},
 	"failed": func(ctx context.Context, l Ledger, e Entry) error {
-		return l.MarkFailed(ctx, e.Payer, e.Nonce, "0xtx", ReasonUnexpectedSettle)
+		return l.MarkFailed(ctx, e.Payer, e.Nonce, "0xtx", x402.ReasonUnexpectedSettle)
 	},
 	"released": func(ctx context.Context, l Ledger, e Entry) error { return l.MarkReleased(ctx, e.Payer, e.Nonce) },
 }

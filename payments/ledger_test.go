@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 func mustLedger(tb testing.TB, path string) *SQLLedger {
@@ -89,7 +90,7 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); !errors.Is(err, ErrNotReserved) {
 		t.Fatalf("MarkSettled of a reserved row = %v, want ErrNotReserved", err)
 	}
-	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", ReasonUnexpectedSettle); !errors.Is(err, ErrNotReserved) {
+	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", x402.ReasonUnexpectedSettle); !errors.Is(err, ErrNotReserved) {
 		t.Fatalf("MarkFailed of a reserved row = %v, want ErrNotReserved", err)
 	}
 	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
@@ -123,11 +124,11 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.MarkSettling(ctx, f.Payer, f.Nonce); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", ReasonSettlementReverted); err != nil {
+	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", x402.ReasonSettlementReverted); err != nil {
 		t.Fatal(err)
 	}
 	got = wantStatus(t, l, f, StatusFailed)
-	if got.Reason != ReasonSettlementReverted || got.TxHash != "0xbad" {
+	if got.Reason != x402.ReasonSettlementReverted || got.TxHash != "0xbad" {
 		t.Fatalf("failed row %+v", got)
 	}
 	if err := l.Reserve(ctx, f); !errors.Is(err, ErrAlreadyUsed) {
@@ -269,7 +270,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 	s := &fakeSettler{settleTx: "0x1"}
 	g, l := newTestGate(t, s)
 	pay := func() sandboxd.PaymentRequest {
-		return paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
+		return paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
 	}
 	charge, err := begin(g, ctx, pay())
 	if err != nil {

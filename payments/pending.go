@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // ReasonSettlementPending is the errorReason of a settlement that may have
@@ -44,7 +45,7 @@ func (c *charge) settlePending(op, tx string, err error) error {
 	}
 	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
 		Body: pendingBody{Status: ReasonSettlementPending, Transaction: tx, Error: msg}}
-	c.addSettleHeader(e, SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
+	c.addSettleHeader(e, x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
 		ErrorReason: ReasonSettlementPending})
 	return e
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // mustOpenRows puts testEntry(i) in the ledger in each state of states
@@ -233,13 +234,13 @@ func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 	// A second handle on the file sees only committed rows, as a restarted
 	// process would.
 	other := mustSecondHandle(t, g.ledger.(*SQLLedger).path)
-	s.onSettle = func(p *Payment) {
+	s.onSettle = func(p *x402.Payment) {
 		e := Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex()}
 		if got, err := other.Get(ctx, e.Payer, e.Nonce); err != nil || got.Status != StatusSettling {
 			t.Errorf("at Settle the row is %+v, %v; want settling", got, err)
 		}
 	}
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("the child of TestCrashRecovery")
 	}
 	ctx := context.Background()
-	s := &fakeSettler{settleTx: "0x1", onSettle: func(*Payment) { os.Exit(crashExitCode) }}
+	s := &fakeSettler{settleTx: "0x1", onSettle: func(*x402.Payment) { os.Exit(crashExitCode) }}
 	cfg := testConfig(t)
 	cfg.Ledger = path
 	l, err := OpenLedger(ctx, path)
@@ -277,7 +278,7 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{}
-	h.Set(HeaderPaymentSignature, os.Getenv(crashEnvHeader))
+	h.Set(x402.HeaderPaymentSignature, os.Getenv(crashEnvHeader))
 	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -298,20 +299,20 @@ func TestCrashRecovery(t *testing.T) {
 	req := testRequirements(t)
 	type paid struct {
 		h http.Header
-		p *Payment
+		p *x402.Payment
 	}
 	crash := func(t *testing.T, path, at string) paid {
 		t.Helper()
-		h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), req, nil))
+		h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), req, nil))
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnvLedger+"="+path, crashEnvHeader+"="+h.Get(HeaderPaymentSignature), crashEnvAt+"="+at)
+		cmd.Env = append(os.Environ(), crashEnvLedger+"="+path, crashEnvHeader+"="+h.Get(x402.HeaderPaymentSignature), crashEnvAt+"="+at)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != crashExitCode {
 			t.Fatalf("child crashing at %s: %v\n%s", at, err, out)
 		}
 		p := mustDecode(t, h)
-		if err := Verify(req, p, testNow); err != nil {
+		if err := x402.Verify(req, p, testNow); err != nil {
 			t.Fatal(err)
 		}
 		return paid{h, p}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandboxd/x402"
 )
 
 // rpcSecrets are the parts of an RPC URL that carry API keys.
@@ -72,7 +74,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	req := mustRequirements(t, cfg)
 	h, _ := c.funded(t, req)
 	p := mustDecode(t, h)
-	if err := Verify(req, p, time.Now()); err != nil {
+	if err := x402.Verify(req, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c.srv.Down()
@@ -103,7 +105,7 @@ func TestFacilitatorRefusalEchoesNoURL(t *testing.T) {
 	checkErr := f.Check(context.Background(), p)
 	_, settleErr := f.Settle(context.Background(), p)
 	for name, err := range map[string]error{"/verify": checkErr, "/settle": settleErr} {
-		var r *RejectError
+		var r *x402.RejectError
 		if !errors.As(err, &r) {
 			t.Fatalf("%s: %v, want a refusal", name, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // gasMarginPercent is added to the estimated gas of a settlement.
@@ -145,15 +146,15 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 // endpoint that cannot be reached, is slow past cfg's RPC timeout or answers
 // garbage fails here, with an error naming payments.rpc_url and its value.
 // A nil log discards the events.
-func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Logger) (*ChainSettler, error) {
+func DialChainSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger) (*ChainSettler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	key, err := LoadKey(cfg.RelayerKeyFile)
+	key, err := x402.LoadKey(cfg.RelayerKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("payments.relayer_key_file: %w", err)
 	}
-	chainID, err := ChainID(req.Network)
+	chainID, err := x402.ChainID(req.Network)
 	if err != nil {
 		return nil, fmt.Errorf("payments.network: %w", err)
 	}
@@ -190,7 +191,7 @@ func (s *ChainSettler) Close() error {
 // Check simulates the transfer from the relayer with eth_call. When the
 // token refuses it (a revert), authorizationState and balanceOf say why;
 // any other failure of the call is CodeUnavailable.
-func (s *ChainSettler) Check(ctx context.Context, p *Payment) error {
+func (s *ChainSettler) Check(ctx context.Context, p *x402.Payment) error {
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
 	data, err := packTransfer(p.Transfer)
@@ -214,7 +215,7 @@ func (s *ChainSettler) Check(ctx context.Context, p *Payment) error {
 // ErrSettleNotSent. When sending failed in a way that may have delivered it
 // (a timeout, a garbled answer), Settle still waits for its receipt: a
 // settlement that landed is a success, not a lost answer.
-func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
+func (s *ChainSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	t := p.Transfer
@@ -256,7 +257,7 @@ func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 	hash = receipt.TxHash.Hex()
 	if receipt.Status != types.ReceiptStatusSuccessful {
 		log.Warn("payments: settlement reverted", "block", receipt.BlockNumber)
-		return hash, reject(ReasonSettlementReverted, "the settlement transaction %s reverted", hash)
+		return hash, x402.Reject(x402.ReasonSettlementReverted, "the settlement transaction %s reverted", hash)
 	}
 	log.Info("payments: settlement mined", "block", receipt.BlockNumber, "gas_used", receipt.GasUsed)
 	return hash, nil
@@ -276,21 +277,21 @@ func (s *ChainSettler) NonceUsed(ctx context.Context, from common.Address, nonce
 
 // diagnose says why the token refused a transfer: nonce used, balance
 // short, or (when neither) the token's own reason.
-func (s *ChainSettler) diagnose(ctx context.Context, t *Transfer, cause error) error {
+func (s *ChainSettler) diagnose(ctx context.Context, t *x402.Transfer, cause error) error {
 	if used, err := s.authorizationState(ctx, t.From, t.Nonce, false); err == nil && used {
-		return &RejectError{Reason: ReasonNonceUsed, Check: "this authorization was already used on chain", Err: cause}
+		return &x402.RejectError{Reason: x402.ReasonNonceUsed, Check: "this authorization was already used on chain", Err: cause}
 	}
 	if bal, err := s.balanceOf(ctx, t.From); err == nil && bal.Cmp(t.Value) < 0 {
-		return &RejectError{Reason: ReasonInsufficientFunds,
-			Check: fmt.Sprintf("the payer's balance %s is below the value %s", FormatPrice(bal), FormatPrice(t.Value)), Err: cause}
+		return &x402.RejectError{Reason: x402.ReasonInsufficientFunds,
+			Check: fmt.Sprintf("the payer's balance %s is below the value %s", x402.FormatPrice(bal), x402.FormatPrice(t.Value)), Err: cause}
 	}
 	msg := strings.ToLower(cause.Error())
 	for _, r := range revertReasons {
 		if strings.Contains(msg, r.text) {
-			return &RejectError{Reason: r.reason, Check: "the token refused the transfer: " + r.check, Err: cause}
+			return &x402.RejectError{Reason: r.reason, Check: "the token refused the transfer: " + r.check, Err: cause}
 		}
 	}
-	return &RejectError{Reason: ReasonTransactionState, Check: "the token refused the transfer", Err: cause}
+	return &x402.RejectError{Reason: x402.ReasonTransactionState, Check: "the token refused the transfer", Err: cause}
 }
 
 func (s *ChainSettler) authorizationState(ctx context.Context, from common.Address, nonce [32]byte, pending bool) (bool, error) {

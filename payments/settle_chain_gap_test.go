@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // droppingBackend is a node that accepts the next drop transactions and
@@ -92,7 +93,7 @@ func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
 }
 
 // gapGate is a gate settling on c through backend, with short timeouts.
-func gapGate(t *testing.T, c *testChain, backend ChainBackend) (*Gate, Requirements) {
+func gapGate(t *testing.T, c *testChain, backend ChainBackend) (*Gate, x402.Requirements) {
 	t.Helper()
 	s, err := NewChainSettler(context.Background(), backend, c.relayer, ChainConfig{
 		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 3 * time.Second})
@@ -109,12 +110,12 @@ func gapGate(t *testing.T, c *testChain, backend ChainBackend) (*Gate, Requireme
 }
 
 // payOnce pays the price once from a new funded payer through g.
-func payOnce(t *testing.T, c *testChain, g *Gate, req Requirements) error {
+func payOnce(t *testing.T, c *testChain, g *Gate, req x402.Requirements) error {
 	t.Helper()
 	ctx := context.Background()
 	payer := mustKey(t)
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
-	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+int64(req.MaxTimeoutSeconds), 10)
 	}))
 	charge, err := begin(g, ctx, paidRequest(h))

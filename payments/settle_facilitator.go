@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // maxFacilitatorBody bounds a facilitator's answer.
@@ -75,9 +76,9 @@ func NewFacilitatorSettler(c FacilitatorConfig) *FacilitatorSettler {
 
 // facilitatorRequest is the body of /verify and /settle.
 type facilitatorRequest struct {
-	X402Version         int            `json:"x402Version"`
-	PaymentPayload      PaymentPayload `json:"paymentPayload"`
-	PaymentRequirements Requirements   `json:"paymentRequirements"`
+	X402Version         int                 `json:"x402Version"`
+	PaymentPayload      x402.PaymentPayload `json:"paymentPayload"`
+	PaymentRequirements x402.Requirements   `json:"paymentRequirements"`
 }
 
 // facilitatorAnswer holds the fields of a /verify or /settle answer.
@@ -92,7 +93,7 @@ type facilitatorAnswer struct {
 }
 
 // Check asks the facilitator's /verify whether p would settle now.
-func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
+func (f *FacilitatorSettler) Check(ctx context.Context, p *x402.Payment) error {
 	var a facilitatorAnswer
 	status, err := f.post(ctx, "/verify", f.verifyTimeout, p, &a)
 	if err != nil && staleConnection(err) {
@@ -110,7 +111,7 @@ func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
 	if a.InvalidReason == "" {
 		return f.unavailable("/verify", true, fmt.Errorf("status %d, isValid false, no invalidReason", status))
 	}
-	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment", Err: facilitatorSaid(a.InvalidMessage)}
+	return &x402.RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment", Err: facilitatorSaid(a.InvalidMessage)}
 }
 
 // Settle asks the facilitator's /settle to collect p. It is never retried:
@@ -118,7 +119,7 @@ func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
 // ErrSettleNotSent; once the request may have reached the facilitator (a
 // timeout, a 5xx, an answer that does not decode), whether it settled is
 // unknown.
-func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, error) {
+func (f *FacilitatorSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 	var a facilitatorAnswer
 	status, err := f.post(ctx, "/settle", f.settleTimeout, p, &a)
 	if err != nil {
@@ -130,7 +131,7 @@ func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, er
 	if a.ErrorReason == "" {
 		return a.Transaction, f.unavailable("/settle", true, fmt.Errorf("status %d, success false, no errorReason", status))
 	}
-	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment", Err: facilitatorSaid(a.ErrorMessage)}
+	return a.Transaction, &x402.RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment", Err: facilitatorSaid(a.ErrorMessage)}
 }
 
 // NonceUsed returns ErrNonceStateUnknown: a facilitator has no query for
@@ -142,7 +143,7 @@ func (f *FacilitatorSettler) NonceUsed(context.Context, common.Address, [32]byte
 // post sends p to the facilitator's path and decodes the answer into out.
 // A facilitator answers a refusal with 200 or 4xx and a JSON body; only an
 // answer that does not decode is an outage.
-func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time.Duration, p *Payment, out *facilitatorAnswer) (int, error) {
+func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time.Duration, p *x402.Payment, out *facilitatorAnswer) (int, error) {
 	body, err := json.Marshal(facilitatorRequest{X402Version: 2, PaymentPayload: facilitatorPayload(p), PaymentRequirements: p.Requirements})
 	if err != nil {
 		return 0, sandboxd.Wrap(sandboxd.CodeInternal, "payments.facilitator", err, "cannot encode the facilitator request")
@@ -187,12 +188,12 @@ func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time
 // payment keeps the terms entry, resource and extensions the payer echoed; a
 // v1 payer's signed authorization is put into a v2 payload against the
 // matched terms (the signature covers only the authorization, unchanged).
-func facilitatorPayload(p *Payment) PaymentPayload {
+func facilitatorPayload(p *x402.Payment) x402.PaymentPayload {
 	if p.Version == 2 && p.Accepted != nil {
-		return PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted,
+		return x402.PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted,
 			Payload: p.Exact, Extensions: p.Extensions}
 	}
-	return PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact}
+	return x402.PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact}
 }
 
 // unavailable is the error of a failed call to path; sent says whether the

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/ethereum/go-ethereum/common"
+
+	"sandboxd/x402"
 )
 
 // ErrNonceStateUnknown is returned by NonceUsed when the settler cannot
@@ -48,7 +50,7 @@ var ErrSettleNotSent = errors.New("the settlement was not sent")
 // settlement. It returns ErrNonceStateUnknown when the settler cannot tell,
 // or a CodeUnavailable *sandboxd.Error when the chain cannot be reached.
 type Settler interface {
-	Check(ctx context.Context, p *Payment) error
-	Settle(ctx context.Context, p *Payment) (txHash string, err error)
+	Check(ctx context.Context, p *x402.Payment) error
+	Settle(ctx context.Context, p *x402.Payment) (txHash string, err error)
 	NonceUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error)
 }

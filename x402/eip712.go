@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"crypto/ecdsa"
@@ -82,9 +82,9 @@ func SignTransfer(key *ecdsa.PrivateKey, req Requirements, t *Transfer) ([]byte,
 	return sig, nil
 }
 
-// errHighS and friends say why a signature is malformed.
+// ErrSigLength, errSigV and errHighS say why a signature is malformed.
 var (
-	errSigLength = errors.New("signature is not 65 bytes")
+	ErrSigLength = errors.New("signature is not 65 bytes")
 	errSigV      = errors.New("signature's v is not 27, 28, 0 or 1")
 	errHighS     = errors.New("signature's s is in the upper half of the curve order (malleable) or r/s is out of range")
 )
@@ -94,7 +94,7 @@ var (
 // 27 or 28. It accepts v of 27/28 or 0/1 and rejects high-s signatures.
 func recoverSigner(digest common.Hash, sig []byte) (common.Address, []byte, error) {
 	if len(sig) != 65 {
-		return common.Address{}, nil, errSigLength
+		return common.Address{}, nil, ErrSigLength
 	}
 	v := sig[64]
 	if v >= 27 {

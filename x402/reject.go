@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"errors"
@@ -69,14 +69,14 @@ func (e *RejectError) Error() string {
 // Unwrap returns the cause.
 func (e *RejectError) Unwrap() error { return e.Err }
 
-// reject returns a *RejectError with a formatted check description.
-func reject(reason, format string, args ...any) *RejectError {
+// Reject returns a *RejectError with a formatted check description.
+func Reject(reason, format string, args ...any) *RejectError {
 	return &RejectError{Reason: reason, Check: fmt.Sprintf(format, args...)}
 }
 
-// rejectReason returns the x402 code of the first *RejectError in err's
+// RejectReason returns the x402 code of the first *RejectError in err's
 // chain, or fallback when there is none.
-func rejectReason(err error, fallback string) string {
+func RejectReason(err error, fallback string) string {
 	var r *RejectError
 	if errors.As(err, &r) {
 		return r.Reason
