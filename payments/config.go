@@ -159,7 +159,7 @@ func (c Config) Validate() error {
 		}
 	case SettleOnchain:
 		if u, err := url.Parse(c.RPCURL); err != nil || u.Scheme == "" {
-			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", RedactURL(c.RPCURL))
+			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", redactURL(c.RPCURL))
 		}
 		if c.RelayerKeyFile == "" {
 			bad("relayer_key_file", "is empty; onchain settlement needs a file with the hex key that pays gas")

@@ -137,11 +137,11 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 func newSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger) (Settler, io.Closer, error) {
 	switch cfg.Settlement {
 	case SettleFacilitator:
-		return NewFacilitatorSettler(FacilitatorConfig{
+		return newFacilitatorSettler(facilitatorConfig{
 			URL: cfg.FacilitatorURL, VerifyTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(),
 		}), nil, nil
 	case SettleOnchain:
-		s, err := DialChainSettler(ctx, cfg, req, log)
+		s, err := dialChainSettler(ctx, cfg, req, log)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -246,7 +246,7 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 	}
 	err := g.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
 		Network: g.req.Network, Asset: g.req.Asset})
-	if errors.Is(err, ErrAlreadyUsed) {
+	if errors.Is(err, errAlreadyUsed) {
 		done()
 		a.log.Info("payments: payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
 		return nil, g.paymentError(op, a.resourceURL, fmt.Sprintf(

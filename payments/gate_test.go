@@ -57,7 +57,7 @@ func (f *fakeSettler) Settle(_ context.Context, p *x402.Payment) (string, error)
 }
 
 func (f *fakeSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
-	return false, ErrNonceStateUnknown
+	return false, errNonceStateUnknown
 }
 
 // newTestGate returns a gate at testNow over a fresh ledger and s.
@@ -439,7 +439,7 @@ func TestNewGate(t *testing.T) {
 		t.Fatalf("Pending = %v, %v; want none", pending, err)
 	}
 	wantStatus(t, g.ledger, running, StatusReleased)
-	if row := wantStatus(t, g.ledger, settling, StatusFailed); row.Reason != ReasonUnknownAfterRestart {
+	if row := wantStatus(t, g.ledger, settling, StatusFailed); row.Reason != reasonUnknownAfterRestart {
 		t.Fatalf("row %+v", row)
 	}
 	if err := g.Close(); err != nil {

@@ -24,7 +24,7 @@ ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica, l.stamp(
 // replica silent for longer than the lease (or with no heartbeat at all,
 // as rows written before replicas existed), in one statement, and returns
 // them. From then on only this replica can move them: the silent one, if
-// it was only slow, finds its rows gone (ErrNotReserved) and sends no
+// it was only slow, finds its rows gone (errNotReserved) and sends no
 // settlement. A live replica's rows are never taken.
 func (l *SQLLedger) claimStale(ctx context.Context) ([]Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)

@@ -10,7 +10,7 @@ import (
 // (Begin's error): the failed check's reason, ReasonNonceUsed for a payment
 // already in the ledger, or "" when err is no refusal.
 func RefusalReason(err error) string {
-	if errors.Is(err, ErrAlreadyUsed) {
+	if errors.Is(err, errAlreadyUsed) {
 		return x402.ReasonNonceUsed
 	}
 	return x402.RejectReason(err, "")

@@ -18,7 +18,7 @@ type RecoverReport struct {
 	// found unused on chain: nothing was collected.
 	Released int
 	// Failed rows were settling under a settler that cannot tell whether
-	// they were collected: marked failed, ReasonUnknownAfterRestart.
+	// they were collected: marked failed, reasonUnknownAfterRestart.
 	Failed int
 	// Left rows stay settling: the chain could not be asked, or the row's
 	// key is malformed. The next start tries them again.
@@ -35,13 +35,13 @@ type RecoverReport struct {
 //     the nonce is used (keeping the transaction hash when a pending row
 //     has one), released when it is not; when the chain cannot be asked the
 //     row stays settling, which refuses the payment, until the next start;
-//   - settling, and the settler cannot tell (ErrNonceStateUnknown, a
-//     facilitator): failed with ReasonUnknownAfterRestart, logged at warn
+//   - settling, and the settler cannot tell (errNonceStateUnknown, a
+//     facilitator): failed with reasonUnknownAfterRestart, logged at warn
 //     with the payer and nonce for an operator to look up. The signed
 //     authorization then never buys a second answer, whether or not it was
 //     collected.
 //
-// A row another replica took over meanwhile (ErrNotReserved) is skipped.
+// A row another replica took over meanwhile (errNotReserved) is skipped.
 // Only a ledger failure is returned as an error. A nil log discards the
 // events.
 func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *slog.Logger) (RecoverReport, error) {
@@ -60,7 +60,7 @@ func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *s
 		} else {
 			err = l.recoverSettling(ctx, s, e, elog, &rep)
 		}
-		if errors.Is(err, ErrNotReserved) {
+		if errors.Is(err, errNotReserved) {
 			elog.Info("payments: open payment resolved by another replica meanwhile")
 			continue
 		}
@@ -81,13 +81,13 @@ func (l *SQLLedger) recoverSettling(ctx context.Context, s Settler, e Entry, log
 	}
 	used, err := s.NonceUsed(ctx, common.HexToAddress(e.Payer), [32]byte(nonce))
 	switch {
-	case errors.Is(err, ErrNonceStateUnknown):
-		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, e.TxHash, ReasonUnknownAfterRestart); err != nil {
+	case errors.Is(err, errNonceStateUnknown):
+		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, e.TxHash, reasonUnknownAfterRestart); err != nil {
 			return err
 		}
 		log.Warn("payments: a settlement's outcome is unknown (in flight at a stop, or pending) and the settler cannot tell "+
 			"whether it was collected; marked failed, so this payment is never admitted again (look the payer and nonce up on chain)",
-			"reason", ReasonUnknownAfterRestart)
+			"reason", reasonUnknownAfterRestart)
 		rep.Failed++
 	case err != nil:
 		log.Warn("payments: a settlement's outcome is unknown (in flight at a stop, or pending); asking the chain failed, "+

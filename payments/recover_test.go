@@ -76,7 +76,7 @@ func TestRecoverReserved(t *testing.T) {
 	ctx := context.Background()
 	down := sandboxd.Errorf(sandboxd.CodeUnavailable, "test", "down")
 	for name, oracle := range map[string]*nonceOracle{
-		"facilitator": {err: ErrNonceStateUnknown},
+		"facilitator": {err: errNonceStateUnknown},
 		"chain down":  {err: down},
 		"chain":       {used: map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}},
 	} {
@@ -112,8 +112,8 @@ func TestRecoverSettlingOnchain(t *testing.T) {
 	}
 	wantStatus(t, l, testEntry(1), StatusSettled)
 	wantStatus(t, l, testEntry(2), StatusReleased)
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve of a collected payment = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve of a collected payment = %v, want errAlreadyUsed", err)
 	}
 	if err := l.Reserve(ctx, testEntry(2)); err != nil {
 		t.Fatalf("Reserve of a released payment: %v", err)
@@ -136,8 +136,8 @@ func TestRecoverSettlingChainDown(t *testing.T) {
 	if !strings.Contains(buf.String(), "level=WARN") {
 		t.Fatalf("no warning logged:\n%s", buf)
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve of a settling payment = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve of a settling payment = %v, want errAlreadyUsed", err)
 	}
 	rep, err = l.Recover(ctx, &nonceOracle{}, nil)
 	if err != nil || rep != (RecoverReport{Released: 1}) {
@@ -153,12 +153,12 @@ func TestRecoverSettlingFacilitator(t *testing.T) {
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 	mustOpenRows(t, l, map[int]string{1: StatusSettling, 2: StatusReserved})
 	log, buf := bufLog()
-	rep, err := l.Recover(ctx, NewFacilitatorSettler(FacilitatorConfig{URL: "http://127.0.0.1:1"}), log)
+	rep, err := l.Recover(ctx, newFacilitatorSettler(facilitatorConfig{URL: "http://127.0.0.1:1"}), log)
 	if err != nil || rep != (RecoverReport{Failed: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 failed, 1 released", rep, err)
 	}
 	row := wantStatus(t, l, testEntry(1), StatusFailed)
-	if row.Reason != ReasonUnknownAfterRestart || row.TxHash != "" {
+	if row.Reason != reasonUnknownAfterRestart || row.TxHash != "" {
 		t.Fatalf("row %+v", row)
 	}
 	var warn string
@@ -167,13 +167,13 @@ func TestRecoverSettlingFacilitator(t *testing.T) {
 			warn = line
 		}
 	}
-	for _, part := range []string{key(testEntry(1).Payer), key(testEntry(1).Nonce), ReasonUnknownAfterRestart} {
+	for _, part := range []string{key(testEntry(1).Payer), key(testEntry(1).Nonce), reasonUnknownAfterRestart} {
 		if !strings.Contains(warn, part) {
 			t.Fatalf("warning %q does not name %s; log:\n%s", warn, part, buf)
 		}
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve after an unknown settlement = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve after an unknown settlement = %v, want errAlreadyUsed", err)
 	}
 }
 
@@ -326,7 +326,7 @@ func TestCrashRecovery(t *testing.T) {
 		wantStatus(t, l, entry(inRun), StatusReserved)
 		wantStatus(t, l, entry(inSettle), StatusSettling)
 
-		s := &fakeSettler{settleTx: "0x2"} // NonceUsed: ErrNonceStateUnknown
+		s := &fakeSettler{settleTx: "0x2"} // NonceUsed: errNonceStateUnknown
 		rep, err := l.Recover(ctx, s, nil)
 		if err != nil || rep != (RecoverReport{Released: 1, Failed: 1}) {
 			t.Fatalf("Recover = %+v, %v", rep, err)

@@ -37,8 +37,8 @@ func TestRedactURL(t *testing.T) {
 		"/var/run/geth.ipc":                                       "the configured RPC",
 		"::not a url":                                             "the configured RPC",
 	} {
-		if got := RedactURL(raw); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		if got := redactURL(raw); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }
@@ -56,9 +56,9 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	closed := newFlakyServer(t, newRPCProxy(nil))
 	closed.Down()
 	cfg := faultConfig(t, c.testChain, secretRPC(closed.URL()))
-	_, err := DialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	_, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
 	if err == nil {
-		t.Fatal("DialChainSettler reached a closed port")
+		t.Fatal("dialChainSettler reached a closed port")
 	}
 	wantNoSecret(t, "the start-up error", err.Error())
 	if !strings.Contains(err.Error(), closed.URL()) {
@@ -66,7 +66,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	}
 
 	cfg = faultConfig(t, c.testChain, secretRPC(c.srv.URL()))
-	s, err := DialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	s, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
 	if err != nil {
 		t.Fatal(err)
 	}

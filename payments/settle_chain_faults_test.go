@@ -67,10 +67,10 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 
 // gate dials the chain through the proxy and returns a gate on a fresh
 // ledger.
-func (c *faultChain) gate(t *testing.T) (*Gate, *ChainSettler, *SQLLedger) {
+func (c *faultChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
 	t.Helper()
 	cfg := faultConfig(t, c.testChain, c.srv.URL())
-	s, err := DialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+	s, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +127,9 @@ func TestChainRPCFaultsAtStart(t *testing.T) {
 			}
 			cfg := faultConfig(t, c, srv.URL())
 			start := time.Now()
-			_, err := DialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+			_, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
-				t.Fatalf("DialChainSettler = %v, want CodeUnavailable", err)
+				t.Fatalf("dialChainSettler = %v, want CodeUnavailable", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, "payments.rpc_url "+srv.URL()) || !strings.Contains(msg, "eth_chainId") {
 				t.Fatalf("error %q does not name payments.rpc_url %s and the call", msg, srv.URL())
@@ -194,7 +194,7 @@ func TestChainRPCFaultsAtCheck(t *testing.T) {
 	for _, fault := range []rpcFault{faultSlow, faultHTML, faultBadJSON, faultRPCError} {
 		c.proxy.set("eth_call", -1, fault)
 		_, err := s.NonceUsed(ctx, common.Address{1}, [32]byte{2})
-		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || errors.Is(err, ErrNonceStateUnknown) {
+		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || errors.Is(err, errNonceStateUnknown) {
 			t.Errorf("%s: NonceUsed = %v, want CodeUnavailable", faultNames[fault], err)
 		}
 	}

@@ -204,9 +204,9 @@ func (c *testChain) config(t *testing.T) Config {
 	return cfg
 }
 
-func (c *testChain) settler(t *testing.T) *ChainSettler {
+func (c *testChain) settler(t *testing.T) *chainSettler {
 	t.Helper()
-	s, err := NewChainSettler(context.Background(), c.client, c.relayer, ChainConfig{
+	s, err := newChainSettler(context.Background(), c.client, c.relayer, chainConfig{
 		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func (c *testChain) settler(t *testing.T) *ChainSettler {
 }
 
 // gate returns a gate on the real clock settling on the test chain.
-func (c *testChain) gate(t *testing.T) (*Gate, *ChainSettler, *SQLLedger) {
+func (c *testChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
 	t.Helper()
 	cfg := c.config(t)
 	s := c.settler(t)
@@ -414,11 +414,11 @@ func TestNewChainSettlerChecks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
-	_, err := NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
+	_, err := newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
 	if err == nil || !strings.Contains(err.Error(), "chain 1337") {
 		t.Fatalf("wrong chain id: %v", err)
 	}
-	_, err = NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: common.HexToAddress(testPayTo)})
+	_, err = newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: common.HexToAddress(testPayTo)})
 	if err == nil || !strings.Contains(err.Error(), "no contract code") {
 		t.Fatalf("asset without code: %v", err)
 	}

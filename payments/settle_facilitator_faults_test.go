@@ -79,7 +79,7 @@ func facilitatorGate(t *testing.T) (*Gate, *SQLLedger, *scriptedFacilitator, *fl
 	t.Helper()
 	fac := &scriptedFacilitator{verify: answerOK, settle: answerOK}
 	srv := newFlakyServer(t, fac)
-	s := NewFacilitatorSettler(FacilitatorConfig{URL: srv.URL(), VerifyTimeout: faultRPCTimeout, SettleTimeout: faultRPCTimeout})
+	s := newFacilitatorSettler(facilitatorConfig{URL: srv.URL(), VerifyTimeout: faultRPCTimeout, SettleTimeout: faultRPCTimeout})
 	g, l := newTestGate(t, s)
 	return g, l, fac, srv
 }
@@ -227,7 +227,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			if rep, err := g.ResolvePending(ctx); err != nil || rep.Failed != 1 {
 				t.Fatalf("ResolvePending = %+v, %v; want the pending row failed (a facilitator cannot tell)", rep, err)
 			}
-			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != ReasonUnknownAfterRestart {
+			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != reasonUnknownAfterRestart {
 				t.Fatalf("row %+v", row)
 			}
 			_, err = begin(g, ctx, paidRequest(h))

@@ -54,7 +54,7 @@ func (f *facilitatorStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func newStub(t *testing.T) (*facilitatorStub, *FacilitatorSettler) {
+func newStub(t *testing.T) (*facilitatorStub, *facilitatorSettler) {
 	t.Helper()
 	stub := &facilitatorStub{
 		verifyStatus: 200, verifyBody: `{"isValid":true,"payer":"0x1"}`,
@@ -62,7 +62,7 @@ func newStub(t *testing.T) (*facilitatorStub, *FacilitatorSettler) {
 	}
 	srv := httptest.NewServer(stub)
 	t.Cleanup(srv.Close)
-	return stub, NewFacilitatorSettler(FacilitatorConfig{URL: srv.URL + "/facilitator/", VerifyTimeout: time.Second, SettleTimeout: time.Second})
+	return stub, newFacilitatorSettler(facilitatorConfig{URL: srv.URL + "/facilitator/", VerifyTimeout: time.Second, SettleTimeout: time.Second})
 }
 
 // verifiedPayment returns a verified payment sent in header name.
@@ -156,14 +156,14 @@ func TestFacilitatorUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	f := NewFacilitatorSettler(FacilitatorConfig{URL: url})
+	f := newFacilitatorSettler(facilitatorConfig{URL: url})
 	p, _ := verifiedPayment(t, false)
 	err := f.Check(context.Background(), p)
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !namesURLInCauseOnly(err, url, "/verify") {
 		t.Fatalf("Check = %v, want CodeUnavailable naming %s", err, url)
 	}
-	if _, err := f.NonceUsed(context.Background(), p.Transfer.From, p.Transfer.Nonce); !errors.Is(err, ErrNonceStateUnknown) {
-		t.Fatalf("NonceUsed = %v, want ErrNonceStateUnknown", err)
+	if _, err := f.NonceUsed(context.Background(), p.Transfer.From, p.Transfer.Nonce); !errors.Is(err, errNonceStateUnknown) {
+		t.Fatalf("NonceUsed = %v, want errNonceStateUnknown", err)
 	}
 }
 
@@ -172,7 +172,7 @@ func TestFacilitatorTimeout(t *testing.T) {
 	stub.delay = time.Second
 	srv := httptest.NewServer(stub)
 	defer srv.Close()
-	f := NewFacilitatorSettler(FacilitatorConfig{URL: srv.URL + "/facilitator", VerifyTimeout: 50 * time.Millisecond, SettleTimeout: 50 * time.Millisecond})
+	f := newFacilitatorSettler(facilitatorConfig{URL: srv.URL + "/facilitator", VerifyTimeout: 50 * time.Millisecond, SettleTimeout: 50 * time.Millisecond})
 	p, _ := verifiedPayment(t, false)
 	start := time.Now()
 	err := f.Check(context.Background(), p)

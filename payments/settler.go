@@ -9,19 +9,19 @@ import (
 	"sandboxd/x402"
 )
 
-// ErrNonceStateUnknown is returned by NonceUsed when the settler cannot
+// errNonceStateUnknown is returned by NonceUsed when the settler cannot
 // tell whether an authorization was used (a facilitator offers no such
 // query). Recover marks such rows failed when a settlement was in flight.
-var ErrNonceStateUnknown = errors.New("the settler cannot tell whether this nonce was used")
+var errNonceStateUnknown = errors.New("the settler cannot tell whether this nonce was used")
 
-// ErrSettleNotSent marks a Settle failure that happened before anything
+// errSettleNotSent marks a Settle failure that happened before anything
 // able to collect the payment left the service: no transaction reached the
 // chain, no /settle request reached the facilitator (the connection was
 // refused, or the node refused the transaction). The charge then releases
 // the payment: nobody was charged, and the same payment may be offered
 // again. A failure that may have come after the settlement left (a timeout,
 // a garbled answer) never carries it.
-var ErrSettleNotSent = errors.New("the settlement was not sent")
+var errSettleNotSent = errors.New("the settlement was not sent")
 
 // Settler checks payments against the chain's state and collects them.
 //
@@ -38,7 +38,7 @@ var ErrSettleNotSent = errors.New("the settlement was not sent")
 //   - the hash and nil when the transfer is on chain with a successful receipt;
 //   - a *RejectError when it was refused or reverted (the hash, when a
 //     transaction was sent, is returned with it);
-//   - a CodeUnavailable *sandboxd.Error wrapping ErrSettleNotSent when the
+//   - a CodeUnavailable *sandboxd.Error wrapping errSettleNotSent when the
 //     chain or the facilitator failed before the settlement was sent;
 //   - a CodeUnavailable *sandboxd.Error without it when they failed or did
 //     not answer in time after it may have been sent: its outcome is
@@ -47,7 +47,7 @@ var ErrSettleNotSent = errors.New("the settlement was not sent")
 //
 // NonceUsed reports whether (from, nonce) was used on chain, including by a
 // transaction still pending; Recover calls it for rows a crash left in
-// settlement. It returns ErrNonceStateUnknown when the settler cannot tell,
+// settlement. It returns errNonceStateUnknown when the settler cannot tell,
 // or a CodeUnavailable *sandboxd.Error when the chain cannot be reached.
 type Settler interface {
 	Check(ctx context.Context, p *x402.Payment) error

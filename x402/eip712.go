@@ -31,10 +31,10 @@ var transferTypes = apitypes.Types{
 	},
 }
 
-// TransferDigest returns the EIP-712 hash a payer signs for t: the domain is
+// transferDigest returns the EIP-712 hash a payer signs for t: the domain is
 // the asset's (name and version from req.Extra, the chain id of req.Network,
 // the asset as verifying contract).
-func TransferDigest(req Requirements, t *Transfer) (common.Hash, error) {
+func transferDigest(req Requirements, t *Transfer) (common.Hash, error) {
 	chainID, err := ChainID(req.Network)
 	if err != nil {
 		return common.Hash{}, err
@@ -67,10 +67,10 @@ func TransferDigest(req Requirements, t *Transfer) (common.Hash, error) {
 	return common.BytesToHash(hash), nil
 }
 
-// SignTransfer signs t for req with key and returns the 65-byte signature
+// signTransfer signs t for req with key and returns the 65-byte signature
 // r || s || v with v of 27 or 28, the form wallets produce.
-func SignTransfer(key *ecdsa.PrivateKey, req Requirements, t *Transfer) ([]byte, error) {
-	digest, err := TransferDigest(req, t)
+func signTransfer(key *ecdsa.PrivateKey, req Requirements, t *Transfer) ([]byte, error) {
+	digest, err := transferDigest(req, t)
 	if err != nil {
 		return nil, err
 	}

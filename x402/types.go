@@ -176,16 +176,6 @@ type SettleResponse struct {
 	Payer string `json:"payer,omitempty"`
 }
 
-// VerifyResponse is a facilitator's answer to /verify.
-type VerifyResponse struct {
-	// IsValid reports that the payment would settle now.
-	IsValid bool `json:"isValid"`
-	// InvalidReason is the x402 error code when IsValid is false.
-	InvalidReason string `json:"invalidReason,omitempty"`
-	// Payer is the paying address.
-	Payer string `json:"payer,omitempty"`
-}
-
 // Transfer is a verified authorization with typed fields, ready to settle.
 type Transfer struct {
 	// From is the payer, To the payee.

@@ -24,23 +24,23 @@ var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewI
 // *RejectError naming the check and its x402 code.
 func Verify(req Requirements, p *Payment, now time.Time) error {
 	if p.Version != 1 && p.Version != 2 {
-		return Reject(ReasonInvalidVersion, "x402Version %d is not supported (send 2, or 1)", p.Version)
+		return Reject(reasonInvalidVersion, "x402Version %d is not supported (send 2, or 1)", p.Version)
 	}
 	if p.Scheme != req.Scheme {
-		return Reject(ReasonUnsupportedScheme, "scheme %q is not offered (want %q)", p.Scheme, req.Scheme)
+		return Reject(reasonUnsupportedScheme, "scheme %q is not offered (want %q)", p.Scheme, req.Scheme)
 	}
 	if CanonicalNetwork(p.Network) != req.Network {
-		return Reject(ReasonInvalidNetwork, "network %q is not the one offered (want %s or %s)", p.Network, req.Network, V1Network(req.Network))
+		return Reject(reasonInvalidNetwork, "network %q is not the one offered (want %s or %s)", p.Network, req.Network, V1Network(req.Network))
 	}
 	if p.Accepted != nil && !strings.EqualFold(p.Accepted.Asset, req.Asset) {
-		return Reject(ReasonAssetMismatch, "asset %s is not the one offered (want %s)", p.Accepted.Asset, req.Asset)
+		return Reject(reasonAssetMismatch, "asset %s is not the one offered (want %s)", p.Accepted.Asset, req.Asset)
 	}
 	t, err := parseAuthorization(p.Exact.Authorization)
 	if err != nil {
 		return err
 	}
 	if !strings.EqualFold(t.To.Hex(), req.PayTo) {
-		return Reject(ReasonRecipientMismatch, "authorization pays %s, not the payee %s", t.To.Hex(), req.PayTo)
+		return Reject(reasonRecipientMismatch, "authorization pays %s, not the payee %s", t.To.Hex(), req.PayTo)
 	}
 	if err := checkValue(t.Value, req.Amount); err != nil {
 		return err
@@ -53,7 +53,7 @@ func Verify(req Requirements, p *Payment, now time.Time) error {
 		return Reject(ReasonValidBefore, "authorization expires too soon (validBefore %s; it must be at least %d s after now, %s)", t.ValidBefore, validBeforeMargin, unix)
 	}
 	if req.Extra.Name == "" || req.Extra.Version == "" {
-		return Reject(ReasonMissingDomain, "the asset's EIP-712 domain name and version are not configured")
+		return Reject(reasonMissingDomain, "the asset's EIP-712 domain name and version are not configured")
 	}
 	if err := checkSignature(req, t, p.Exact.Signature); err != nil {
 		return err
@@ -80,7 +80,7 @@ func CheckWindow(t *Transfer, now time.Time, window time.Duration) error {
 func checkValue(value *big.Int, amount string) error {
 	price, ok := new(big.Int).SetString(amount, 10)
 	if !ok {
-		return Reject(ReasonUnexpectedVerify, "the configured price %q is not a number", amount)
+		return Reject(reasonUnexpectedVerify, "the configured price %q is not a number", amount)
 	}
 	switch value.Cmp(price) {
 	case -1:
@@ -98,7 +98,7 @@ func checkSignature(req Requirements, t *Transfer, sigHex string) error {
 	if err != nil {
 		return &RejectError{Reason: ReasonSignature, Check: "signature is not 0x-prefixed hex", Err: err}
 	}
-	digest, err := TransferDigest(req, t)
+	digest, err := transferDigest(req, t)
 	if err != nil {
 		return &RejectError{Reason: ReasonSignature, Check: "authorization cannot be hashed", Err: err}
 	}
@@ -135,7 +135,7 @@ func parseAuthorization(a Authorization) (*Transfer, error) {
 	}
 	nonce, err := hexutil.Decode(a.Nonce)
 	if err != nil || len(nonce) != 32 {
-		return nil, Reject(ReasonInvalidPayload, "authorization nonce %q is not 32 bytes of 0x-prefixed hex", a.Nonce)
+		return nil, Reject(reasonInvalidPayload, "authorization nonce %q is not 32 bytes of 0x-prefixed hex", a.Nonce)
 	}
 	copy(t.Nonce[:], nonce)
 	return t, nil
@@ -143,7 +143,7 @@ func parseAuthorization(a Authorization) (*Transfer, error) {
 
 func parseAddress(field, s string) (common.Address, error) {
 	if !isAddress(s) {
-		return common.Address{}, Reject(ReasonInvalidPayload, "authorization %s %q is not a 0x-prefixed address", field, s)
+		return common.Address{}, Reject(reasonInvalidPayload, "authorization %s %q is not a 0x-prefixed address", field, s)
 	}
 	return common.HexToAddress(s), nil
 }
@@ -151,7 +151,7 @@ func parseAddress(field, s string) (common.Address, error) {
 func parseUint256(field, s string) (*big.Int, error) {
 	n, ok := new(big.Int).SetString(s, 10)
 	if !ok || n.Sign() < 0 || n.Cmp(maxUint256) > 0 || strings.HasPrefix(s, "+") {
-		return nil, Reject(ReasonInvalidPayload, "authorization %s %q is not a decimal uint256", field, s)
+		return nil, Reject(reasonInvalidPayload, "authorization %s %q is not a decimal uint256", field, s)
 	}
 	return n, nil
 }
