@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -12,13 +13,139 @@ import (
 	"sandboxd/x402"
 )
 
+// parts are the collaborators a payment needs from Check to its end, handed
+// by the gate to each authorization and charge (which never reach back into
+// the Gate): the terms a refusal quotes, the ledger, the settler, and the
+// count of charges in flight that Gate.Close waits for.
+//
+// The lifecycle of one paid request, as httpapi drives it, with the
+// payment's ledger row:
+//
+//   - Gate.Check: the header is decoded, verified locally and checked by the
+//     settler; no row yet. It returns an authorization.
+//   - authorization.Reserve: the row is reserved (a nonce already in the
+//     ledger is refused here) and the charge counts as in flight.
+//   - charge.Settle: the row is settling, then settled; or failed (refused
+//     or reverted), released (never sent), or left settling and pending
+//     (outcome unknown, for the resolver).
+//   - charge.Release: the row is released; nothing is collected.
+//
+// A charge ends exactly once, by Settle or Release.
+type parts struct {
+	quote
+	ledger  Ledger
+	settler Settler
+	flight  *flight
+}
+
+// Check decodes the payment header, verifies it locally (its validity
+// window included), then asks the settler whether it would settle, holding
+// one of the gate's check slots (never a sandbox) for that remote call
+// only. See sandboxd.PaymentGate for the errors.
+func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	const op = "payments.check"
+	p, err := x402.DecodePaymentHeader(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
+			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
+	}
+	now := g.now()
+	if err := x402.Verify(g.req, p, now); err != nil {
+		g.log.Info("payments: payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
+			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	t := p.Transfer
+	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
+	if err := x402.CheckWindow(t, now, g.window); err != nil {
+		log.Info("payments: payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	release, err := g.checks.Admit(ctx)
+	if err != nil {
+		return nil, checksBusy(err)
+	}
+	err = g.settler.Check(ctx, p)
+	release()
+	if err != nil {
+		log.Info("payments: payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
+}
+
+// checksBusy turns a full check queue into the gate's own 429: the
+// sandboxes may well be free, it is the checks that are not.
+func checksBusy(err error) error {
+	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
+		return err
+	}
+	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
+		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
+}
+
+// authorization is a checked payment, not yet reserved.
+type authorization struct {
+	*parts
+	p           *x402.Payment
+	resourceURL string
+	log         *slog.Logger
+}
+
+var _ sandboxd.Authorization = (*authorization)(nil)
+
+// Reserve records the payment in the ledger and returns its charge. The
+// charge counts as in flight until settled or released, so Close waits for
+// it. See sandboxd.Authorization for the errors.
+func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
+	const op = "payments.reserve"
+	t := a.p.Transfer
+	done, ok := a.flight.add()
+	if !ok {
+		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
+	}
+	err := a.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
+		Network: a.req.Network, Asset: a.req.Asset})
+	if errors.Is(err, errAlreadyUsed) {
+		done()
+		a.log.Info("payments: payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
+		return nil, a.paymentError(op, a.resourceURL, fmt.Sprintf(
+			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", x402.ReasonNonceUsed), err)
+	}
+	if err != nil {
+		done()
+		a.log.Error("payments: cannot reserve the payment", "err", err)
+		return nil, err
+	}
+	a.log.Info("payments: payment reserved", "value", t.Value.String())
+	return &charge{parts: a.parts, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
+}
+
+// refusal turns a verification or check failure into the gate's error: a
+// *RejectError becomes CodePayment with the terms; a *sandboxd.Error
+// (unavailable) and a context error pass through.
+func (q quote) refusal(op, resourceURL string, err error) error {
+	var r *x402.RejectError
+	if errors.As(err, &r) {
+		return q.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
+	}
+	var se *sandboxd.Error
+	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
+}
+
 // ledgerWriteTimeout bounds a ledger write made after the request's context
 // may have ended.
 const ledgerWriteTimeout = 5 * time.Second
 
 // charge is one reserved payment, settled or released exactly once.
 type charge struct {
-	g           *Gate
+	*parts
 	p           *x402.Payment
 	resourceURL string
 	log         *slog.Logger
@@ -60,21 +187,21 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Heade
 	ctx = context.WithoutCancel(ctx)
 	t := c.p.Transfer
 	if err := c.ledgerWrite("settling", func(ctx context.Context) error {
-		return c.g.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex())
+		return c.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex())
 	}); err != nil {
 		c.ledgerWrite("released", func(ctx context.Context) error {
-			return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
+			return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 		})
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment ledger could not record the settlement, "+
 			"so nothing was charged and the answer is withheld; try again later")
 	}
-	tx, err := c.g.settler.Settle(ctx, c.p)
+	tx, err := c.settler.Settle(ctx, c.p)
 	if err != nil {
 		return nil, c.settleFailed(op, tx, err)
 	}
 	resp := x402.SettleResponse{Success: true, Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex()}
 	c.ledgerWrite("settled", func(ctx context.Context) error {
-		return c.g.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
+		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
 	})
 	c.log.Info("payments: settled", "tx", tx, "run_status", result.Status)
 	return x402.SettleHeader(c.p.Version, resp)
@@ -93,18 +220,40 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 	if r == nil {
 		c.log.Warn("payments: settlement not sent; answer withheld, payment released", "reason", reason, "err", err)
 		c.ledgerWrite("released", func(ctx context.Context) error {
-			return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
+			return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 		})
 	} else {
 		c.log.Warn("payments: settlement failed; answer withheld, payment marked failed", "reason", reason, "tx", tx, "err", err)
 		c.ledgerWrite("failed", func(ctx context.Context) error {
-			return c.g.ledger.MarkFailed(ctx, t.Payer(), t.NonceHex(), tx, reason)
+			return c.ledger.MarkFailed(ctx, t.Payer(), t.NonceHex(), tx, reason)
 		})
 	}
 	resp := x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(), ErrorReason: reason}
-	perr := c.g.paymentError(op, c.resourceURL, "payment could not be settled, so the answer is withheld: "+settleFailure(err), err)
+	perr := c.paymentError(op, c.resourceURL, "payment could not be settled, so the answer is withheld: "+settleFailure(err), err)
 	c.addSettleHeader(perr, resp)
 	return perr
+}
+
+// settlePending records a settlement whose outcome is unknown (the row
+// stays settling, with its hash and ReasonSettlementPending, for the
+// resolver) and returns the CodePending error: 202 with the hash, never a
+// refusal that would invite a second payment.
+func (c *charge) settlePending(op, tx string, err error) error {
+	t := c.p.Transfer
+	c.log.Warn("payments: settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
+	c.ledgerWrite("pending", func(ctx context.Context) error {
+		return c.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx)
+	})
+	msg := "the settlement of this payment was sent but its outcome is not known yet; the payment is spent, " +
+		"do not pay again: it is looked up on chain and either collected or released"
+	if tx != "" {
+		msg += "; the transaction is " + tx
+	}
+	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
+		Body: pendingBody{Status: ReasonSettlementPending, Transaction: tx, Error: msg}}
+	c.addSettleHeader(e, x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
+		ErrorReason: ReasonSettlementPending})
+	return e
 }
 
 // addSettleHeader adds the settlement response resp to e's headers.
@@ -131,7 +280,7 @@ func (c *charge) Release(ctx context.Context) {
 	defer c.finish()
 	t := c.p.Transfer
 	c.ledgerWrite("released", func(ctx context.Context) error {
-		return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
+		return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 	})
 	c.log.Info("payments: payment released; nothing charged")
 }

@@ -18,21 +18,18 @@ import (
 // remote check (bounded by its own limit, holding no sandbox slot), and
 // reserves in the ledger once a slot is held.
 type Gate struct {
-	req         x402.Requirements
-	description string
-	settler     Settler
-	ledger      Ledger
-	log         *slog.Logger
-	now         func() time.Time
-	closers     []io.Closer
+	// parts are what each authorization and charge is handed: the terms,
+	// the ledger, the settler and the flight of charges (see charge.go).
+	parts
+	log     *slog.Logger
+	now     func() time.Time
+	closers []io.Closer
 	// checks bounds the remote checks at once; window is the validity a
 	// payment must have left when checked (Config.Window).
 	checks *slots.Slots
 	window time.Duration
-	// flight tracks the charges between Reserve and the end of their
-	// settlement or release, so Close waits for them (up to drain).
-	flight flight
-	drain  time.Duration
+	// drain bounds how long Close waits for the charges in flight.
+	drain time.Duration
 	// stopResolver stops the loop NewGate starts; nil when none runs.
 	stopResolver func()
 }
@@ -68,7 +65,8 @@ func NewGateWith(cfg Config, o Options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{req: req, description: cfg.description(), settler: o.Settler, ledger: o.Ledger, log: o.Log, now: o.Now,
+	g := &Gate{parts: parts{quote: quote{req: req, description: cfg.description()}, ledger: o.Ledger, settler: o.Settler, flight: &flight{}},
+		log: o.Log, now: o.Now,
 		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(), drain: o.Drain}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -174,104 +172,3 @@ func (g *Gate) Close() error {
 
 // Requirements returns the terms entry the gate quotes.
 func (g *Gate) Requirements() x402.Requirements { return g.req }
-
-// Check decodes the payment header, verifies it locally (its validity
-// window included), then asks the settler whether it would settle, holding
-// one of the gate's check slots (never a sandbox) for that remote call
-// only. See sandboxd.PaymentGate for the errors.
-func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
-	const op = "payments.check"
-	p, err := x402.DecodePaymentHeader(r.Header)
-	if err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
-			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
-	}
-	now := g.now()
-	if err := x402.Verify(g.req, p, now); err != nil {
-		g.log.Info("payments: payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
-			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	t := p.Transfer
-	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
-	if err := x402.CheckWindow(t, now, g.window); err != nil {
-		log.Info("payments: payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	release, err := g.checks.Admit(ctx)
-	if err != nil {
-		return nil, checksBusy(err)
-	}
-	err = g.settler.Check(ctx, p)
-	release()
-	if err != nil {
-		log.Info("payments: payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	return &authorization{g: g, p: p, resourceURL: r.ResourceURL, log: log}, nil
-}
-
-// checksBusy turns a full check queue into the gate's own 429: the
-// sandboxes may well be free, it is the checks that are not.
-func checksBusy(err error) error {
-	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
-		return err
-	}
-	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
-		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
-}
-
-// authorization is a checked payment, not yet reserved.
-type authorization struct {
-	g           *Gate
-	p           *x402.Payment
-	resourceURL string
-	log         *slog.Logger
-}
-
-var _ sandboxd.Authorization = (*authorization)(nil)
-
-// Reserve records the payment in the ledger and returns its charge. The
-// charge counts as in flight until settled or released, so Close waits for
-// it. See sandboxd.Authorization for the errors.
-func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
-	const op = "payments.reserve"
-	g, t := a.g, a.p.Transfer
-	done, ok := g.flight.add()
-	if !ok {
-		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
-	}
-	err := g.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
-		Network: g.req.Network, Asset: g.req.Asset})
-	if errors.Is(err, errAlreadyUsed) {
-		done()
-		a.log.Info("payments: payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
-		return nil, g.paymentError(op, a.resourceURL, fmt.Sprintf(
-			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", x402.ReasonNonceUsed), err)
-	}
-	if err != nil {
-		done()
-		a.log.Error("payments: cannot reserve the payment", "err", err)
-		return nil, err
-	}
-	a.log.Info("payments: payment reserved", "value", t.Value.String())
-	return &charge{g: g, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
-}
-
-// refusal turns a verification or check failure into the gate's error: a
-// *RejectError becomes CodePayment with the terms; a *sandboxd.Error
-// (unavailable) and a context error pass through.
-func (g *Gate) refusal(op, resourceURL string, err error) error {
-	var r *x402.RejectError
-	if errors.As(err, &r) {
-		return g.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
-	}
-	var se *sandboxd.Error
-	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
-}

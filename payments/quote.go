@@ -7,10 +7,17 @@ import (
 	"sandboxd/x402"
 )
 
+// quote is what the gate quotes: the terms entry and the description of the
+// paid resource.
+type quote struct {
+	req         x402.Requirements
+	description string
+}
+
 // paymentError returns a CodePayment error carrying the terms: the v2 terms
 // in the PAYMENT-REQUIRED header, the v1 terms as the body.
-func (g *Gate) paymentError(op, resourceURL, message string, cause error) *sandboxd.Error {
-	v2, v1 := x402.Terms(g.req, g.description, resourceURL, message)
+func (q quote) paymentError(op, resourceURL, message string, cause error) *sandboxd.Error {
+	v2, v1 := x402.Terms(q.req, q.description, resourceURL, message)
 	e := &sandboxd.Error{Code: sandboxd.CodePayment, Op: op, Message: message, Err: cause, Body: v1, Header: x402.NoStore()}
 	if value, err := x402.EncodeHeader(v2); err == nil {
 		e.Header.Set(x402.HeaderPaymentRequired, value)
@@ -19,7 +26,7 @@ func (g *Gate) paymentError(op, resourceURL, message string, cause error) *sandb
 }
 
 // priceText says the price for a person, e.g. "0.005 USDC on eip155:84532".
-func (g *Gate) priceText() string {
-	amount, _ := new(big.Int).SetString(g.req.Amount, 10)
-	return x402.FormatPrice(amount) + " " + g.req.Extra.Name + " on " + g.req.Network
+func (q quote) priceText() string {
+	amount, _ := new(big.Int).SetString(q.req.Amount, 10)
+	return x402.FormatPrice(amount) + " " + q.req.Extra.Name + " on " + q.req.Network
 }
