@@ -54,14 +54,14 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	}
 	now := g.now()
 	if err := x402.Verify(g.req, p, now); err != nil {
-		g.log.Info("payments: payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
+		g.log.Info("payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
 			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	t := p.Transfer
 	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
 	if err := x402.CheckWindow(t, now, g.window); err != nil {
-		log.Info("payments: payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
+		log.Info("payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	release, err := g.checks.Admit(ctx)
@@ -71,7 +71,7 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	err = g.settler.Check(ctx, p)
 	release()
 	if err != nil {
-		log.Info("payments: payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
+		log.Info("payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
@@ -111,16 +111,16 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 		Network: a.req.Network, Asset: a.req.Asset})
 	if errors.Is(err, errAlreadyUsed) {
 		done()
-		a.log.Info("payments: payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
+		a.log.Info("payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
 		return nil, a.paymentError(op, a.resourceURL, fmt.Sprintf(
 			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", x402.ReasonNonceUsed), err)
 	}
 	if err != nil {
 		done()
-		a.log.Error("payments: cannot reserve the payment", "err", err)
+		a.log.Error("cannot reserve the payment", "err", err)
 		return nil, err
 	}
-	a.log.Info("payments: payment reserved", "value", t.Value.String())
+	a.log.Info("payment reserved", "value", t.Value.String())
 	return &charge{parts: a.parts, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
 }
 
@@ -180,7 +180,7 @@ var _ sandboxd.Charge = (*charge)(nil)
 func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Header, error) {
 	const op = "payments.settle"
 	if !c.done.CompareAndSwap(false, true) {
-		c.log.Error("payments: charge settled after it was settled or released")
+		c.log.Error("charge settled after it was settled or released")
 		return nil, sandboxd.Errorf(sandboxd.CodeInternal, op, "this payment was already settled or released")
 	}
 	defer c.finish()
@@ -203,7 +203,7 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Heade
 	c.ledgerWrite("settled", func(ctx context.Context) error {
 		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
 	})
-	c.log.Info("payments: settled", "tx", tx, "run_status", result.Status)
+	c.log.Info("settled", "tx", tx, "run_status", result.Status)
 	return x402.SettleHeader(c.p.Version, resp)
 }
 
@@ -218,12 +218,12 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 		return c.settlePending(op, tx, err)
 	}
 	if r == nil {
-		c.log.Warn("payments: settlement not sent; answer withheld, payment released", "reason", reason, "err", err)
+		c.log.Warn("settlement not sent; answer withheld, payment released", "reason", reason, "err", err)
 		c.ledgerWrite("released", func(ctx context.Context) error {
 			return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 		})
 	} else {
-		c.log.Warn("payments: settlement failed; answer withheld, payment marked failed", "reason", reason, "tx", tx, "err", err)
+		c.log.Warn("settlement failed; answer withheld, payment marked failed", "reason", reason, "tx", tx, "err", err)
 		c.ledgerWrite("failed", func(ctx context.Context) error {
 			return c.ledger.MarkFailed(ctx, t.Payer(), t.NonceHex(), tx, reason)
 		})
@@ -240,7 +240,7 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 // refusal that would invite a second payment.
 func (c *charge) settlePending(op, tx string, err error) error {
 	t := c.p.Transfer
-	c.log.Warn("payments: settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
+	c.log.Warn("settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
 	c.ledgerWrite("pending", func(ctx context.Context) error {
 		return c.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx)
 	})
@@ -274,7 +274,7 @@ func (c *charge) addSettleHeader(e *sandboxd.Error, resp x402.SettleResponse) {
 // and the same payment may be offered again.
 func (c *charge) Release(ctx context.Context) {
 	if !c.done.CompareAndSwap(false, true) {
-		c.log.Error("payments: charge released after it was settled or released")
+		c.log.Error("charge released after it was settled or released")
 		return
 	}
 	defer c.finish()
@@ -282,7 +282,7 @@ func (c *charge) Release(ctx context.Context) {
 	c.ledgerWrite("released", func(ctx context.Context) error {
 		return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 	})
-	c.log.Info("payments: payment released; nothing charged")
+	c.log.Info("payment released; nothing charged")
 }
 
 // ledgerWrite runs a ledger update on a fresh short context. A failure is
@@ -293,7 +293,7 @@ func (c *charge) ledgerWrite(status string, write func(context.Context) error) e
 	defer cancel()
 	err := write(ctx)
 	if err != nil {
-		c.log.Error("payments: cannot record the payment in the ledger; Recover resolves it at the next start",
+		c.log.Error("cannot record the payment in the ledger; Recover resolves it at the next start",
 			"status", status, "err", err)
 	}
 	return err

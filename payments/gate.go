@@ -123,7 +123,7 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	}
 	g.closers = append(closers, startKeepAlive(ledger, cfg.lease(), settler, log))
 	g.stopResolver = g.startResolver(resolveEvery)
-	log.Info("payments: gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
+	log.Info("gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
 		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", RedactLedger(cfg.Ledger), "replica", ledger.Replica(),
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
 		"left_settling", rep.Left)
@@ -155,7 +155,7 @@ func newSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slo
 // chain connection NewGate opened.
 func (g *Gate) Close() error {
 	if left := g.flight.close(g.drain); left > 0 {
-		g.log.Error("payments: settlements still in flight after the drain bound; closing under them, "+
+		g.log.Error("settlements still in flight after the drain bound; closing under them, "+
 			"Recover resolves their rows at the next start", "in_flight", left, "drain", g.drain)
 	}
 	if g.stopResolver != nil {

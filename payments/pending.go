@@ -72,9 +72,9 @@ func (g *Gate) startResolver(every time.Duration) (stop func()) {
 			case <-tick.C:
 			}
 			if rep, err := g.ResolvePending(ctx); err != nil {
-				g.log.Warn("payments: resolving pending settlements failed; trying again later", "err", err)
+				g.log.Warn("resolving pending settlements failed; trying again later", "err", err)
 			} else if rep != (RecoverReport{}) {
-				g.log.Info("payments: pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
+				g.log.Info("pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
 					"failed", rep.Failed, "left", rep.Left)
 			}
 		}

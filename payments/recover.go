@@ -54,14 +54,14 @@ func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *s
 		var err error
 		if e.Status == StatusReserved {
 			if err = l.MarkReleased(ctx, e.Payer, e.Nonce); err == nil {
-				elog.Info("payments: recovered payment: its settlement was never sent, released")
+				elog.Info("recovered payment: its settlement was never sent, released")
 				rep.Released++
 			}
 		} else {
 			err = l.recoverSettling(ctx, s, e, elog, &rep)
 		}
 		if errors.Is(err, errNotReserved) {
-			elog.Info("payments: open payment resolved by another replica meanwhile")
+			elog.Info("open payment resolved by another replica meanwhile")
 			continue
 		}
 		if err != nil {
@@ -75,7 +75,7 @@ func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *s
 func (l *SQLLedger) recoverSettling(ctx context.Context, s Settler, e Entry, log *slog.Logger, rep *RecoverReport) error {
 	nonce, err := hexutil.Decode(e.Nonce)
 	if err != nil || len(nonce) != 32 || !common.IsHexAddress(e.Payer) {
-		log.Error("payments: ledger row has a malformed key; left settling")
+		log.Error("ledger row has a malformed key; left settling")
 		rep.Left++
 		return nil
 	}
@@ -85,25 +85,25 @@ func (l *SQLLedger) recoverSettling(ctx context.Context, s Settler, e Entry, log
 		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, e.TxHash, reasonUnknownAfterRestart); err != nil {
 			return err
 		}
-		log.Warn("payments: a settlement's outcome is unknown (in flight at a stop, or pending) and the settler cannot tell "+
+		log.Warn("a settlement's outcome is unknown (in flight at a stop, or pending) and the settler cannot tell "+
 			"whether it was collected; marked failed, so this payment is never admitted again (look the payer and nonce up on chain)",
 			"reason", reasonUnknownAfterRestart)
 		rep.Failed++
 	case err != nil:
-		log.Warn("payments: a settlement's outcome is unknown (in flight at a stop, or pending); asking the chain failed, "+
+		log.Warn("a settlement's outcome is unknown (in flight at a stop, or pending); asking the chain failed, "+
 			"so it stays settling (refused) until it is asked again", "err", err)
 		rep.Left++
 	case used:
 		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, e.TxHash, ""); err != nil {
 			return err
 		}
-		log.Info("payments: recovered payment: used on chain, marked settled")
+		log.Info("recovered payment: used on chain, marked settled")
 		rep.Settled++
 	default:
 		if err := l.MarkReleased(ctx, e.Payer, e.Nonce); err != nil {
 			return err
 		}
-		log.Info("payments: recovered payment: not used on chain, released")
+		log.Info("recovered payment: not used on chain, released")
 		rep.Released++
 	}
 	return nil

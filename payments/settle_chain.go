@@ -173,7 +173,7 @@ func dialChainSettler(ctx context.Context, cfg Config, req x402.Requirements, lo
 		return nil, err
 	}
 	s.close = client.Close
-	log.Info("payments: settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
+	log.Info("settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
 	return s, nil
 }
 
@@ -238,25 +238,25 @@ func (s *chainSettler) Settle(ctx context.Context, p *x402.Payment) (string, err
 	hash := tx.Hash().Hex()
 	log = log.With("tx", hash, "relayer_nonce", tx.Nonce())
 	if err != nil {
-		log.Warn("payments: sending the settlement failed after it may have reached the node; waiting for its receipt", "err", err)
+		log.Warn("sending the settlement failed after it may have reached the node; waiting for its receipt", "err", err)
 	} else {
-		log.Info("payments: settlement sent")
+		log.Info("settlement sent")
 	}
 	st := newSentTx(tx)
 	receipt, err := s.waitReceipt(ctx, log, st)
 	if err != nil {
 		hash = st.tx.Hash().Hex()
-		log.Warn("payments: settlement outcome unknown", "err", err, "latest_version", hash)
+		log.Warn("settlement outcome unknown", "err", err, "latest_version", hash)
 		return hash, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, fmt.Sprintf(
 			"the chain RPC failed after the settlement transaction %s was sent, so its outcome is unknown "+
 				"and this payment cannot be used again; look the transaction up", hash))
 	}
 	hash = receipt.TxHash.Hex()
 	if receipt.Status != types.ReceiptStatusSuccessful {
-		log.Warn("payments: settlement reverted", "block", receipt.BlockNumber)
+		log.Warn("settlement reverted", "block", receipt.BlockNumber)
 		return hash, x402.Reject(x402.ReasonSettlementReverted, "the settlement transaction %s reverted", hash)
 	}
-	log.Info("payments: settlement mined", "block", receipt.BlockNumber, "gas_used", receipt.GasUsed)
+	log.Info("settlement mined", "block", receipt.BlockNumber, "gas_used", receipt.GasUsed)
 	return hash, nil
 }
 

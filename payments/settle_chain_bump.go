@@ -78,11 +78,11 @@ func (s *chainSettler) maybeBump(ctx context.Context, log *slog.Logger, st *sent
 	err = s.backend.SendTransaction(cctx, signed)
 	cancel()
 	if err != nil && !mayHaveArrived(err) {
-		log.Warn("payments: replacing a stuck settlement transaction failed", "tx", old.Hash().Hex(), "err", err)
+		log.Warn("replacing a stuck settlement transaction failed", "tx", old.Hash().Hex(), "err", err)
 		return
 	}
 	st.tx, st.hashes = signed, append(st.hashes, signed.Hash())
-	log.Warn("payments: settlement transaction stuck at the head of the relayer's queue; replaced with higher fees",
+	log.Warn("settlement transaction stuck at the head of the relayer's queue; replaced with higher fees",
 		"tx", old.Hash().Hex(), "replacement", signed.Hash().Hex(), "relayer_nonce", old.Nonce(), "bump", st.bumps)
 }
 

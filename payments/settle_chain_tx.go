@@ -96,7 +96,7 @@ func (s *chainSettler) resyncGap(ctx context.Context, pending uint64) {
 	if pending >= s.next {
 		return
 	}
-	s.log.Warn("payments: relayer nonce gap: the node lost earlier settlement transactions; resyncing the nonce",
+	s.log.Warn("relayer nonce gap: the node lost earlier settlement transactions; resyncing the nonce",
 		"relayer_next", s.next, "node_pending", pending, "lost", s.next-pending)
 	s.next = pending
 }
@@ -108,7 +108,7 @@ func (s *chainSettler) resyncGap(ctx context.Context, pending uint64) {
 func (s *chainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
 	tx, err := s.send(ctx, gas, data)
 	if err != nil && tx == nil && strings.Contains(strings.ToLower(err.Error()), "nonce") {
-		log.Warn("payments: relayer nonce was stale; retrying with the pending nonce", "err", err)
+		log.Warn("relayer nonce was stale; retrying with the pending nonce", "err", err)
 		tx, err = s.send(ctx, gas, data)
 	}
 	return tx, err
