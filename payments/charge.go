@@ -124,21 +124,6 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 	return &charge{parts: a.parts, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
 }
 
-// refusal turns a verification or check failure into the gate's error: a
-// *RejectError becomes CodePayment with the terms; a *sandboxd.Error
-// (unavailable) and a context error pass through.
-func (q quote) refusal(op, resourceURL string, err error) error {
-	var r *x402.RejectError
-	if errors.As(err, &r) {
-		return q.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
-	}
-	var se *sandboxd.Error
-	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
-}
-
 // ledgerWriteTimeout bounds a ledger write made after the request's context
 // may have ended.
 const ledgerWriteTimeout = 5 * time.Second

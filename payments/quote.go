@@ -1,6 +1,8 @@
 package payments
 
 import (
+	"context"
+	"errors"
 	"math/big"
 
 	"sandboxd"
@@ -29,4 +31,19 @@ func (q quote) paymentError(op, resourceURL, message string, cause error) *sandb
 func (q quote) priceText() string {
 	amount, _ := new(big.Int).SetString(q.req.Amount, 10)
 	return x402.FormatPrice(amount) + " " + q.req.Extra.Name + " on " + q.req.Network
+}
+
+// refusal turns a verification or check failure into the gate's error: a
+// *RejectError becomes CodePayment with the terms; a *sandboxd.Error
+// (unavailable) and a context error pass through.
+func (q quote) refusal(op, resourceURL string, err error) error {
+	var r *x402.RejectError
+	if errors.As(err, &r) {
+		return q.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
+	}
+	var se *sandboxd.Error
+	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
 }
