@@ -150,7 +150,7 @@ var _ sandboxd.Charge = (*charge)(nil)
 // outcome nobody records.
 //
 // A settlement that failed is answered by what is known of it:
-//   - refused or reverted (a *RejectError): CodePayment (402) with a failed
+//   - refused or reverted (a *x402.RejectError): CodePayment (402) with a failed
 //     PAYMENT-RESPONSE; the row ends failed (the hash kept when a
 //     transaction was sent) and the payment is never admitted again;
 //   - never sent (errSettleNotSent): CodePayment (402) with a failed

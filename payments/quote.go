@@ -34,7 +34,7 @@ func (q quote) priceText() string {
 }
 
 // refusal turns a verification or check failure into the gate's error: a
-// *RejectError becomes CodePayment with the terms; a *sandboxd.Error
+// *x402.RejectError becomes CodePayment with the terms; a *sandboxd.Error
 // (unavailable) and a context error pass through.
 func (q quote) refusal(op, resourceURL string, err error) error {
 	var r *x402.RejectError

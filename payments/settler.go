@@ -25,10 +25,10 @@ var errSettleNotSent = errors.New("the settlement was not sent")
 
 // Settler checks payments against the chain's state and collects them.
 //
-// Check is called after Verify, before the run. It returns:
+// Check is called after x402.Verify, before the run. It returns:
 //   - nil when the payment would settle now (the nonce is unused and the
 //     payer's balance covers the value);
-//   - a *RejectError when it would not: ReasonNonceUsed, ReasonInsufficientFunds,
+//   - a *x402.RejectError when it would not: ReasonNonceUsed, ReasonInsufficientFunds,
 //     or another x402 code (a facilitator's invalidReason);
 //   - a CodeUnavailable *sandboxd.Error when the chain or the facilitator
 //     cannot be reached (its Message names the URL), or ctx's error.
@@ -36,7 +36,7 @@ var errSettleNotSent = errors.New("the settlement was not sent")
 // Settle collects a checked payment, once, and returns the transaction hash.
 // It returns:
 //   - the hash and nil when the transfer is on chain with a successful receipt;
-//   - a *RejectError when it was refused or reverted (the hash, when a
+//   - a *x402.RejectError when it was refused or reverted (the hash, when a
 //     transaction was sent, is returned with it);
 //   - a CodeUnavailable *sandboxd.Error wrapping errSettleNotSent when the
 //     chain or the facilitator failed before the settlement was sent;

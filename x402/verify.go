@@ -63,8 +63,9 @@ func Verify(req Requirements, p *Payment, now time.Time) error {
 }
 
 // CheckWindow requires t to stay valid for window after now: time for the
-// service to wait for a sandbox, run and settle (Config.Window). It is a
-// ReasonValidBefore refusal naming what is needed and how to get it.
+// service to wait for a sandbox, run and settle (the gate passes
+// payments.Config.Window). It is a ReasonValidBefore refusal naming what is
+// needed and how to get it.
 func CheckWindow(t *Transfer, now time.Time, window time.Duration) error {
 	need := now.Add(window).Unix()
 	if t.ValidBefore.Cmp(big.NewInt(need)) >= 0 {
