@@ -1,7 +1,8 @@
 // Package sandboxd holds the domain of the service: a job (a program to run),
 // its result, the error type with its codes, and the interfaces at the seams
 // (the runner, the admission gate, the payment gate). The packages that talk
-// to the outside world (runtime for Docker, payments for x402 and the chain,
-// httpapi for HTTP) depend on this package and never on each other, except
-// cmd/sandboxd which wires them together.
+// to the outside world (runtime for Docker, payments for the payment gate,
+// its ledger and the chain, httpapi for HTTP) depend on this package and
+// never on each other, except payments on x402 (the wire protocol, which
+// uses only this package) and cmd/sandboxd which wires them together.
 package sandboxd

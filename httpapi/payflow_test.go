@@ -17,6 +17,7 @@ import (
 	"sandboxd"
 	"sandboxd/internal/slots"
 	"sandboxd/payments"
+	"sandboxd/x402"
 )
 
 // slowRefuser is a settler whose remote check refuses every payer but the
@@ -26,7 +27,7 @@ type slowRefuser struct {
 	delay  time.Duration
 }
 
-func (s *slowRefuser) Check(ctx context.Context, p *payments.Payment) error {
+func (s *slowRefuser) Check(ctx context.Context, p *x402.Payment) error {
 	if p.Transfer.From == s.funded {
 		return nil
 	}
@@ -35,10 +36,10 @@ func (s *slowRefuser) Check(ctx context.Context, p *payments.Payment) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return &payments.RejectError{Reason: payments.ReasonInsufficientFunds, Check: "the payer's balance is 0"}
+	return &x402.RejectError{Reason: x402.ReasonInsufficientFunds, Check: "the payer's balance is 0"}
 }
 
-func (s *slowRefuser) Settle(context.Context, *payments.Payment) (string, error) {
+func (s *slowRefuser) Settle(context.Context, *x402.Payment) (string, error) {
 	return "0x" + strings.Repeat("ab", 32), nil
 }
 
@@ -111,22 +112,22 @@ func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 }
 
 // signedHeader returns the PAYMENT-SIGNATURE header of a fresh payment by key.
-func signedHeader(t *testing.T, key *ecdsa.PrivateKey, req payments.Requirements) http.Header {
+func signedHeader(t *testing.T, key *ecdsa.PrivateKey, req x402.Requirements) http.Header {
 	t.Helper()
-	a, err := payments.NewAuthorization(key, req, time.Now())
+	a, err := x402.NewAuthorization(key, req, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact, err := payments.SignAuthorization(key, req, a)
+	exact, err := x402.SignAuthorization(key, req, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pp := payments.PaymentPayload{X402Version: 2, Accepted: req, Payload: exact}
-	v, err := payments.EncodeHeader(pp)
+	pp := x402.PaymentPayload{X402Version: 2, Accepted: req, Payload: exact}
+	v, err := x402.EncodeHeader(pp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return http.Header{payments.HeaderPaymentSignature: {v}}
+	return http.Header{x402.HeaderPaymentSignature: {v}}
 }
 
 // post sends one call with header h and returns its status.

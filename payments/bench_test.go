@@ -5,20 +5,22 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+
+	"sandboxd/x402"
 )
 
 // BenchmarkVerify measures the per-request local check: decoding the
 // PAYMENT-SIGNATURE header and verifying the EIP-712 signature and terms.
 func BenchmarkVerify(b *testing.B) {
 	req := testRequirements(b)
-	h := mustHeader(b, HeaderPaymentSignature, mustPayload(b, mustKey(b), req, nil))
+	h := mustHeader(b, x402.HeaderPaymentSignature, mustPayload(b, mustKey(b), req, nil))
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := DecodePaymentHeader(h)
+		p, err := x402.DecodePaymentHeader(h)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := Verify(req, p, testNow); err != nil {
+		if err := x402.Verify(req, p, testNow); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,13 +3,126 @@ package payments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
+
+// parts are the collaborators a payment needs from Check to its end, handed
+// by the gate to each authorization and charge (which never reach back into
+// the Gate): the terms a refusal quotes, the ledger, the settler, and the
+// count of charges in flight that Gate.Close waits for.
+//
+// The lifecycle of one paid request, as httpapi drives it, with the
+// payment's ledger row:
+//
+//   - Gate.Check: the header is decoded, verified locally and checked by the
+//     settler; no row yet. It returns an authorization.
+//   - authorization.Reserve: the row is reserved (a nonce already in the
+//     ledger is refused here) and the charge counts as in flight.
+//   - charge.Settle: the row is settling, then settled; or failed (refused
+//     or reverted), released (never sent), or left settling and pending
+//     (outcome unknown, for the resolver).
+//   - charge.Release: the row is released; nothing is collected.
+//
+// A charge ends exactly once, by Settle or Release.
+type parts struct {
+	quote
+	ledger  Ledger
+	settler Settler
+	flight  *flight
+}
+
+// Check decodes the payment header, verifies it locally (its validity
+// window included), then asks the settler whether it would settle, holding
+// one of the gate's check slots (never a sandbox) for that remote call
+// only. See sandboxd.PaymentGate for the errors.
+func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	const op = "payments.check"
+	p, err := x402.DecodePaymentHeader(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
+			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
+	}
+	now := g.now()
+	if err := x402.Verify(g.req, p, now); err != nil {
+		g.log.Info("payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
+			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	t := p.Transfer
+	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
+	if err := x402.CheckWindow(t, now, g.window); err != nil {
+		log.Info("payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	release, err := g.checks.Admit(ctx)
+	if err != nil {
+		return nil, checksBusy(err)
+	}
+	err = g.settler.Check(ctx, p)
+	release()
+	if err != nil {
+		log.Info("payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
+}
+
+// checksBusy turns a full check queue into the gate's own 429: the
+// sandboxes may well be free, it is the checks that are not.
+func checksBusy(err error) error {
+	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
+		return err
+	}
+	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
+		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
+}
+
+// authorization is a checked payment, not yet reserved.
+type authorization struct {
+	*parts
+	p           *x402.Payment
+	resourceURL string
+	log         *slog.Logger
+}
+
+var _ sandboxd.Authorization = (*authorization)(nil)
+
+// Reserve records the payment in the ledger and returns its charge. The
+// charge counts as in flight until settled or released, so Close waits for
+// it. See sandboxd.Authorization for the errors.
+func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
+	const op = "payments.reserve"
+	t := a.p.Transfer
+	done, ok := a.flight.add()
+	if !ok {
+		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
+	}
+	err := a.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
+		Network: a.req.Network, Asset: a.req.Asset})
+	if errors.Is(err, errAlreadyUsed) {
+		done()
+		a.log.Info("payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
+		return nil, a.paymentError(op, a.resourceURL, fmt.Sprintf(
+			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", x402.ReasonNonceUsed), err)
+	}
+	if err != nil {
+		done()
+		a.log.Error("cannot reserve the payment", "err", err)
+		return nil, err
+	}
+	a.log.Info("payment reserved", "value", t.Value.String())
+	return &charge{parts: a.parts, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
+}
 
 // ledgerWriteTimeout bounds a ledger write made after the request's context
 // may have ended.
@@ -17,8 +130,8 @@ const ledgerWriteTimeout = 5 * time.Second
 
 // charge is one reserved payment, settled or released exactly once.
 type charge struct {
-	g           *Gate
-	p           *Payment
+	*parts
+	p           *x402.Payment
 	resourceURL string
 	log         *slog.Logger
 	done        atomic.Bool
@@ -37,10 +150,10 @@ var _ sandboxd.Charge = (*charge)(nil)
 // outcome nobody records.
 //
 // A settlement that failed is answered by what is known of it:
-//   - refused or reverted (a *RejectError): CodePayment (402) with a failed
+//   - refused or reverted (a *x402.RejectError): CodePayment (402) with a failed
 //     PAYMENT-RESPONSE; the row ends failed (the hash kept when a
 //     transaction was sent) and the payment is never admitted again;
-//   - never sent (ErrSettleNotSent): CodePayment (402) with a failed
+//   - never sent (errSettleNotSent): CodePayment (402) with a failed
 //     PAYMENT-RESPONSE whose message says the same payment may be sent
 //     again; the row is released, and a retry is settled exactly once;
 //   - possibly sent, outcome unknown (a timeout, a garbled answer after it
@@ -52,31 +165,31 @@ var _ sandboxd.Charge = (*charge)(nil)
 func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Header, error) {
 	const op = "payments.settle"
 	if !c.done.CompareAndSwap(false, true) {
-		c.log.Error("payments: charge settled after it was settled or released")
+		c.log.Error("charge settled after it was settled or released")
 		return nil, sandboxd.Errorf(sandboxd.CodeInternal, op, "this payment was already settled or released")
 	}
 	defer c.finish()
 	ctx = context.WithoutCancel(ctx)
 	t := c.p.Transfer
 	if err := c.ledgerWrite("settling", func(ctx context.Context) error {
-		return c.g.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex())
+		return c.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex())
 	}); err != nil {
 		c.ledgerWrite("released", func(ctx context.Context) error {
-			return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
+			return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 		})
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment ledger could not record the settlement, "+
 			"so nothing was charged and the answer is withheld; try again later")
 	}
-	tx, err := c.g.settler.Settle(ctx, c.p)
+	tx, err := c.settler.Settle(ctx, c.p)
 	if err != nil {
 		return nil, c.settleFailed(op, tx, err)
 	}
-	resp := SettleResponse{Success: true, Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex()}
+	resp := x402.SettleResponse{Success: true, Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex()}
 	c.ledgerWrite("settled", func(ctx context.Context) error {
-		return c.g.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
+		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
 	})
-	c.log.Info("payments: settled", "tx", tx, "run_status", result.Status)
-	return settleHeader(c.p.Version, resp)
+	c.log.Info("settled", "tx", tx, "run_status", result.Status)
+	return x402.SettleHeader(c.p.Version, resp)
 }
 
 // settleFailed records a failed settlement (see Settle for the row's end
@@ -84,31 +197,53 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Heade
 // settlement response.
 func (c *charge) settleFailed(op, tx string, err error) error {
 	t := c.p.Transfer
-	reason := rejectReason(err, ReasonUnexpectedSettle)
-	var r *RejectError
-	if !errors.As(err, &r) && !errors.Is(err, ErrSettleNotSent) {
+	reason := x402.RejectReason(err, x402.ReasonUnexpectedSettle)
+	var r *x402.RejectError
+	if !errors.As(err, &r) && !errors.Is(err, errSettleNotSent) {
 		return c.settlePending(op, tx, err)
 	}
 	if r == nil {
-		c.log.Warn("payments: settlement not sent; answer withheld, payment released", "reason", reason, "err", err)
+		c.log.Warn("settlement not sent; answer withheld, payment released", "reason", reason, "err", err)
 		c.ledgerWrite("released", func(ctx context.Context) error {
-			return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
+			return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 		})
 	} else {
-		c.log.Warn("payments: settlement failed; answer withheld, payment marked failed", "reason", reason, "tx", tx, "err", err)
+		c.log.Warn("settlement failed; answer withheld, payment marked failed", "reason", reason, "tx", tx, "err", err)
 		c.ledgerWrite("failed", func(ctx context.Context) error {
-			return c.g.ledger.MarkFailed(ctx, t.Payer(), t.NonceHex(), tx, reason)
+			return c.ledger.MarkFailed(ctx, t.Payer(), t.NonceHex(), tx, reason)
 		})
 	}
-	resp := SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(), ErrorReason: reason}
-	perr := c.g.paymentError(op, c.resourceURL, "payment could not be settled, so the answer is withheld: "+settleFailure(err), err)
+	resp := x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(), ErrorReason: reason}
+	perr := c.paymentError(op, c.resourceURL, "payment could not be settled, so the answer is withheld: "+settleFailure(err), err)
 	c.addSettleHeader(perr, resp)
 	return perr
 }
 
+// settlePending records a settlement whose outcome is unknown (the row
+// stays settling, with its hash and ReasonSettlementPending, for the
+// resolver) and returns the CodePending error: 202 with the hash, never a
+// refusal that would invite a second payment.
+func (c *charge) settlePending(op, tx string, err error) error {
+	t := c.p.Transfer
+	c.log.Warn("settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
+	c.ledgerWrite("pending", func(ctx context.Context) error {
+		return c.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx)
+	})
+	msg := "the settlement of this payment was sent but its outcome is not known yet; the payment is spent, " +
+		"do not pay again: it is looked up on chain and either collected or released"
+	if tx != "" {
+		msg += "; the transaction is " + tx
+	}
+	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
+		Body: pendingBody{Status: ReasonSettlementPending, Transaction: tx, Error: msg}}
+	c.addSettleHeader(e, x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
+		ErrorReason: ReasonSettlementPending})
+	return e
+}
+
 // addSettleHeader adds the settlement response resp to e's headers.
-func (c *charge) addSettleHeader(e *sandboxd.Error, resp SettleResponse) {
-	h, err := settleHeader(c.p.Version, resp)
+func (c *charge) addSettleHeader(e *sandboxd.Error, resp x402.SettleResponse) {
+	h, err := x402.SettleHeader(c.p.Version, resp)
 	if err != nil {
 		return
 	}
@@ -124,15 +259,15 @@ func (c *charge) addSettleHeader(e *sandboxd.Error, resp SettleResponse) {
 // and the same payment may be offered again.
 func (c *charge) Release(ctx context.Context) {
 	if !c.done.CompareAndSwap(false, true) {
-		c.log.Error("payments: charge released after it was settled or released")
+		c.log.Error("charge released after it was settled or released")
 		return
 	}
 	defer c.finish()
 	t := c.p.Transfer
 	c.ledgerWrite("released", func(ctx context.Context) error {
-		return c.g.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
+		return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
 	})
-	c.log.Info("payments: payment released; nothing charged")
+	c.log.Info("payment released; nothing charged")
 }
 
 // ledgerWrite runs a ledger update on a fresh short context. A failure is
@@ -143,7 +278,7 @@ func (c *charge) ledgerWrite(status string, write func(context.Context) error) e
 	defer cancel()
 	err := write(ctx)
 	if err != nil {
-		c.log.Error("payments: cannot record the payment in the ledger; Recover resolves it at the next start",
+		c.log.Error("cannot record the payment in the ledger; Recover resolves it at the next start",
 			"status", status, "err", err)
 	}
 	return err
@@ -151,7 +286,7 @@ func (c *charge) ledgerWrite(status string, write func(context.Context) error) e
 
 // settleFailure says why a settlement failed, for the caller.
 func settleFailure(err error) string {
-	var r *RejectError
+	var r *x402.RejectError
 	if errors.As(err, &r) {
 		return r.Check + " (" + r.Reason + ")"
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // gateServer serves a paid endpoint through g, mapping errors to statuses
@@ -26,7 +27,7 @@ func gateServer(t *testing.T, g *Gate, v1Only bool) *httptest.Server {
 			return
 		}
 		for k, v := range e.Header {
-			if !(v1Only && k == http.CanonicalHeaderKey(HeaderPaymentRequired)) {
+			if !(v1Only && k == http.CanonicalHeaderKey(x402.HeaderPaymentRequired)) {
 				w.Header()[k] = v
 			}
 		}
@@ -75,7 +76,7 @@ func TestPay(t *testing.T) {
 	payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
 	for _, v1Only := range []bool{false, true} {
 		srv := gateServer(t, newLiveGate(t, &fakeSettler{settleTx: "0x77"}), v1Only)
-		resp, err := Pay(ctx, srv.Client(), key, srv.URL+"/v1/code", []byte(`{"code":"print(1)"}`), DefaultPayPolicy())
+		resp, err := x402.Pay(ctx, srv.Client(), key, srv.URL+"/v1/code", []byte(`{"code":"print(1)"}`), x402.DefaultPayPolicy())
 		if err != nil {
 			t.Fatalf("v1Only=%v: %v", v1Only, err)
 		}
@@ -86,7 +87,7 @@ func TestPay(t *testing.T) {
 		if v1Only {
 			network = "base-sepolia"
 		}
-		want := SettleResponse{Success: true, Transaction: "0x77", Network: network, Payer: payer}
+		want := x402.SettleResponse{Success: true, Transaction: "0x77", Network: network, Payer: payer}
 		if resp.Settlement == nil || *resp.Settlement != want {
 			t.Fatalf("v1Only=%v: settlement %+v, want %+v", v1Only, resp.Settlement, want)
 		}
@@ -97,13 +98,13 @@ func TestPay(t *testing.T) {
 }
 
 func TestPayRefused(t *testing.T) {
-	srv := gateServer(t, newLiveGate(t, &fakeSettler{settleErr: reject(ReasonInsufficientFunds, "balance short")}), false)
-	_, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), DefaultPayPolicy())
-	var pe *PaymentRefusedError
+	srv := gateServer(t, newLiveGate(t, &fakeSettler{settleErr: x402.Reject(x402.ReasonInsufficientFunds, "balance short")}), false)
+	_, err := x402.Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), x402.DefaultPayPolicy())
+	var pe *x402.PaymentRefusedError
 	if !errors.As(err, &pe) {
 		t.Fatalf("Pay = %v, want a *PaymentRefusedError", err)
 	}
-	if pe.Settlement == nil || pe.Settlement.ErrorReason != ReasonInsufficientFunds || pe.Message == "" {
+	if pe.Settlement == nil || pe.Settlement.ErrorReason != x402.ReasonInsufficientFunds || pe.Message == "" {
 		t.Fatalf("refusal %+v", pe)
 	}
 }
@@ -111,7 +112,7 @@ func TestPayRefused(t *testing.T) {
 func TestPayFree(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("free")) }))
 	defer srv.Close()
-	resp, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, DefaultPayPolicy())
+	resp, err := x402.Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, x402.DefaultPayPolicy())
 	if err != nil || string(resp.Body) != "free" || resp.Settlement != nil || resp.Requirements != nil {
 		t.Fatalf("Pay = %+v, %v", resp, err)
 	}
@@ -123,7 +124,7 @@ func TestPayNoTerms(t *testing.T) {
 		w.Write([]byte(`{"error":"pay"}`))
 	}))
 	defer srv.Close()
-	if _, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, DefaultPayPolicy()); err == nil {
+	if _, err := x402.Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, x402.DefaultPayPolicy()); err == nil {
 		t.Fatal("Pay succeeded without terms")
 	}
 }

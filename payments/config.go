@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+
+	"sandboxd/x402"
 )
 
 // The settlement modes.
@@ -126,7 +128,7 @@ func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("payments.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if _, err := ChainID(c.Network); err != nil {
+	if _, err := x402.ChainID(c.Network); err != nil {
 		bad("network", "%v", err)
 	}
 	if !isAddress(c.Asset) {
@@ -138,7 +140,7 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.AssetVersion) == "" {
 		bad("asset_version", "is empty; set the token's EIP-712 version (\"2\" for USDC)")
 	}
-	if _, err := ParsePrice(c.Price); err != nil {
+	if _, err := x402.ParsePrice(c.Price); err != nil {
 		bad("price", "%v", err)
 	}
 	switch {
@@ -157,7 +159,7 @@ func (c Config) Validate() error {
 		}
 	case SettleOnchain:
 		if u, err := url.Parse(c.RPCURL); err != nil || u.Scheme == "" {
-			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", RedactURL(c.RPCURL))
+			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", redactURL(c.RPCURL))
 		}
 		if c.RelayerKeyFile == "" {
 			bad("relayer_key_file", "is empty; onchain settlement needs a file with the hex key that pays gas")
@@ -197,19 +199,19 @@ func (c Config) Validate() error {
 
 // Requirements returns the v2 terms entry the configuration quotes. It
 // assumes Validate passed.
-func (c Config) Requirements() (Requirements, error) {
-	price, err := ParsePrice(c.Price)
+func (c Config) Requirements() (x402.Requirements, error) {
+	price, err := x402.ParsePrice(c.Price)
 	if err != nil {
-		return Requirements{}, fmt.Errorf("payments.price: %w", err)
+		return x402.Requirements{}, fmt.Errorf("payments.price: %w", err)
 	}
-	return Requirements{
-		Scheme:            SchemeExact,
-		Network:           CanonicalNetwork(c.Network),
+	return x402.Requirements{
+		Scheme:            x402.SchemeExact,
+		Network:           x402.CanonicalNetwork(c.Network),
 		Amount:            price.String(),
 		Asset:             common.HexToAddress(c.Asset).Hex(),
 		PayTo:             common.HexToAddress(c.PayTo).Hex(),
 		MaxTimeoutSeconds: c.MaxTimeoutSeconds,
-		Extra:             Extra{Name: c.AssetName, Version: c.AssetVersion},
+		Extra:             x402.Extra{Name: c.AssetName, Version: c.AssetVersion},
 	}, nil
 }
 

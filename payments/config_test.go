@@ -13,32 +13,33 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 func TestParsePrice(t *testing.T) {
 	good := map[string]string{"0.005": "5000", "1": "1000000", "1.5": "1500000", "0.000001": "1", "12.345678": "12345678", "007": "7000000"}
 	for in, want := range good {
-		got, err := ParsePrice(in)
+		got, err := x402.ParsePrice(in)
 		if err != nil || got.String() != want {
 			t.Errorf("ParsePrice(%q) = %v, %v; want %s", in, got, err, want)
 		}
-		if back, _ := ParsePrice(FormatPrice(got)); back.Cmp(got) != 0 {
-			t.Errorf("FormatPrice(%s) = %q does not parse back", got, FormatPrice(got))
+		if back, _ := x402.ParsePrice(x402.FormatPrice(got)); back.Cmp(got) != 0 {
+			t.Errorf("FormatPrice(%s) = %q does not parse back", got, x402.FormatPrice(got))
 		}
 	}
 	for _, in := range []string{"", "0", "0.000000", "-1", "+1", "1e3", "0.0000001", ".5", "5.", "1,5", "abc", "1.2.3", "0x10"} {
-		if got, err := ParsePrice(in); err == nil {
+		if got, err := x402.ParsePrice(in); err == nil {
 			t.Errorf("ParsePrice(%q) = %v, want an error", in, got)
 		}
 	}
-	if got := FormatPrice(mustPrice(t, "0.005")); got != "0.005" {
+	if got := x402.FormatPrice(mustPrice(t, "0.005")); got != "0.005" {
 		t.Errorf("FormatPrice = %q", got)
 	}
 }
 
 func mustPrice(t *testing.T, s string) *big.Int {
 	t.Helper()
-	p, err := ParsePrice(s)
+	p, err := x402.ParsePrice(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestNewGateOnchainErrors(t *testing.T) {
 	if err := os.WriteFile(cfg.RelayerKeyFile, []byte("0x"+hex.EncodeToString(crypto.FromECDSA(key))+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := LoadKey(cfg.RelayerKeyFile)
+	loaded, err := x402.LoadKey(cfg.RelayerKeyFile)
 	if err != nil || !loaded.Equal(key) {
 		t.Fatalf("LoadKey = %v", err)
 	}
@@ -126,7 +127,7 @@ func TestNewGateOnchainErrors(t *testing.T) {
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "payments.rpc_url") {
 		t.Fatalf("unreachable RPC: %v", err)
 	}
-	if _, err := ParseKey("not a key"); err == nil {
+	if _, err := x402.ParseKey("not a key"); err == nil {
 		t.Fatal("ParseKey accepted garbage")
 	}
 }

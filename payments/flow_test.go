@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // TestGateRefusesAShortWindow (issue 8, item 3): an authorization that
@@ -26,13 +27,13 @@ func TestGateRefusesAShortWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	sign := func(validFor time.Duration) http.Header {
-		return mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), func(a *Authorization) {
+		return mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), func(a *x402.Authorization) {
 			a.ValidBefore = strconv.FormatInt(testNow.Add(validFor).Unix(), 10)
 		}))
 	}
 	for _, short := range []time.Duration{6 * time.Second, 10 * time.Second, window - time.Second} {
 		_, err := g.Check(context.Background(), paidRequest(sign(short)))
-		wantPaymentError(t, err, ReasonValidBefore, "expires too soon", "90 s")
+		wantPaymentError(t, err, x402.ReasonValidBefore, "expires too soon", "90 s")
 	}
 	if len(s.calls) != 0 {
 		t.Fatalf("the settler was asked %v about a payment refused locally", s.calls)
@@ -46,7 +47,7 @@ func TestGateRefusesAShortWindow(t *testing.T) {
 // wait check_wait for a slot, then get a 429 that reserved nothing.
 func TestGateBoundsRemoteChecks(t *testing.T) {
 	release := make(chan struct{})
-	s := &fakeSettler{onCheck: func(*Payment) { <-release }}
+	s := &fakeSettler{onCheck: func(*x402.Payment) { <-release }}
 	cfg := testConfig(t)
 	cfg.MaxChecks, cfg.CheckWait = 1, 50*time.Millisecond
 	l := mustLedger(t, cfg.Ledger)
@@ -56,13 +57,13 @@ func TestGateBoundsRemoteChecks(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := g.Check(context.Background(), paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+		_, err := g.Check(context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 		done <- err
 	}()
 	for g.checks.InUse() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	_, err = g.Check(context.Background(), paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	_, err = g.Check(context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	var e *sandboxd.Error
 	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy || !errors.As(err, &e) || e.RetryAfter <= 0 {
 		t.Fatalf("Check with the check slots full = %v, want CodeBusy with Retry-After", err)
@@ -82,7 +83,7 @@ type blockingSettler struct {
 	entered, release chan struct{}
 }
 
-func (b *blockingSettler) Settle(ctx context.Context, p *Payment) (string, error) {
+func (b *blockingSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 	close(b.entered)
 	<-b.release
 	return "0x" + "11111111111111111111111111111111" + "11111111111111111111111111111111", nil
@@ -97,11 +98,11 @@ func TestGateCloseWaitsForSettlement(t *testing.T) {
 	g, l := newTestGate(t, s)
 	g.closers = []io.Closer{l}
 	pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	later, err := g.Check(ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	later, err := g.Check(ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestGateCloseDrainIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := begin(g, context.Background(), paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestResolverResolvesPendingRows(t *testing.T) {
 	s := &fakeSettler{settleErr: sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "no answer")}
 	g, l := newTestGate(t, s)
 	pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,3 @@
-// Package payments takes x402 payments: it quotes terms, verifies signed
-// EIP-3009 authorizations, reserves each payment in a ledger before the run,
-// and settles delivered answers through a facilitator or on chain.
 package payments
 
 import (

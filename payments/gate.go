@@ -10,6 +10,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/internal/slots"
+	"sandboxd/x402"
 )
 
 // Gate is the x402 payment gate: it quotes terms to unpaid requests, and
@@ -17,21 +18,18 @@ import (
 // remote check (bounded by its own limit, holding no sandbox slot), and
 // reserves in the ledger once a slot is held.
 type Gate struct {
-	req         Requirements
-	description string
-	settler     Settler
-	ledger      Ledger
-	log         *slog.Logger
-	now         func() time.Time
-	closers     []io.Closer
+	// parts are what each authorization and charge is handed: the terms,
+	// the ledger, the settler and the flight of charges (see charge.go).
+	parts
+	log     *slog.Logger
+	now     func() time.Time
+	closers []io.Closer
 	// checks bounds the remote checks at once; window is the validity a
 	// payment must have left when checked (Config.Window).
 	checks *slots.Slots
 	window time.Duration
-	// flight tracks the charges between Reserve and the end of their
-	// settlement or release, so Close waits for them (up to drain).
-	flight flight
-	drain  time.Duration
+	// drain bounds how long Close waits for the charges in flight.
+	drain time.Duration
 	// stopResolver stops the loop NewGate starts; nil when none runs.
 	stopResolver func()
 }
@@ -67,7 +65,8 @@ func NewGateWith(cfg Config, o Options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{req: req, description: cfg.description(), settler: o.Settler, ledger: o.Ledger, log: o.Log, now: o.Now,
+	g := &Gate{parts: parts{quote: quote{req: req, description: cfg.description()}, ledger: o.Ledger, settler: o.Settler, flight: &flight{}},
+		log: o.Log, now: o.Now,
 		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(), drain: o.Drain}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
@@ -124,7 +123,7 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	}
 	g.closers = append(closers, startKeepAlive(ledger, cfg.lease(), settler, log))
 	g.stopResolver = g.startResolver(resolveEvery)
-	log.Info("payments: gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
+	log.Info("gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
 		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", RedactLedger(cfg.Ledger), "replica", ledger.Replica(),
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
 		"left_settling", rep.Left)
@@ -133,14 +132,14 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 
 // newSettler builds the settler cfg names; the closer, if any, releases its
 // connection.
-func newSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Logger) (Settler, io.Closer, error) {
+func newSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger) (Settler, io.Closer, error) {
 	switch cfg.Settlement {
 	case SettleFacilitator:
-		return NewFacilitatorSettler(FacilitatorConfig{
+		return newFacilitatorSettler(facilitatorConfig{
 			URL: cfg.FacilitatorURL, VerifyTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(),
 		}), nil, nil
 	case SettleOnchain:
-		s, err := DialChainSettler(ctx, cfg, req, log)
+		s, err := dialChainSettler(ctx, cfg, req, log)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -156,7 +155,7 @@ func newSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Log
 // chain connection NewGate opened.
 func (g *Gate) Close() error {
 	if left := g.flight.close(g.drain); left > 0 {
-		g.log.Error("payments: settlements still in flight after the drain bound; closing under them, "+
+		g.log.Error("settlements still in flight after the drain bound; closing under them, "+
 			"Recover resolves their rows at the next start", "in_flight", left, "drain", g.drain)
 	}
 	if g.stopResolver != nil {
@@ -172,105 +171,4 @@ func (g *Gate) Close() error {
 }
 
 // Requirements returns the terms entry the gate quotes.
-func (g *Gate) Requirements() Requirements { return g.req }
-
-// Check decodes the payment header, verifies it locally (its validity
-// window included), then asks the settler whether it would settle, holding
-// one of the gate's check slots (never a sandbox) for that remote call
-// only. See sandboxd.PaymentGate for the errors.
-func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
-	const op = "payments.check"
-	p, err := DecodePaymentHeader(r.Header)
-	if err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
-			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
-	}
-	now := g.now()
-	if err := Verify(g.req, p, now); err != nil {
-		g.log.Info("payments: payment refused", "check", "verify", "reason", rejectReason(err, ""),
-			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	t := p.Transfer
-	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
-	if err := checkWindow(t, now, g.window); err != nil {
-		log.Info("payments: payment refused", "check", "window", "reason", ReasonValidBefore, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	release, err := g.checks.Admit(ctx)
-	if err != nil {
-		return nil, checksBusy(err)
-	}
-	err = g.settler.Check(ctx, p)
-	release()
-	if err != nil {
-		log.Info("payments: payment refused", "check", "settler", "reason", rejectReason(err, ""), "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	return &authorization{g: g, p: p, resourceURL: r.ResourceURL, log: log}, nil
-}
-
-// checksBusy turns a full check queue into the gate's own 429: the
-// sandboxes may well be free, it is the checks that are not.
-func checksBusy(err error) error {
-	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
-		return err
-	}
-	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
-		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
-}
-
-// authorization is a checked payment, not yet reserved.
-type authorization struct {
-	g           *Gate
-	p           *Payment
-	resourceURL string
-	log         *slog.Logger
-}
-
-var _ sandboxd.Authorization = (*authorization)(nil)
-
-// Reserve records the payment in the ledger and returns its charge. The
-// charge counts as in flight until settled or released, so Close waits for
-// it. See sandboxd.Authorization for the errors.
-func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
-	const op = "payments.reserve"
-	g, t := a.g, a.p.Transfer
-	done, ok := g.flight.add()
-	if !ok {
-		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
-	}
-	err := g.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
-		Network: g.req.Network, Asset: g.req.Asset})
-	if errors.Is(err, ErrAlreadyUsed) {
-		done()
-		a.log.Info("payments: payment refused", "check", "ledger", "reason", ReasonNonceUsed)
-		return nil, g.paymentError(op, a.resourceURL, fmt.Sprintf(
-			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", ReasonNonceUsed), err)
-	}
-	if err != nil {
-		done()
-		a.log.Error("payments: cannot reserve the payment", "err", err)
-		return nil, err
-	}
-	a.log.Info("payments: payment reserved", "value", t.Value.String())
-	return &charge{g: g, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
-}
-
-// refusal turns a verification or check failure into the gate's error: a
-// *RejectError becomes CodePayment with the terms; a *sandboxd.Error
-// (unavailable) and a context error pass through.
-func (g *Gate) refusal(op, resourceURL string, err error) error {
-	var r *RejectError
-	if errors.As(err, &r) {
-		return g.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
-	}
-	var se *sandboxd.Error
-	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
-}
+func (g *Gate) Requirements() x402.Requirements { return g.req }

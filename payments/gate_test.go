@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 const testResource = "https://sandbox.example/v1/code"
@@ -24,8 +25,8 @@ const testResource = "https://sandbox.example/v1/code"
 type fakeSettler struct {
 	mu        sync.Mutex
 	calls     []string
-	onCheck   func(*Payment)
-	onSettle  func(*Payment)
+	onCheck   func(*x402.Payment)
+	onSettle  func(*x402.Payment)
 	checkErr  error
 	settleErr error
 	settleTx  string
@@ -38,7 +39,7 @@ func (f *fakeSettler) record(call string) {
 	f.calls = append(f.calls, call)
 }
 
-func (f *fakeSettler) Check(_ context.Context, p *Payment) error {
+func (f *fakeSettler) Check(_ context.Context, p *x402.Payment) error {
 	f.record("check")
 	if f.onCheck != nil {
 		f.onCheck(p)
@@ -46,7 +47,7 @@ func (f *fakeSettler) Check(_ context.Context, p *Payment) error {
 	return f.checkErr
 }
 
-func (f *fakeSettler) Settle(_ context.Context, p *Payment) (string, error) {
+func (f *fakeSettler) Settle(_ context.Context, p *x402.Payment) (string, error) {
 	f.record("settle")
 	f.settles.Add(1)
 	if f.onSettle != nil {
@@ -56,7 +57,7 @@ func (f *fakeSettler) Settle(_ context.Context, p *Payment) (string, error) {
 }
 
 func (f *fakeSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
-	return false, ErrNonceStateUnknown
+	return false, errNonceStateUnknown
 }
 
 // newTestGate returns a gate at testNow over a fresh ledger and s.
@@ -83,10 +84,10 @@ func wantPaymentError(tb testing.TB, err error, parts ...string) *sandboxd.Error
 	if !errors.As(err, &e) || e.Code != sandboxd.CodePayment {
 		tb.Fatalf("error %v, want CodePayment", err)
 	}
-	if e.Header.Get(HeaderPaymentRequired) == "" {
+	if e.Header.Get(x402.HeaderPaymentRequired) == "" {
 		tb.Fatal("no PAYMENT-REQUIRED header")
 	}
-	if _, ok := e.Body.(PaymentRequiredV1); !ok {
+	if _, ok := e.Body.(x402.PaymentRequiredV1); !ok {
 		tb.Fatalf("body %T, want PaymentRequiredV1", e.Body)
 	}
 	for _, part := range parts {
@@ -102,7 +103,7 @@ func TestGateUnpaid(t *testing.T) {
 	_, err := begin(g, context.Background(), paidRequest(http.Header{}))
 	e := wantPaymentError(t, err, "payment required", "0.005 USDC")
 
-	raw, err := base64.StdEncoding.DecodeString(e.Header.Get(HeaderPaymentRequired))
+	raw, err := base64.StdEncoding.DecodeString(e.Header.Get(x402.HeaderPaymentRequired))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func mustJSON(tb testing.TB, v any) string {
 func TestGateBadHeader(t *testing.T) {
 	g, _ := newTestGate(t, &fakeSettler{})
 	h := http.Header{}
-	h.Set(HeaderPaymentSignature, "***")
+	h.Set(x402.HeaderPaymentSignature, "***")
 	_, err := begin(g, context.Background(), paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
 		t.Fatalf("Begin = %v, want CodeInvalid", err)
@@ -166,9 +167,9 @@ func TestGateBadHeader(t *testing.T) {
 func TestGateRefusesBeforeCheck(t *testing.T) {
 	s := &fakeSettler{}
 	g, _ := newTestGate(t, s)
-	pp := mustPayload(t, mustKey(t), g.Requirements(), func(a *Authorization) { a.Value = "1" })
-	_, err := begin(g, context.Background(), paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
-	wantPaymentError(t, err, "payment refused", ReasonValueMismatch)
+	pp := mustPayload(t, mustKey(t), g.Requirements(), func(a *x402.Authorization) { a.Value = "1" })
+	_, err := begin(g, context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
+	wantPaymentError(t, err, "payment refused", x402.ReasonValueMismatch)
 	if len(s.calls) != 0 {
 		t.Fatalf("settler called (%v) for a payment that failed verification", s.calls)
 	}
@@ -178,7 +179,7 @@ func TestGateOrder(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{}
 	g, l := newTestGate(t, s)
-	s.onCheck = func(p *Payment) {
+	s.onCheck = func(p *x402.Payment) {
 		// Verified before the check, reserved after it.
 		if p.Transfer == nil {
 			t.Error("Check called before Verify")
@@ -190,7 +191,7 @@ func TestGateOrder(t *testing.T) {
 	}
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +210,8 @@ func TestGateCheckFailures(t *testing.T) {
 		err  error
 		code sandboxd.Code
 	}{
-		{"nonce used", reject(ReasonNonceUsed, "used on chain"), sandboxd.CodePayment},
-		{"insufficient funds", reject(ReasonInsufficientFunds, "balance short"), sandboxd.CodePayment},
+		{"nonce used", x402.Reject(x402.ReasonNonceUsed, "used on chain"), sandboxd.CodePayment},
+		{"insufficient funds", x402.Reject(x402.ReasonInsufficientFunds, "balance short"), sandboxd.CodePayment},
 		{"chain down", sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "down"), sandboxd.CodeUnavailable},
 		{"other", errors.New("boom"), sandboxd.CodeUnavailable},
 	}
@@ -220,12 +221,12 @@ func TestGateCheckFailures(t *testing.T) {
 			g, l := newTestGate(t, s)
 			key := mustKey(t)
 			pp := mustPayload(t, key, g.Requirements(), nil)
-			_, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+			_, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
 			if code := sandboxd.ErrorCode(err); code != tt.code {
 				t.Fatalf("code %s (%v), want %s", code, err, tt.code)
 			}
 			if tt.code == sandboxd.CodePayment {
-				wantPaymentError(t, err, rejectReason(tt.err, "?"))
+				wantPaymentError(t, err, x402.RejectReason(tt.err, "?"))
 			}
 			if _, err := l.Get(ctx, crypto.PubkeyToAddress(key.PublicKey).Hex(), pp.Payload.Authorization.Nonce); err == nil {
 				t.Fatal("a refused payment was reserved")
@@ -242,9 +243,9 @@ func TestGateSettle(t *testing.T) {
 			g, l := newTestGate(t, s)
 			key := mustKey(t)
 			pp := mustPayload(t, key, g.Requirements(), nil)
-			h, respHeader, network := mustHeader(t, HeaderPaymentSignature, pp), HeaderPaymentResponse, "eip155:84532"
+			h, respHeader, network := mustHeader(t, x402.HeaderPaymentSignature, pp), x402.HeaderPaymentResponse, "eip155:84532"
 			if version == 1 {
-				h, respHeader, network = mustHeader(t, HeaderXPayment, v1Of(pp)), HeaderXPaymentResponse, "base-sepolia"
+				h, respHeader, network = mustHeader(t, x402.HeaderXPayment, v1Of(pp)), x402.HeaderXPaymentResponse, "base-sepolia"
 			}
 			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
@@ -254,12 +255,12 @@ func TestGateSettle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sr SettleResponse
-			if err := DecodeHeader(out.Get(respHeader), &sr); err != nil {
+			var sr x402.SettleResponse
+			if err := x402.DecodeHeader(out.Get(respHeader), &sr); err != nil {
 				t.Fatalf("%s: %v (headers %v)", respHeader, err, out)
 			}
 			payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
-			if sr != (SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
+			if sr != (x402.SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
 				t.Fatalf("settle response %+v", sr)
 			}
 			row := wantStatus(t, l, Entry{Payer: payer, Nonce: pp.Payload.Authorization.Nonce}, StatusSettled)
@@ -272,11 +273,11 @@ func TestGateSettle(t *testing.T) {
 
 func TestGateSettleFailure(t *testing.T) {
 	ctx := context.Background()
-	s := &fakeSettler{settleErr: reject(ReasonInsufficientFunds, "balance short"), settleTx: ""}
+	s := &fakeSettler{settleErr: x402.Reject(x402.ReasonInsufficientFunds, "balance short"), settleTx: ""}
 	g, l := newTestGate(t, s)
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
-	h := mustHeader(t, HeaderPaymentSignature, pp)
+	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
 	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -285,28 +286,28 @@ func TestGateSettleFailure(t *testing.T) {
 	if out != nil {
 		t.Fatalf("headers %v on a failed settlement", out)
 	}
-	e := wantPaymentError(t, err, "could not be settled", ReasonInsufficientFunds)
-	var sr SettleResponse
-	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil {
+	e := wantPaymentError(t, err, "could not be settled", x402.ReasonInsufficientFunds)
+	var sr x402.SettleResponse
+	if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil {
 		t.Fatal(err)
 	}
-	if sr.Success || sr.ErrorReason != ReasonInsufficientFunds || sr.Network != "eip155:84532" {
+	if sr.Success || sr.ErrorReason != x402.ReasonInsufficientFunds || sr.Network != "eip155:84532" {
 		t.Fatalf("settle response %+v", sr)
 	}
 	row := wantStatus(t, l, Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, StatusFailed)
-	if row.Reason != ReasonInsufficientFunds {
+	if row.Reason != x402.ReasonInsufficientFunds {
 		t.Fatalf("row %+v", row)
 	}
 	// A payment whose settlement failed is not admitted again.
 	_, err = begin(g, ctx, paidRequest(h))
-	wantPaymentError(t, err, "already used", ReasonNonceUsed)
+	wantPaymentError(t, err, "already used", x402.ReasonNonceUsed)
 
 	// An outage after the settlement may have left is pending, not a
 	// refusal: the payer must not be told to pay again (item 6).
 	s.settleErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "the chain is down")
 	s.settleTx = "0x" + strings.Repeat("ab", 32)
 	pp = mustPayload(t, key, g.Requirements(), nil)
-	h = mustHeader(t, HeaderPaymentSignature, pp)
+	h = mustHeader(t, x402.HeaderPaymentSignature, pp)
 	c, err = begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +316,7 @@ func TestGateSettleFailure(t *testing.T) {
 	entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 	wantPending(t, l, entry, out, err, s.settleTx)
 	_, err = begin(g, ctx, paidRequest(h))
-	wantPaymentError(t, err, "already used", ReasonNonceUsed)
+	wantPaymentError(t, err, "already used", x402.ReasonNonceUsed)
 }
 
 func TestGateReleaseAllowsRetry(t *testing.T) {
@@ -324,7 +325,7 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	g, l := newTestGate(t, s)
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
-	h := mustHeader(t, HeaderPaymentSignature, pp)
+	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
 	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +352,7 @@ func TestGateSettleOnce(t *testing.T) {
 	g, l := newTestGate(t, s)
 	key := mustKey(t)
 	pp := mustPayload(t, key, g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, pp)))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +378,7 @@ func TestGateSettleOnce(t *testing.T) {
 func TestGateDuplicatePayment(t *testing.T) {
 	ctx := context.Background()
 	g, _ := newTestGate(t, &fakeSettler{})
-	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
 	var wg sync.WaitGroup
 	var admitted, refused atomic.Int32
 	for range 20 {
@@ -386,7 +387,7 @@ func TestGateDuplicatePayment(t *testing.T) {
 			switch {
 			case err == nil:
 				admitted.Add(1)
-			case strings.Contains(sandboxd.ErrorMessage(err), "this payment was already used ("+ReasonNonceUsed+")"):
+			case strings.Contains(sandboxd.ErrorMessage(err), "this payment was already used ("+x402.ReasonNonceUsed+")"):
 				refused.Add(1)
 				wantPaymentError(t, err)
 			default:
@@ -403,7 +404,7 @@ func TestGateDuplicatePayment(t *testing.T) {
 func TestGateLedgerDown(t *testing.T) {
 	g, l := newTestGate(t, &fakeSettler{})
 	l.Close()
-	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
 	_, err := begin(g, context.Background(), paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 		t.Fatalf("Begin = %v, want CodeUnavailable", err)
@@ -438,7 +439,7 @@ func TestNewGate(t *testing.T) {
 		t.Fatalf("Pending = %v, %v; want none", pending, err)
 	}
 	wantStatus(t, g.ledger, running, StatusReleased)
-	if row := wantStatus(t, g.ledger, settling, StatusFailed); row.Reason != ReasonUnknownAfterRestart {
+	if row := wantStatus(t, g.ledger, settling, StatusFailed); row.Reason != reasonUnknownAfterRestart {
 		t.Fatalf("row %+v", row)
 	}
 	if err := g.Close(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // mustWire is v's JSON encoding, as json.Marshal writes it.
@@ -57,29 +58,29 @@ func TestDecodeRefusesTwoReadings(t *testing.T) {
 	cases := []struct {
 		name, header, raw, key string
 	}{
-		{"decoy Payload after payload", HeaderPaymentSignature, withMember(v2, "Payload", mustWire(t, decoy.Payload)), "Payload"},
-		{"decoy payload twice", HeaderPaymentSignature, withMember(v2, "payload", mustWire(t, decoy.Payload)), "payload"},
-		{"decoy PAYLOAD in v1", HeaderXPayment, withMember(v1, "PAYLOAD", mustWire(t, decoy.Payload)), "PAYLOAD"},
-		{"nested duplicate value", HeaderPaymentSignature,
+		{"decoy Payload after payload", x402.HeaderPaymentSignature, withMember(v2, "Payload", mustWire(t, decoy.Payload)), "Payload"},
+		{"decoy payload twice", x402.HeaderPaymentSignature, withMember(v2, "payload", mustWire(t, decoy.Payload)), "payload"},
+		{"decoy PAYLOAD in v1", x402.HeaderXPayment, withMember(v1, "PAYLOAD", mustWire(t, decoy.Payload)), "PAYLOAD"},
+		{"nested duplicate value", x402.HeaderPaymentSignature,
 			replace(v2, auth, withMember(auth, "Value", `"1"`)), "Value"},
-		{"nested exact duplicate nonce", HeaderPaymentSignature,
+		{"nested exact duplicate nonce", x402.HeaderPaymentSignature,
 			replace(v2, auth, withMember(auth, "nonce", `"`+decoy.Payload.Authorization.Nonce+`"`)), "nonce"},
-		{"duplicate in accepted", HeaderPaymentSignature, replace(v2, `"payTo":`, `"PayTo":"0x0000000000000000000000000000000000000001","payTo":`), "payTo"},
-		{"duplicate in open extensions", HeaderPaymentSignature, withMember(v2, "extensions", `{"a":1,"A":2}`), "A"},
-		{"duplicate deep in an extension array", HeaderPaymentSignature, withMember(v2, "extensions", `{"a":[{"k":1,"K":2}]}`), "K"},
-		{"duplicate in open extra", HeaderPaymentSignature, replace(v2, `"extra":{`, `"extra":{"x":1,"x":2,`), "x"},
-		{"unknown top-level key", HeaderPaymentSignature, withMember(v2, "amount", `"1"`), "amount"},
-		{"unknown v1 key", HeaderXPayment, withMember(v1, "accepted", `{}`), "accepted"},
-		{"unknown key in payload", HeaderPaymentSignature, replace(v2, `"payload":{`, `"payload":{"extra":1,`), "extra"},
-		{"unknown key in authorization", HeaderPaymentSignature, replace(v2, auth, withMember(auth, "chainId", "1")), "chainId"},
-		{"unknown key in resource", HeaderPaymentSignature, replace(v2, `"resource":{`, `"resource":{"payTo":"x",`), "payTo"},
-		{"unknown key in accepted", HeaderPaymentSignature, replace(v2, `"accepted":{`, `"accepted":{"value":"1",`), "value"},
-		{"case variant alone", HeaderPaymentSignature, replace(v2, `"payload":`, `"Payload":`), "Payload"},
-		{"case variant in v1 payload", HeaderXPayment, replace(v1, exact(auth), replace(exact(auth), `"signature"`, `"Signature"`)), "Signature"},
+		{"duplicate in accepted", x402.HeaderPaymentSignature, replace(v2, `"payTo":`, `"PayTo":"0x0000000000000000000000000000000000000001","payTo":`), "payTo"},
+		{"duplicate in open extensions", x402.HeaderPaymentSignature, withMember(v2, "extensions", `{"a":1,"A":2}`), "A"},
+		{"duplicate deep in an extension array", x402.HeaderPaymentSignature, withMember(v2, "extensions", `{"a":[{"k":1,"K":2}]}`), "K"},
+		{"duplicate in open extra", x402.HeaderPaymentSignature, replace(v2, `"extra":{`, `"extra":{"x":1,"x":2,`), "x"},
+		{"unknown top-level key", x402.HeaderPaymentSignature, withMember(v2, "amount", `"1"`), "amount"},
+		{"unknown v1 key", x402.HeaderXPayment, withMember(v1, "accepted", `{}`), "accepted"},
+		{"unknown key in payload", x402.HeaderPaymentSignature, replace(v2, `"payload":{`, `"payload":{"extra":1,`), "extra"},
+		{"unknown key in authorization", x402.HeaderPaymentSignature, replace(v2, auth, withMember(auth, "chainId", "1")), "chainId"},
+		{"unknown key in resource", x402.HeaderPaymentSignature, replace(v2, `"resource":{`, `"resource":{"payTo":"x",`), "payTo"},
+		{"unknown key in accepted", x402.HeaderPaymentSignature, replace(v2, `"accepted":{`, `"accepted":{"value":"1",`), "value"},
+		{"case variant alone", x402.HeaderPaymentSignature, replace(v2, `"payload":`, `"Payload":`), "Payload"},
+		{"case variant in v1 payload", x402.HeaderXPayment, replace(v1, exact(auth), replace(exact(auth), `"signature"`, `"Signature"`)), "Signature"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := DecodePaymentHeader(rawHeader(c.header, c.raw))
+			p, err := x402.DecodePaymentHeader(rawHeader(c.header, c.raw))
 			if code := sandboxd.ErrorCode(err); code != sandboxd.CodeInvalid {
 				t.Fatalf("decoded %+v, %v (code %s); want an invalid-request error", p, err, code)
 			}
@@ -103,11 +104,11 @@ func TestDecodeKeepsOpenObjectsOpen(t *testing.T) {
 	raw := mustWire(t, pp)
 	raw = strings.Replace(raw, `"extra":{`, `"extra":{"assetTransferMethod":"eip3009","n":12345678901234567890,`, 1)
 	raw = withMember(raw, "extensions", `{"bazaar":{"info":{"input":{"x":[1,{"y":null}]}}},"empty":{}}`)
-	p, err := DecodePaymentHeader(rawHeader(HeaderPaymentSignature, raw))
+	p, err := x402.DecodePaymentHeader(rawHeader(x402.HeaderPaymentSignature, raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Verify(req, p, testNow); err != nil {
+	if err := x402.Verify(req, p, testNow); err != nil {
 		t.Fatal(err)
 	}
 	got := mustWire(t, facilitatorPayload(p))
@@ -123,7 +124,7 @@ func TestDecodeKeepsOpenObjectsOpen(t *testing.T) {
 		if ext != "" {
 			raw = withMember(raw, "extensions", ext)
 		}
-		if _, err := DecodePaymentHeader(rawHeader(HeaderPaymentSignature, raw)); err != nil {
+		if _, err := x402.DecodePaymentHeader(rawHeader(x402.HeaderPaymentSignature, raw)); err != nil {
 			t.Errorf("extensions %q: %v", ext, err)
 		}
 	}
@@ -143,11 +144,11 @@ func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
 	}
 	m["extensions"] = map[string]any{}
 	indented, _ := json.MarshalIndent(m, " ", "\t") // keys sorted, spaced: other bytes, same payment
-	p, err := DecodePaymentHeader(rawHeader(HeaderPaymentSignature, string(indented)))
+	p, err := x402.DecodePaymentHeader(rawHeader(x402.HeaderPaymentSignature, string(indented)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Verify(req, p, testNow); err != nil {
+	if err := x402.Verify(req, p, testNow); err != nil {
 		t.Fatal(err)
 	}
 	stub, f := newStub(t)
@@ -158,12 +159,12 @@ func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
 	if _, err := f.Settle(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	want := PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted, Payload: p.Exact,
+	want := x402.PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted, Payload: p.Exact,
 		Extensions: map[string]json.RawMessage{}}
 	for name, body := range map[string][]byte{"/verify": stub.lastVerify, "/settle": stub.lastSettle} {
 		var got struct {
-			PaymentPayload      json.RawMessage `json:"paymentPayload"`
-			PaymentRequirements Requirements    `json:"paymentRequirements"`
+			PaymentPayload      json.RawMessage   `json:"paymentPayload"`
+			PaymentRequirements x402.Requirements `json:"paymentRequirements"`
 		}
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatal(err)
@@ -177,7 +178,7 @@ func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
 		if got.PaymentRequirements != p.Requirements {
 			t.Errorf("%s got requirements %+v, want %+v", name, got.PaymentRequirements, p.Requirements)
 		}
-		var back PaymentPayload
+		var back x402.PaymentPayload
 		if err := json.Unmarshal(got.PaymentPayload, &back); err != nil || back.Payload != p.Exact || back.Payload.Authorization.From != p.Transfer.From.Hex() {
 			t.Errorf("%s: the payload sent is not the authorization verified: %+v, %v", name, back.Payload, err)
 		}
@@ -194,19 +195,19 @@ func TestGateRefusesTheDecoyBeforeAnything(t *testing.T) {
 	b := mustPayload(t, mustKey(t), g.Requirements(), nil)
 	decoy := mustPayload(t, mustKey(t), g.Requirements(), nil)
 	attack := withMember(mustWire(t, b), "Payload", mustWire(t, decoy.Payload))
-	if _, err := begin(g, ctx, paidRequest(rawHeader(HeaderPaymentSignature, attack))); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+	if _, err := begin(g, ctx, paidRequest(rawHeader(x402.HeaderPaymentSignature, attack))); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
 		t.Fatalf("Begin(decoy) = %v, want CodeInvalid", err)
 	}
 	if len(s.calls) != 0 {
 		t.Fatalf("the settler was asked %v about the decoy", s.calls)
 	}
-	for _, p := range []PaymentPayload{b, decoy} {
+	for _, p := range []x402.PaymentPayload{b, decoy} {
 		a := p.Payload.Authorization
 		if _, err := l.Get(ctx, strings.ToLower(a.From), strings.ToLower(a.Nonce)); err == nil {
 			t.Fatalf("the ledger holds a row for %s after the decoy", a.From)
 		}
 	}
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, b)))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, b)))
 	if err != nil {
 		t.Fatalf("the owner's own payment after the decoy: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // testNow is the fixed clock of the unit tests.
@@ -41,7 +42,7 @@ func testConfig(tb testing.TB) Config {
 	}
 }
 
-func testRequirements(tb testing.TB) Requirements {
+func testRequirements(tb testing.TB) x402.Requirements {
 	tb.Helper()
 	req, err := testConfig(tb).Requirements()
 	if err != nil {
@@ -61,26 +62,26 @@ func mustKey(tb testing.TB) *ecdsa.PrivateKey {
 
 // mustPayload returns a valid v2 payment of req by key at testNow, after
 // mutate (if any) changed its authorization before signing.
-func mustPayload(tb testing.TB, key *ecdsa.PrivateKey, req Requirements, mutate func(*Authorization)) PaymentPayload {
+func mustPayload(tb testing.TB, key *ecdsa.PrivateKey, req x402.Requirements, mutate func(*x402.Authorization)) x402.PaymentPayload {
 	tb.Helper()
-	a, err := NewAuthorization(key, req, testNow)
+	a, err := x402.NewAuthorization(key, req, testNow)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if mutate != nil {
 		mutate(&a)
 	}
-	exact, err := SignAuthorization(key, req, a)
+	exact, err := x402.SignAuthorization(key, req, a)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return PaymentPayload{X402Version: 2, Resource: &Resource{URL: "http://x/v1/code"}, Accepted: req, Payload: exact}
+	return x402.PaymentPayload{X402Version: 2, Resource: &x402.Resource{URL: "http://x/v1/code"}, Accepted: req, Payload: exact}
 }
 
 // mustHeader encodes a payment into the header it travels in.
 func mustHeader(tb testing.TB, name string, payment any) http.Header {
 	tb.Helper()
-	v, err := EncodeHeader(payment)
+	v, err := x402.EncodeHeader(payment)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -90,9 +91,9 @@ func mustHeader(tb testing.TB, name string, payment any) http.Header {
 }
 
 // mustDecode decodes a payment header value, failing the test on error.
-func mustDecode(tb testing.TB, h http.Header) *Payment {
+func mustDecode(tb testing.TB, h http.Header) *x402.Payment {
 	tb.Helper()
-	p, err := DecodePaymentHeader(h)
+	p, err := x402.DecodePaymentHeader(h)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -102,8 +103,8 @@ func mustDecode(tb testing.TB, h http.Header) *Payment {
 	return p
 }
 
-func v1Of(p PaymentPayload) PaymentPayloadV1 {
-	return PaymentPayloadV1{X402Version: 1, Scheme: p.Accepted.Scheme, Network: V1Network(p.Accepted.Network), Payload: p.Payload}
+func v1Of(p x402.PaymentPayload) x402.PaymentPayloadV1 {
+	return x402.PaymentPayloadV1{X402Version: 1, Scheme: p.Accepted.Scheme, Network: x402.V1Network(p.Accepted.Network), Payload: p.Payload}
 }
 
 // begin runs both phases of the gate, Check then Reserve, as httpapi does
@@ -129,11 +130,11 @@ func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err erro
 	if !errors.As(err, &e) || e.Code != sandboxd.CodePending {
 		tb.Fatalf("error %v, want CodePending", err)
 	}
-	if e.Header.Get(HeaderPaymentRequired) != "" || !strings.Contains(e.Message, "do not pay again") {
+	if e.Header.Get(x402.HeaderPaymentRequired) != "" || !strings.Contains(e.Message, "do not pay again") {
 		tb.Fatalf("a pending settlement answered like a refusal: %q, headers %v", e.Message, e.Header)
 	}
-	var sr SettleResponse
-	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil {
+	var sr x402.SettleResponse
+	if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil {
 		tb.Fatal(err)
 	}
 	body, ok := e.Body.(pendingBody)

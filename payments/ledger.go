@@ -40,19 +40,19 @@ const (
 	StatusReleased = "released"
 )
 
-// ReasonUnknownAfterRestart is the reason of a row that was settling when
+// reasonUnknownAfterRestart is the reason of a row that was settling when
 // the service stopped, under a settler that cannot tell whether the
 // payment was collected (a facilitator). It is this service's own code, not
 // an x402 one: it never reaches a payer.
-const ReasonUnknownAfterRestart = "settlement_unknown_after_restart"
+const reasonUnknownAfterRestart = "settlement_unknown_after_restart"
 
-// ErrAlreadyUsed is returned by Reserve when the payment's (payer, nonce)
+// errAlreadyUsed is returned by Reserve when the payment's (payer, nonce)
 // already has a row that is not released.
-var ErrAlreadyUsed = errors.New("this payment was already used")
+var errAlreadyUsed = errors.New("this payment was already used")
 
-// ErrNotReserved is returned when a row to be moved is missing or not in a
+// errNotReserved is returned when a row to be moved is missing or not in a
 // state the move starts from (see the Mark methods).
-var ErrNotReserved = errors.New("payment is not reserved or settling in the ledger")
+var errNotReserved = errors.New("payment is not reserved or settling in the ledger")
 
 // errLedgerMoved is the cause when the ledger file was removed or replaced
 // while open: writes would land in a file nobody will read again.
@@ -74,7 +74,7 @@ type Entry struct {
 	// RunStatus is the delivered run's status (ok, error, timeout, ...).
 	RunStatus string
 	// Reason is the x402 error code of a failed settlement, or
-	// ReasonUnknownAfterRestart.
+	// reasonUnknownAfterRestart.
 	Reason string
 	// Replica is the id of the replica that reserved the row, or that took
 	// it over to resolve it after its own replica went silent.
@@ -200,7 +200,7 @@ func (l *SQLLedger) Close() error {
 }
 
 // Reserve records e (its key, amount, network and asset) as reserved, in one
-// atomic statement. It returns ErrAlreadyUsed when the same (payer, nonce)
+// atomic statement. It returns errAlreadyUsed when the same (payer, nonce)
 // has a row that is not released, whether from a concurrent request, an
 // earlier one, or before a restart; a released row is reserved again. Any
 // other failure (a full disk, a read-only or removed file) is
@@ -235,7 +235,7 @@ WHERE payments.status = 'released'`),
 		return fail(err)
 	}
 	if n == 0 {
-		return ErrAlreadyUsed
+		return errAlreadyUsed
 	}
 	return nil
 }
@@ -297,7 +297,7 @@ WHERE payer = ? AND nonce = ? AND replica = ? AND status IN (`+in+`)`), args...)
 		return ledgerError(op, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%s: payer %s nonce %s: %w", op, payer, nonce, ErrNotReserved)
+		return fmt.Errorf("%s: payer %s nonce %s: %w", op, payer, nonce, errNotReserved)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sandboxd/internal/pgtest"
+	"sandboxd/x402"
 )
 
 // ledgerBackend opens ledgers of one backend for the conformance suite.
@@ -84,7 +85,7 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 // TestLedgerConformanceRace: 50 goroutines on two replicas reserve the same
-// payment at once; exactly one wins, the others get ErrAlreadyUsed.
+// payment at once; exactly one wins, the others get errAlreadyUsed.
 func TestLedgerConformanceRace(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
@@ -107,8 +108,8 @@ func TestLedgerConformanceRace(t *testing.T) {
 			switch {
 			case err == nil:
 				won++
-			case !errors.Is(err, ErrAlreadyUsed):
-				t.Errorf("goroutine %d: %v, want nil or ErrAlreadyUsed", i, err)
+			case !errors.Is(err, errAlreadyUsed):
+				t.Errorf("goroutine %d: %v, want nil or errAlreadyUsed", i, err)
 			}
 		}
 		if won != 1 {
@@ -126,7 +127,7 @@ var ledgerOps = map[string]func(ctx context.Context, l Ledger, e Entry) error{
 		return l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok")
 	},
 	"failed": func(ctx context.Context, l Ledger, e Entry) error {
-		return l.MarkFailed(ctx, e.Payer, e.Nonce, "0xtx", ReasonUnexpectedSettle)
+		return l.MarkFailed(ctx, e.Payer, e.Nonce, "0xtx", x402.ReasonUnexpectedSettle)
 	},
 	"released": func(ctx context.Context, l Ledger, e Entry) error { return l.MarkReleased(ctx, e.Payer, e.Nonce) },
 }
@@ -146,12 +147,12 @@ var pathTo = map[string][]string{
 func TestLedgerConformanceTransitions(t *testing.T) {
 	// want[from][op] is the state after op, or the error it returns.
 	want := map[string]map[string]any{
-		"":             {"reserve": StatusReserved, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
-		StatusReserved: {"reserve": ErrAlreadyUsed, "settling": StatusSettling, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": StatusReleased},
-		StatusSettling: {"reserve": ErrAlreadyUsed, "settling": ErrNotReserved, "settled": StatusSettled, "failed": StatusFailed, "released": StatusReleased},
-		StatusSettled:  {"reserve": ErrAlreadyUsed, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
-		StatusFailed:   {"reserve": ErrAlreadyUsed, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
-		StatusReleased: {"reserve": StatusReserved, "settling": ErrNotReserved, "settled": ErrNotReserved, "failed": ErrNotReserved, "released": ErrNotReserved},
+		"":             {"reserve": StatusReserved, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
+		StatusReserved: {"reserve": errAlreadyUsed, "settling": StatusSettling, "settled": errNotReserved, "failed": errNotReserved, "released": StatusReleased},
+		StatusSettling: {"reserve": errAlreadyUsed, "settling": errNotReserved, "settled": StatusSettled, "failed": StatusFailed, "released": StatusReleased},
+		StatusSettled:  {"reserve": errAlreadyUsed, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
+		StatusFailed:   {"reserve": errAlreadyUsed, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
+		StatusReleased: {"reserve": StatusReserved, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
 	}
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
@@ -171,7 +172,7 @@ func TestLedgerConformanceTransitions(t *testing.T) {
 					err := ledgerOps[op](ctx, by, e)
 					expect := result
 					if by == other && op != "reserve" && from != "" {
-						expect = ErrNotReserved // only the holder moves a row
+						expect = errNotReserved // only the holder moves a row
 					}
 					name := fmt.Sprintf("%s from %q by %s", op, from, by.replica)
 					if wantErr, ok := expect.(error); ok {
@@ -212,7 +213,7 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		}
 		mustOpenRows(t, a, map[int]string{1: StatusReserved, 2: StatusSettling})
 		mustOpenRows(t, bb, map[int]string{3: StatusReserved})
-		s := &fakeSettler{} // NonceUsed: ErrNonceStateUnknown
+		s := &fakeSettler{} // NonceUsed: errNonceStateUnknown
 
 		// Within the lease nobody touches anybody's rows.
 		clock.Add(lease / 2)
@@ -242,13 +243,13 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		if got := wantStatus(t, a, testEntry(1), StatusReleased); got.Replica != "c" {
 			t.Fatalf("a's reserved row is held by %q, want c", got.Replica)
 		}
-		if got := wantStatus(t, a, testEntry(2), StatusFailed); got.Reason != ReasonUnknownAfterRestart {
+		if got := wantStatus(t, a, testEntry(2), StatusFailed); got.Reason != reasonUnknownAfterRestart {
 			t.Fatalf("a's settling row: %+v", got)
 		}
 		wantStatus(t, a, testEntry(4), StatusReserved) // b is alive
 		// a was only slow: it can no longer move what c took over.
-		if err := a.MarkSettling(ctx, testEntry(1).Payer, testEntry(1).Nonce); !errors.Is(err, ErrNotReserved) {
-			t.Fatalf("the silent replica's MarkSettling = %v, want ErrNotReserved", err)
+		if err := a.MarkSettling(ctx, testEntry(1).Payer, testEntry(1).Nonce); !errors.Is(err, errNotReserved) {
+			t.Fatalf("the silent replica's MarkSettling = %v, want errNotReserved", err)
 		}
 		// A second pass finds nothing: each row is resolved once.
 		if rep, err := bb.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
@@ -268,12 +269,12 @@ func TestLedgerConformanceMigrations(t *testing.T) {
 		l.Close()
 		l = mustLedgerConfig(t, LedgerConfig{Ledger: loc})
 		wantStatus(t, l, testEntry(1), StatusReserved)
-		if _, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE schema_version SET version = ?`), SchemaVersion+1); err != nil {
+		if _, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE schema_version SET version = ?`), schemaVersion+1); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
 		_, err := OpenLedgerConfig(ctx, LedgerConfig{Ledger: loc})
-		if err == nil || !containsAll(err.Error(), fmt.Sprintf("version %d", SchemaVersion+1), "newer") {
+		if err == nil || !containsAll(err.Error(), fmt.Sprintf("version %d", schemaVersion+1), "newer") {
 			t.Fatalf("open at a newer schema = %v, want a refusal naming the version", err)
 		}
 	})

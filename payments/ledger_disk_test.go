@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // needMount skips (or, when CI=true, fails) a test that must mount a
@@ -80,7 +81,7 @@ func TestLedgerDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	pay := func() sandboxd.PaymentRequest {
-		return paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
+		return paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
 	}
 	running := pay()
 	charge, err := begin(g, ctx, running)

@@ -20,25 +20,25 @@ import (
 // on PostgreSQL (a postgres:// URL); OpenLedgerConfig picks one.
 type Ledger interface {
 	// Reserve records e as reserved by this replica. It returns
-	// ErrAlreadyUsed when (payer, nonce) has a row that is not released, on
+	// errAlreadyUsed when (payer, nonce) has a row that is not released, on
 	// any replica.
 	Reserve(ctx context.Context, e Entry) error
 	// MarkSettling moves a reserved row to settling, durably, before the
-	// settlement is sent. ErrNotReserved when the row is not this
+	// settlement is sent. errNotReserved when the row is not this
 	// replica's or not reserved.
 	MarkSettling(ctx context.Context, payer, nonce string) error
 	// MarkSettled moves a settling row to settled with its transaction and
-	// the run's status. ErrNotReserved as for MarkSettling.
+	// the run's status. errNotReserved as for MarkSettling.
 	MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error
 	// MarkFailed moves a settling row to failed with the transaction, if
-	// any, and the reason. ErrNotReserved as for MarkSettling.
+	// any, and the reason. errNotReserved as for MarkSettling.
 	MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error
 	// MarkPending keeps a settling row settling, with its transaction and
 	// ReasonSettlementPending: its settlement may have been sent and its
-	// outcome is unknown. ErrNotReserved as for MarkSettling.
+	// outcome is unknown. errNotReserved as for MarkSettling.
 	MarkPending(ctx context.Context, payer, nonce, tx string) error
 	// MarkReleased moves a reserved or settling row to released.
-	// ErrNotReserved as for MarkSettling.
+	// errNotReserved as for MarkSettling.
 	MarkReleased(ctx context.Context, payer, nonce string) error
 	// Get returns the row of (payer, nonce), or sql.ErrNoRows.
 	Get(ctx context.Context, payer, nonce string) (Entry, error)

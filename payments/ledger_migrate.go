@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// SchemaVersion is the ledger schema this build writes. A database at a
+// schemaVersion is the ledger schema this build writes. A database at a
 // newer version was written by a newer release and is refused.
-const SchemaVersion = 2
+const schemaVersion = 2
 
 // migration brings the schema from version-1 to version, in the open
 // transaction.
@@ -36,7 +36,7 @@ var migrations = []migration{
 	{version: 2, sqlite: execAll(replicaSchema), pg: replicaSchema},
 }
 
-// migrate brings the database to SchemaVersion in one transaction, or
+// migrate brings the database to schemaVersion in one transaction, or
 // refuses a newer one. Concurrent starts are serialized: SQLite's
 // immediate transaction, PostgreSQL's advisory lock.
 func migrate(ctx context.Context, db *sql.DB, d dialect) error {
@@ -57,10 +57,10 @@ func migrate(ctx context.Context, db *sql.DB, d dialect) error {
 	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
 		return err
 	}
-	if int(have.Int64) > SchemaVersion {
+	if int(have.Int64) > schemaVersion {
 		return fmt.Errorf("the ledger's schema is version %d, newer than the version %d this sandboxd knows: "+
 			"a newer release wrote it; run that release or a later one on this ledger, never an older one",
-			have.Int64, SchemaVersion)
+			have.Int64, schemaVersion)
 	}
 	for _, m := range migrations {
 		if m.version <= int(have.Int64) {
@@ -75,11 +75,11 @@ func migrate(ctx context.Context, db *sql.DB, d dialect) error {
 			return fmt.Errorf("schema version %d: %w", m.version, err)
 		}
 	}
-	if int(have.Int64) < SchemaVersion {
+	if int(have.Int64) < schemaVersion {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, d.bind(`INSERT INTO schema_version (version) VALUES (?)`), SchemaVersion); err != nil {
+		if _, err := tx.ExecContext(ctx, d.bind(`INSERT INTO schema_version (version) VALUES (?)`), schemaVersion); err != nil {
 			return err
 		}
 	}

@@ -62,7 +62,7 @@ func RedactLedger(s string) string {
 	return u.Redacted()
 }
 
-// OpenLedgerConfig opens the ledger c names, migrated to SchemaVersion, and
+// OpenLedgerConfig opens the ledger c names, migrated to schemaVersion, and
 // records a first heartbeat. Errors are CodeUnavailable.
 func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
 	l, err := OpenLedgerAt(ctx, c.Ledger)
@@ -95,7 +95,7 @@ func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
 // heartbeat): for the operator's commands.
 func OpenLedgerAt(ctx context.Context, location string) (*SQLLedger, error) {
 	if IsPostgresURL(location) {
-		return OpenPostgres(ctx, location)
+		return openPostgres(ctx, location)
 	}
 	return OpenLedger(ctx, location)
 }

@@ -49,12 +49,12 @@ func (l *SQLLedger) holdReplicaID(ctx context.Context) error {
 	return nil
 }
 
-// OpenPostgres opens the ledger in the PostgreSQL database of url (a
+// openPostgres opens the ledger in the PostgreSQL database of url (a
 // postgres:// URL; PostgreSQL 15 or newer) and migrates it, as replica
 // DefaultReplica with DefaultLease. Uniqueness of a payment is the table's
 // primary key, so every replica sharing the database admits a payment at
 // most once. Errors are CodeUnavailable and never show the password.
-func OpenPostgres(ctx context.Context, url string) (*SQLLedger, error) {
+func openPostgres(ctx context.Context, url string) (*SQLLedger, error) {
 	const op = "payments.ledger.open"
 	where := RedactLedger(url)
 	db, err := sql.Open("pgx", url)

@@ -24,7 +24,7 @@ ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica, l.stamp(
 // replica silent for longer than the lease (or with no heartbeat at all,
 // as rows written before replicas existed), in one statement, and returns
 // them. From then on only this replica can move them: the silent one, if
-// it was only slow, finds its rows gone (ErrNotReserved) and sends no
+// it was only slow, finds its rows gone (errNotReserved) and sends no
 // settlement. A live replica's rows are never taken.
 func (l *SQLLedger) claimStale(ctx context.Context) ([]Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
@@ -76,15 +76,15 @@ func keepAlive(ctx context.Context, l Ledger, lease time.Duration, s Settler, lo
 		case <-t.C:
 		}
 		if err := l.Heartbeat(ctx); err != nil {
-			log.Error("payments: cannot record this replica's heartbeat; after the lease others resolve its open payments", "err", err)
+			log.Error("cannot record this replica's heartbeat; after the lease others resolve its open payments", "err", err)
 			continue
 		}
 		rep, err := l.RecoverStale(ctx, s, log)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			log.Error("payments: cannot resolve the payments of silent replicas", "err", err)
+			log.Error("cannot resolve the payments of silent replicas", "err", err)
 		case rep != RecoverReport{}:
-			log.Info("payments: resolved the payments of silent replicas", "settled", rep.Settled,
+			log.Info("resolved the payments of silent replicas", "settled", rep.Settled,
 				"released", rep.Released, "failed", rep.Failed, "left_settling", rep.Left)
 		}
 	}

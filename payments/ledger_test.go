@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 func mustLedger(tb testing.TB, path string) *SQLLedger {
@@ -63,15 +64,15 @@ func TestLedgerLifecycle(t *testing.T) {
 	if got.Created.IsZero() || got.Amount != "5000" || got.Network != "eip155:84532" || got.Asset != testAsset {
 		t.Fatalf("row %+v", got)
 	}
-	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("second Reserve = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("second Reserve = %v, want errAlreadyUsed", err)
 	}
 	// The key is case-insensitive.
 	upper := e
 	upper.Nonce = fmt.Sprintf("0x%064X", 1)
 	upper.Payer = "0XABCDEF0000000000000000000000000000000001"
-	if err := l.Reserve(ctx, upper); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve in other case = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, upper); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve in other case = %v, want errAlreadyUsed", err)
 	}
 
 	// Released rows may be reserved again; settled ones may not.
@@ -79,28 +80,28 @@ func TestLedgerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus(t, l, e, StatusReleased)
-	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, ErrNotReserved) {
-		t.Fatalf("second release = %v, want ErrNotReserved", err)
+	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, errNotReserved) {
+		t.Fatalf("second release = %v, want errNotReserved", err)
 	}
 	if err := l.Reserve(ctx, e); err != nil {
 		t.Fatalf("Reserve after release: %v", err)
 	}
 	// Settled and failed start from settling, never from reserved.
-	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); !errors.Is(err, ErrNotReserved) {
-		t.Fatalf("MarkSettled of a reserved row = %v, want ErrNotReserved", err)
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); !errors.Is(err, errNotReserved) {
+		t.Fatalf("MarkSettled of a reserved row = %v, want errNotReserved", err)
 	}
-	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", ReasonUnexpectedSettle); !errors.Is(err, ErrNotReserved) {
-		t.Fatalf("MarkFailed of a reserved row = %v, want ErrNotReserved", err)
+	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", x402.ReasonUnexpectedSettle); !errors.Is(err, errNotReserved) {
+		t.Fatalf("MarkFailed of a reserved row = %v, want errNotReserved", err)
 	}
 	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, l, e, StatusSettling)
-	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); !errors.Is(err, ErrNotReserved) {
-		t.Fatalf("second MarkSettling = %v, want ErrNotReserved", err)
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); !errors.Is(err, errNotReserved) {
+		t.Fatalf("second MarkSettling = %v, want errNotReserved", err)
 	}
-	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve while settling = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve while settling = %v, want errAlreadyUsed", err)
 	}
 	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); err != nil {
 		t.Fatal(err)
@@ -109,11 +110,11 @@ func TestLedgerLifecycle(t *testing.T) {
 	if got.TxHash != "0xtx" || got.RunStatus != "ok" {
 		t.Fatalf("settled row %+v", got)
 	}
-	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve after settle = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve after settle = %v, want errAlreadyUsed", err)
 	}
-	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, ErrNotReserved) {
-		t.Fatalf("release after settle = %v, want ErrNotReserved", err)
+	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, errNotReserved) {
+		t.Fatalf("release after settle = %v, want errNotReserved", err)
 	}
 
 	f := testEntry(2)
@@ -123,15 +124,15 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.MarkSettling(ctx, f.Payer, f.Nonce); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", ReasonSettlementReverted); err != nil {
+	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", x402.ReasonSettlementReverted); err != nil {
 		t.Fatal(err)
 	}
 	got = wantStatus(t, l, f, StatusFailed)
-	if got.Reason != ReasonSettlementReverted || got.TxHash != "0xbad" {
+	if got.Reason != x402.ReasonSettlementReverted || got.TxHash != "0xbad" {
 		t.Fatalf("failed row %+v", got)
 	}
-	if err := l.Reserve(ctx, f); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve after failure = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, f); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve after failure = %v, want errAlreadyUsed", err)
 	}
 
 	// A settlement that never left is released from settling, and the
@@ -163,7 +164,7 @@ func TestLedgerConcurrentReserve(t *testing.T) {
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case errors.Is(err, ErrAlreadyUsed):
+			case errors.Is(err, errAlreadyUsed):
 				used.Add(1)
 			default:
 				t.Error(err)
@@ -191,7 +192,7 @@ func TestLedgerConcurrentReserveTwoHandles(t *testing.T) {
 			err := ls[i%2].Reserve(context.Background(), e)
 			if err == nil {
 				wins.Add(1)
-			} else if !errors.Is(err, ErrAlreadyUsed) {
+			} else if !errors.Is(err, errAlreadyUsed) {
 				t.Error(err)
 			}
 		})
@@ -215,8 +216,8 @@ func TestLedgerSurvivesReopen(t *testing.T) {
 	}
 	l.Close()
 	l = mustLedger(t, path)
-	if err := l.Reserve(ctx, e); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve after reopen = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve after reopen = %v, want errAlreadyUsed", err)
 	}
 	wantStatus(t, l, e, StatusReserved)
 }
@@ -269,7 +270,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 	s := &fakeSettler{settleTx: "0x1"}
 	g, l := newTestGate(t, s)
 	pay := func() sandboxd.PaymentRequest {
-		return paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
+		return paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
 	}
 	charge, err := begin(g, ctx, pay())
 	if err != nil {

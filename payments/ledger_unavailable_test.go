@@ -13,6 +13,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/internal/pgtest"
+	"sandboxd/x402"
 )
 
 // ledgerBreak makes a ledger's database fail, as it does in production.
@@ -61,12 +62,12 @@ func TestLedgerConformanceUnavailable(t *testing.T) {
 					t.Fatal(err)
 				}
 				key := mustKey(t)
-				admitted, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
+				admitted, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
 				if err != nil {
 					t.Fatal(err)
 				}
 				breakIt()
-				_, err = begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
+				_, err = begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
 				if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 					t.Fatalf("Begin with the ledger broken = %v, want CodeUnavailable", err)
 				}

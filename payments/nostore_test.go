@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // TestPaymentAnswersAreNotStored: the 402 terms, a paid answer's
@@ -25,9 +26,9 @@ func TestPaymentAnswersAreNotStored(t *testing.T) {
 
 	for _, v1 := range []bool{false, true} {
 		pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
-		h := mustHeader(t, HeaderPaymentSignature, pp)
+		h := mustHeader(t, x402.HeaderPaymentSignature, pp)
 		if v1 {
-			h = mustHeader(t, HeaderXPayment, v1Of(pp))
+			h = mustHeader(t, x402.HeaderXPayment, v1Of(pp))
 		}
 		c, err := begin(g, ctx, paidRequest(h))
 		if err != nil {
@@ -39,12 +40,12 @@ func TestPaymentAnswersAreNotStored(t *testing.T) {
 		}
 		wantNoStore(t, "paid answer", settled)
 
-		failing, _ := newTestGate(t, &fakeSettler{settleErr: reject(ReasonInsufficientFunds, "balance short")})
-		c, err = begin(failing, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+		failing, _ := newTestGate(t, &fakeSettler{settleErr: x402.Reject(x402.ReasonInsufficientFunds, "balance short")})
+		c, err = begin(failing, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
-		wantNoStore(t, "failed settlement", wantPaymentError(t, err, "could not be settled", ReasonInsufficientFunds).Header)
+		wantNoStore(t, "failed settlement", wantPaymentError(t, err, "could not be settled", x402.ReasonInsufficientFunds).Header)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"sandboxd"
 )
 
 // ReasonSettlementPending is the errorReason of a settlement that may have
@@ -25,28 +23,6 @@ type pendingBody struct {
 	Transaction string `json:"transaction"`
 	// Error says what happened and what the payer should do.
 	Error string `json:"error"`
-}
-
-// settlePending records a settlement whose outcome is unknown (the row
-// stays settling, with its hash and ReasonSettlementPending, for the
-// resolver) and returns the CodePending error: 202 with the hash, never a
-// refusal that would invite a second payment.
-func (c *charge) settlePending(op, tx string, err error) error {
-	t := c.p.Transfer
-	c.log.Warn("payments: settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
-	c.ledgerWrite("pending", func(ctx context.Context) error {
-		return c.g.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx)
-	})
-	msg := "the settlement of this payment was sent but its outcome is not known yet; the payment is spent, " +
-		"do not pay again: it is looked up on chain and either collected or released"
-	if tx != "" {
-		msg += "; the transaction is " + tx
-	}
-	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
-		Body: pendingBody{Status: ReasonSettlementPending, Transaction: tx, Error: msg}}
-	c.addSettleHeader(e, SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
-		ErrorReason: ReasonSettlementPending})
-	return e
 }
 
 // MarkPending records that a settling payment's settlement may have been
@@ -96,9 +72,9 @@ func (g *Gate) startResolver(every time.Duration) (stop func()) {
 			case <-tick.C:
 			}
 			if rep, err := g.ResolvePending(ctx); err != nil {
-				g.log.Warn("payments: resolving pending settlements failed; trying again later", "err", err)
+				g.log.Warn("resolving pending settlements failed; trying again later", "err", err)
 			} else if rep != (RecoverReport{}) {
-				g.log.Info("payments: pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
+				g.log.Info("pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
 					"failed", rep.Failed, "left", rep.Left)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // mustOpenRows puts testEntry(i) in the ledger in each state of states
@@ -75,7 +76,7 @@ func TestRecoverReserved(t *testing.T) {
 	ctx := context.Background()
 	down := sandboxd.Errorf(sandboxd.CodeUnavailable, "test", "down")
 	for name, oracle := range map[string]*nonceOracle{
-		"facilitator": {err: ErrNonceStateUnknown},
+		"facilitator": {err: errNonceStateUnknown},
 		"chain down":  {err: down},
 		"chain":       {used: map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}},
 	} {
@@ -111,8 +112,8 @@ func TestRecoverSettlingOnchain(t *testing.T) {
 	}
 	wantStatus(t, l, testEntry(1), StatusSettled)
 	wantStatus(t, l, testEntry(2), StatusReleased)
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve of a collected payment = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve of a collected payment = %v, want errAlreadyUsed", err)
 	}
 	if err := l.Reserve(ctx, testEntry(2)); err != nil {
 		t.Fatalf("Reserve of a released payment: %v", err)
@@ -135,8 +136,8 @@ func TestRecoverSettlingChainDown(t *testing.T) {
 	if !strings.Contains(buf.String(), "level=WARN") {
 		t.Fatalf("no warning logged:\n%s", buf)
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve of a settling payment = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve of a settling payment = %v, want errAlreadyUsed", err)
 	}
 	rep, err = l.Recover(ctx, &nonceOracle{}, nil)
 	if err != nil || rep != (RecoverReport{Released: 1}) {
@@ -152,12 +153,12 @@ func TestRecoverSettlingFacilitator(t *testing.T) {
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 	mustOpenRows(t, l, map[int]string{1: StatusSettling, 2: StatusReserved})
 	log, buf := bufLog()
-	rep, err := l.Recover(ctx, NewFacilitatorSettler(FacilitatorConfig{URL: "http://127.0.0.1:1"}), log)
+	rep, err := l.Recover(ctx, newFacilitatorSettler(facilitatorConfig{URL: "http://127.0.0.1:1"}), log)
 	if err != nil || rep != (RecoverReport{Failed: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 failed, 1 released", rep, err)
 	}
 	row := wantStatus(t, l, testEntry(1), StatusFailed)
-	if row.Reason != ReasonUnknownAfterRestart || row.TxHash != "" {
+	if row.Reason != reasonUnknownAfterRestart || row.TxHash != "" {
 		t.Fatalf("row %+v", row)
 	}
 	var warn string
@@ -166,13 +167,13 @@ func TestRecoverSettlingFacilitator(t *testing.T) {
 			warn = line
 		}
 	}
-	for _, part := range []string{key(testEntry(1).Payer), key(testEntry(1).Nonce), ReasonUnknownAfterRestart} {
+	for _, part := range []string{key(testEntry(1).Payer), key(testEntry(1).Nonce), reasonUnknownAfterRestart} {
 		if !strings.Contains(warn, part) {
 			t.Fatalf("warning %q does not name %s; log:\n%s", warn, part, buf)
 		}
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ErrAlreadyUsed) {
-		t.Fatalf("Reserve after an unknown settlement = %v, want ErrAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
+		t.Fatalf("Reserve after an unknown settlement = %v, want errAlreadyUsed", err)
 	}
 }
 
@@ -233,13 +234,13 @@ func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 	// A second handle on the file sees only committed rows, as a restarted
 	// process would.
 	other := mustSecondHandle(t, g.ledger.(*SQLLedger).path)
-	s.onSettle = func(p *Payment) {
+	s.onSettle = func(p *x402.Payment) {
 		e := Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex()}
 		if got, err := other.Get(ctx, e.Payer, e.Nonce); err != nil || got.Status != StatusSettling {
 			t.Errorf("at Settle the row is %+v, %v; want settling", got, err)
 		}
 	}
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("the child of TestCrashRecovery")
 	}
 	ctx := context.Background()
-	s := &fakeSettler{settleTx: "0x1", onSettle: func(*Payment) { os.Exit(crashExitCode) }}
+	s := &fakeSettler{settleTx: "0x1", onSettle: func(*x402.Payment) { os.Exit(crashExitCode) }}
 	cfg := testConfig(t)
 	cfg.Ledger = path
 	l, err := OpenLedger(ctx, path)
@@ -277,7 +278,7 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := http.Header{}
-	h.Set(HeaderPaymentSignature, os.Getenv(crashEnvHeader))
+	h.Set(x402.HeaderPaymentSignature, os.Getenv(crashEnvHeader))
 	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -298,20 +299,20 @@ func TestCrashRecovery(t *testing.T) {
 	req := testRequirements(t)
 	type paid struct {
 		h http.Header
-		p *Payment
+		p *x402.Payment
 	}
 	crash := func(t *testing.T, path, at string) paid {
 		t.Helper()
-		h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), req, nil))
+		h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), req, nil))
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnvLedger+"="+path, crashEnvHeader+"="+h.Get(HeaderPaymentSignature), crashEnvAt+"="+at)
+		cmd.Env = append(os.Environ(), crashEnvLedger+"="+path, crashEnvHeader+"="+h.Get(x402.HeaderPaymentSignature), crashEnvAt+"="+at)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != crashExitCode {
 			t.Fatalf("child crashing at %s: %v\n%s", at, err, out)
 		}
 		p := mustDecode(t, h)
-		if err := Verify(req, p, testNow); err != nil {
+		if err := x402.Verify(req, p, testNow); err != nil {
 			t.Fatal(err)
 		}
 		return paid{h, p}
@@ -325,7 +326,7 @@ func TestCrashRecovery(t *testing.T) {
 		wantStatus(t, l, entry(inRun), StatusReserved)
 		wantStatus(t, l, entry(inSettle), StatusSettling)
 
-		s := &fakeSettler{settleTx: "0x2"} // NonceUsed: ErrNonceStateUnknown
+		s := &fakeSettler{settleTx: "0x2"} // NonceUsed: errNonceStateUnknown
 		rep, err := l.Recover(ctx, s, nil)
 		if err != nil || rep != (RecoverReport{Released: 1, Failed: 1}) {
 			t.Fatalf("Recover = %+v, %v", rep, err)

@@ -12,10 +12,10 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 )
 
-// RedactURL is what may be said of an RPC URL in logs and messages: its
+// redactURL is what may be said of an RPC URL in logs and messages: its
 // scheme and host at most. Providers put API keys in the path, the query or
 // the userinfo, so those are never shown.
-func RedactURL(raw string) string {
+func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return "the configured RPC"
@@ -31,7 +31,7 @@ type redactor struct {
 
 // newRedactor returns a redactor for the RPC URL raw.
 func newRedactor(raw string) redactor {
-	r := redactor{raw: raw, safe: RedactURL(raw)}
+	r := redactor{raw: raw, safe: redactURL(raw)}
 	if u, err := url.Parse(raw); err == nil {
 		for _, s := range []string{u.User.String(), u.EscapedPath(), u.Path, u.RawQuery, u.Query().Encode(), u.Fragment} {
 			if len(s) >= 3 {
@@ -84,7 +84,7 @@ type redactedClient struct {
 }
 
 var (
-	_ ChainBackend  = redactedClient{}
+	_ chainBackend  = redactedClient{}
 	_ pendingCaller = redactedClient{}
 )
 

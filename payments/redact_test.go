@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandboxd/x402"
 )
 
 // rpcSecrets are the parts of an RPC URL that carry API keys.
@@ -35,8 +37,8 @@ func TestRedactURL(t *testing.T) {
 		"/var/run/geth.ipc":                                       "the configured RPC",
 		"::not a url":                                             "the configured RPC",
 	} {
-		if got := RedactURL(raw); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		if got := redactURL(raw); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }
@@ -54,9 +56,9 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	closed := newFlakyServer(t, newRPCProxy(nil))
 	closed.Down()
 	cfg := faultConfig(t, c.testChain, secretRPC(closed.URL()))
-	_, err := DialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	_, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
 	if err == nil {
-		t.Fatal("DialChainSettler reached a closed port")
+		t.Fatal("dialChainSettler reached a closed port")
 	}
 	wantNoSecret(t, "the start-up error", err.Error())
 	if !strings.Contains(err.Error(), closed.URL()) {
@@ -64,7 +66,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	}
 
 	cfg = faultConfig(t, c.testChain, secretRPC(c.srv.URL()))
-	s, err := DialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	s, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	req := mustRequirements(t, cfg)
 	h, _ := c.funded(t, req)
 	p := mustDecode(t, h)
-	if err := Verify(req, p, time.Now()); err != nil {
+	if err := x402.Verify(req, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c.srv.Down()
@@ -103,7 +105,7 @@ func TestFacilitatorRefusalEchoesNoURL(t *testing.T) {
 	checkErr := f.Check(context.Background(), p)
 	_, settleErr := f.Settle(context.Background(), p)
 	for name, err := range map[string]error{"/verify": checkErr, "/settle": settleErr} {
-		var r *RejectError
+		var r *x402.RejectError
 		if !errors.As(err, &r) {
 			t.Fatalf("%s: %v, want a refusal", name, err)
 		}

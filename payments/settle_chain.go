@@ -20,14 +20,15 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // gasMarginPercent is added to the estimated gas of a settlement.
 const gasMarginPercent = 20
 
-// ChainBackend is what a ChainSettler needs of a chain client. Both
+// chainBackend is what a chainSettler needs of a chain client. Both
 // *ethclient.Client and the client of ethclient/simulated have it.
-type ChainBackend interface {
+type chainBackend interface {
 	bind.ContractBackend
 	bind.DeployBackend
 	ChainID(ctx context.Context) (*big.Int, error)
@@ -39,8 +40,8 @@ type pendingCaller interface {
 	PendingCallContract(ctx context.Context, call ethereum.CallMsg) ([]byte, error)
 }
 
-// ChainConfig configures a ChainSettler.
-type ChainConfig struct {
+// chainConfig configures a chainSettler.
+type chainConfig struct {
 	// Asset is the EIP-3009 token.
 	Asset common.Address
 	// ChainID, when set, must equal the backend's chain id.
@@ -55,7 +56,7 @@ type ChainConfig struct {
 	// DefaultRPCTimeout.
 	RPCTimeout time.Duration
 	// Endpoint, when set, is payments.rpc_url's value; the errors of
-	// NewChainSettler name its scheme and host only (see RedactURL).
+	// newChainSettler name its scheme and host only (see redactURL).
 	Endpoint string
 	// Log receives the settler's events; nil discards them.
 	Log *slog.Logger
@@ -64,10 +65,10 @@ type ChainConfig struct {
 // defaultReceiptPoll is how often Settle asks for a settlement's receipt.
 const defaultReceiptPoll = time.Second
 
-// ChainSettler settles payments itself: it sends transferWithAuthorization
+// chainSettler settles payments itself: it sends transferWithAuthorization
 // to the token from a relayer account that pays the gas.
-type ChainSettler struct {
-	backend       ChainBackend
+type chainSettler struct {
+	backend       chainBackend
 	key           *ecdsa.PrivateKey
 	relayer       common.Address
 	asset         common.Address
@@ -88,15 +89,15 @@ type ChainSettler struct {
 	known bool
 }
 
-var _ Settler = (*ChainSettler)(nil)
+var _ Settler = (*chainSettler)(nil)
 
-// NewChainSettler returns a settler sending from key's account through
+// newChainSettler returns a settler sending from key's account through
 // backend. It checks the chain id and that the asset has code; a backend
 // that cannot be reached or answers garbage is CodeUnavailable, naming
 // payments.rpc_url (and c.Endpoint).
-func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.PrivateKey, c ChainConfig) (*ChainSettler, error) {
+func newChainSettler(ctx context.Context, backend chainBackend, key *ecdsa.PrivateKey, c chainConfig) (*chainSettler, error) {
 	const op = "payments.chain"
-	s := &ChainSettler{backend: backend, key: key, relayer: crypto.PubkeyToAddress(key.PublicKey), asset: c.Asset,
+	s := &chainSettler{backend: backend, key: key, relayer: crypto.PubkeyToAddress(key.PublicKey), asset: c.Asset,
 		checkTimeout: c.CheckTimeout, settleTimeout: c.SettleTimeout, rpcTimeout: c.RPCTimeout,
 		receiptPoll: defaultReceiptPoll, log: c.Log}
 	if s.checkTimeout <= 0 {
@@ -114,7 +115,7 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 	}
 	where := "payments.rpc_url"
 	if c.Endpoint != "" {
-		where += " " + RedactURL(c.Endpoint)
+		where += " " + redactURL(c.Endpoint)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
@@ -140,20 +141,20 @@ func NewChainSettler(ctx context.Context, backend ChainBackend, key *ecdsa.Priva
 	return s, nil
 }
 
-// DialChainSettler connects to cfg.RPCURL and returns a settler for req's
+// dialChainSettler connects to cfg.RPCURL and returns a settler for req's
 // asset with the relayer key of cfg.RelayerKeyFile. Close disconnects. An
 // endpoint that cannot be reached, is slow past cfg's RPC timeout or answers
 // garbage fails here, with an error naming payments.rpc_url and its value.
 // A nil log discards the events.
-func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *slog.Logger) (*ChainSettler, error) {
+func dialChainSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger) (*chainSettler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	key, err := LoadKey(cfg.RelayerKeyFile)
+	key, err := x402.LoadKey(cfg.RelayerKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("payments.relayer_key_file: %w", err)
 	}
-	chainID, err := ChainID(req.Network)
+	chainID, err := x402.ChainID(req.Network)
 	if err != nil {
 		return nil, fmt.Errorf("payments.network: %w", err)
 	}
@@ -164,7 +165,7 @@ func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *sl
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", r.err(err), "cannot connect to payments.rpc_url "+r.safe)
 	}
-	s, err := NewChainSettler(ctx, redactedClient{c: client, r: r}, key, ChainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
+	s, err := newChainSettler(ctx, redactedClient{c: client, r: r}, key, chainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
 		CheckTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(), RPCTimeout: cfg.rpcTimeout(),
 		Endpoint: cfg.RPCURL, Log: log})
 	if err != nil {
@@ -172,15 +173,12 @@ func DialChainSettler(ctx context.Context, cfg Config, req Requirements, log *sl
 		return nil, err
 	}
 	s.close = client.Close
-	log.Info("payments: settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
+	log.Info("settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
 	return s, nil
 }
 
-// Relayer returns the address that sends settlements and pays their gas.
-func (s *ChainSettler) Relayer() common.Address { return s.relayer }
-
-// Close disconnects a settler made by DialChainSettler.
-func (s *ChainSettler) Close() error {
+// Close disconnects a settler made by dialChainSettler.
+func (s *chainSettler) Close() error {
 	if s.close != nil {
 		s.close()
 	}
@@ -190,7 +188,7 @@ func (s *ChainSettler) Close() error {
 // Check simulates the transfer from the relayer with eth_call. When the
 // token refuses it (a revert), authorizationState and balanceOf say why;
 // any other failure of the call is CodeUnavailable.
-func (s *ChainSettler) Check(ctx context.Context, p *Payment) error {
+func (s *chainSettler) Check(ctx context.Context, p *x402.Payment) error {
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
 	data, err := packTransfer(p.Transfer)
@@ -211,16 +209,16 @@ func (s *ChainSettler) Check(ctx context.Context, p *Payment) error {
 
 // Settle sends the transfer, waits for its receipt and requires success.
 // A failure before the transaction may have reached the node wraps
-// ErrSettleNotSent. When sending failed in a way that may have delivered it
+// errSettleNotSent. When sending failed in a way that may have delivered it
 // (a timeout, a garbled answer), Settle still waits for its receipt: a
 // settlement that landed is a success, not a lost answer.
-func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
+func (s *chainSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	t := p.Transfer
 	data, err := packTransfer(t)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrSettleNotSent, err)
+		return "", fmt.Errorf("%w: %w", errSettleNotSent, err)
 	}
 	cctx, ccancel := s.call(ctx)
 	gas, err := s.backend.EstimateGas(cctx, ethereum.CallMsg{From: s.relayer, To: &s.asset, Data: data})
@@ -240,31 +238,31 @@ func (s *ChainSettler) Settle(ctx context.Context, p *Payment) (string, error) {
 	hash := tx.Hash().Hex()
 	log = log.With("tx", hash, "relayer_nonce", tx.Nonce())
 	if err != nil {
-		log.Warn("payments: sending the settlement failed after it may have reached the node; waiting for its receipt", "err", err)
+		log.Warn("sending the settlement failed after it may have reached the node; waiting for its receipt", "err", err)
 	} else {
-		log.Info("payments: settlement sent")
+		log.Info("settlement sent")
 	}
 	st := newSentTx(tx)
 	receipt, err := s.waitReceipt(ctx, log, st)
 	if err != nil {
 		hash = st.tx.Hash().Hex()
-		log.Warn("payments: settlement outcome unknown", "err", err, "latest_version", hash)
+		log.Warn("settlement outcome unknown", "err", err, "latest_version", hash)
 		return hash, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err, fmt.Sprintf(
 			"the chain RPC failed after the settlement transaction %s was sent, so its outcome is unknown "+
 				"and this payment cannot be used again; look the transaction up", hash))
 	}
 	hash = receipt.TxHash.Hex()
 	if receipt.Status != types.ReceiptStatusSuccessful {
-		log.Warn("payments: settlement reverted", "block", receipt.BlockNumber)
-		return hash, reject(ReasonSettlementReverted, "the settlement transaction %s reverted", hash)
+		log.Warn("settlement reverted", "block", receipt.BlockNumber)
+		return hash, x402.Reject(x402.ReasonSettlementReverted, "the settlement transaction %s reverted", hash)
 	}
-	log.Info("payments: settlement mined", "block", receipt.BlockNumber, "gas_used", receipt.GasUsed)
+	log.Info("settlement mined", "block", receipt.BlockNumber, "gas_used", receipt.GasUsed)
 	return hash, nil
 }
 
 // NonceUsed reads authorizationState(from, nonce), from the pending state
 // when the backend offers it.
-func (s *ChainSettler) NonceUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error) {
+func (s *chainSettler) NonceUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
 	used, err := s.authorizationState(ctx, from, nonce, true)
@@ -276,24 +274,24 @@ func (s *ChainSettler) NonceUsed(ctx context.Context, from common.Address, nonce
 
 // diagnose says why the token refused a transfer: nonce used, balance
 // short, or (when neither) the token's own reason.
-func (s *ChainSettler) diagnose(ctx context.Context, t *Transfer, cause error) error {
+func (s *chainSettler) diagnose(ctx context.Context, t *x402.Transfer, cause error) error {
 	if used, err := s.authorizationState(ctx, t.From, t.Nonce, false); err == nil && used {
-		return &RejectError{Reason: ReasonNonceUsed, Check: "this authorization was already used on chain", Err: cause}
+		return &x402.RejectError{Reason: x402.ReasonNonceUsed, Check: "this authorization was already used on chain", Err: cause}
 	}
 	if bal, err := s.balanceOf(ctx, t.From); err == nil && bal.Cmp(t.Value) < 0 {
-		return &RejectError{Reason: ReasonInsufficientFunds,
-			Check: fmt.Sprintf("the payer's balance %s is below the value %s", FormatPrice(bal), FormatPrice(t.Value)), Err: cause}
+		return &x402.RejectError{Reason: x402.ReasonInsufficientFunds,
+			Check: fmt.Sprintf("the payer's balance %s is below the value %s", x402.FormatPrice(bal), x402.FormatPrice(t.Value)), Err: cause}
 	}
 	msg := strings.ToLower(cause.Error())
 	for _, r := range revertReasons {
 		if strings.Contains(msg, r.text) {
-			return &RejectError{Reason: r.reason, Check: "the token refused the transfer: " + r.check, Err: cause}
+			return &x402.RejectError{Reason: r.reason, Check: "the token refused the transfer: " + r.check, Err: cause}
 		}
 	}
-	return &RejectError{Reason: ReasonTransactionState, Check: "the token refused the transfer", Err: cause}
+	return &x402.RejectError{Reason: x402.ReasonTransactionState, Check: "the token refused the transfer", Err: cause}
 }
 
-func (s *ChainSettler) authorizationState(ctx context.Context, from common.Address, nonce [32]byte, pending bool) (bool, error) {
+func (s *chainSettler) authorizationState(ctx context.Context, from common.Address, nonce [32]byte, pending bool) (bool, error) {
 	data, err := tokenABI.Pack("authorizationState", from, nonce)
 	if err != nil {
 		return false, err
@@ -317,7 +315,7 @@ func (s *ChainSettler) authorizationState(ctx context.Context, from common.Addre
 	return res[0].(bool), nil
 }
 
-func (s *ChainSettler) balanceOf(ctx context.Context, who common.Address) (*big.Int, error) {
+func (s *chainSettler) balanceOf(ctx context.Context, who common.Address) (*big.Int, error) {
 	data, err := tokenABI.Pack("balanceOf", who)
 	if err != nil {
 		return nil, err
@@ -336,12 +334,12 @@ func (s *ChainSettler) balanceOf(ctx context.Context, who common.Address) (*big.
 }
 
 // call bounds one RPC call by the per-call timeout, inside ctx's bound.
-func (s *ChainSettler) call(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *chainSettler) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.rpcTimeout)
 }
 
 // timedOut says, for the log, that a call ran out of time.
-func (s *ChainSettler) timedOut(err error) error {
+func (s *chainSettler) timedOut(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no answer in time (each call is bounded by %s): %w", s.rpcTimeout, err)
 	}
@@ -351,15 +349,15 @@ func (s *ChainSettler) timedOut(err error) error {
 // unavailable is the error of a chain RPC failure after which nothing was
 // collected. Its message is shown to callers, so it names no URL (an RPC
 // URL often holds an API key); the cause, for the log, has the details.
-func (s *ChainSettler) unavailable(what string, err error) error {
+func (s *chainSettler) unavailable(what string, err error) error {
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", s.timedOut(err),
 		"the chain RPC failed to "+what+"; nothing was charged, so the same payment may be sent again later")
 }
 
 // notSent is unavailable for a settlement that failed before its
 // transaction could have reached the node.
-func (s *ChainSettler) notSent(what string, err error) error {
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", fmt.Errorf("%w: %w", ErrSettleNotSent, s.timedOut(err)),
+func (s *chainSettler) notSent(what string, err error) error {
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", fmt.Errorf("%w: %w", errSettleNotSent, s.timedOut(err)),
 		"the chain RPC failed to "+what+"; nothing was charged, so the same payment may be sent again later")
 }
 

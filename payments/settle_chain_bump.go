@@ -42,7 +42,7 @@ func newSentTx(tx *types.Transaction) *sentTx {
 // fees raised by bumpPercent (or the current ones, if higher), so exactly
 // one version can be mined and every later settlement stops waiting
 // behind it.
-func (s *ChainSettler) maybeBump(ctx context.Context, log *slog.Logger, st *sentTx) {
+func (s *chainSettler) maybeBump(ctx context.Context, log *slog.Logger, st *sentTx) {
 	reader, ok := s.backend.(nonceReader)
 	if !ok || st.bumps >= maxBumps || time.Since(st.sentAt) < s.bumpAfter {
 		return
@@ -78,11 +78,11 @@ func (s *ChainSettler) maybeBump(ctx context.Context, log *slog.Logger, st *sent
 	err = s.backend.SendTransaction(cctx, signed)
 	cancel()
 	if err != nil && !mayHaveArrived(err) {
-		log.Warn("payments: replacing a stuck settlement transaction failed", "tx", old.Hash().Hex(), "err", err)
+		log.Warn("replacing a stuck settlement transaction failed", "tx", old.Hash().Hex(), "err", err)
 		return
 	}
 	st.tx, st.hashes = signed, append(st.hashes, signed.Hash())
-	log.Warn("payments: settlement transaction stuck at the head of the relayer's queue; replaced with higher fees",
+	log.Warn("settlement transaction stuck at the head of the relayer's queue; replaced with higher fees",
 		"tx", old.Hash().Hex(), "replacement", signed.Hash().Hex(), "relayer_nonce", old.Nonce(), "bump", st.bumps)
 }
 

@@ -16,7 +16,7 @@ import (
 // never mines it (its fees are below what blocks take), until a
 // replacement with at least 10 % higher fees comes for its nonce.
 type stuckBackend struct {
-	ChainBackend
+	chainBackend
 	mined     nonceReader
 	mu        sync.Mutex
 	holdFirst bool
@@ -37,11 +37,11 @@ func (b *stuckBackend) SendTransaction(ctx context.Context, tx *types.Transactio
 		}
 		b.stuck = nil
 	}
-	return b.ChainBackend.SendTransaction(ctx, tx)
+	return b.chainBackend.SendTransaction(ctx, tx)
 }
 
 func (b *stuckBackend) PendingNonceAt(ctx context.Context, a common.Address) (uint64, error) {
-	n, err := b.ChainBackend.PendingNonceAt(ctx, a)
+	n, err := b.chainBackend.PendingNonceAt(ctx, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err == nil && b.stuck != nil && n <= b.stuck.Nonce() {
@@ -61,9 +61,9 @@ func (b *stuckBackend) NonceAt(ctx context.Context, a common.Address, n *big.Int
 func TestChainSettlerReplacesAStuckTransaction(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	backend := &stuckBackend{ChainBackend: c.client, mined: c.client, holdFirst: true}
+	backend := &stuckBackend{chainBackend: c.client, mined: c.client, holdFirst: true}
 	g, req := gapGate(t, c, backend)
-	g.settler.(*ChainSettler).bumpAfter = 300 * time.Millisecond
+	g.settler.(*chainSettler).bumpAfter = 300 * time.Millisecond
 	for i := range 2 {
 		if err := payOnce(t, c, g, req); err != nil {
 			t.Fatalf("settlement %d: %v", i+1, err)

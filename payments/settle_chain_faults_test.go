@@ -18,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // faultRPCTimeout is the per-call timeout of the fault tests: a slow
@@ -66,10 +67,10 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 
 // gate dials the chain through the proxy and returns a gate on a fresh
 // ledger.
-func (c *faultChain) gate(t *testing.T) (*Gate, *ChainSettler, *SQLLedger) {
+func (c *faultChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
 	t.Helper()
 	cfg := faultConfig(t, c.testChain, c.srv.URL())
-	s, err := DialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+	s, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func (c *faultChain) gate(t *testing.T) (*Gate, *ChainSettler, *SQLLedger) {
 	return g, s, l
 }
 
-func mustRequirements(t *testing.T, cfg Config) Requirements {
+func mustRequirements(t *testing.T, cfg Config) x402.Requirements {
 	t.Helper()
 	req, err := cfg.Requirements()
 	if err != nil {
@@ -94,12 +95,12 @@ func mustRequirements(t *testing.T, cfg Config) Requirements {
 
 // funded returns a payment of a new payer funded with 1 USDC, and the
 // payer's address.
-func (c *faultChain) funded(t *testing.T, req Requirements) (http.Header, common.Address) {
+func (c *faultChain) funded(t *testing.T, req x402.Requirements) (http.Header, common.Address) {
 	t.Helper()
 	key := mustKey(t)
 	payer := crypto.PubkeyToAddress(key.PublicKey)
 	c.mint(t, payer, 1_000_000)
-	return mustHeader(t, HeaderPaymentSignature, mustPayload(t, key, req, func(a *Authorization) {
+	return mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, key, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	})), payer
 }
@@ -126,9 +127,9 @@ func TestChainRPCFaultsAtStart(t *testing.T) {
 			}
 			cfg := faultConfig(t, c, srv.URL())
 			start := time.Now()
-			_, err := DialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+			_, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
-				t.Fatalf("DialChainSettler = %v, want CodeUnavailable", err)
+				t.Fatalf("dialChainSettler = %v, want CodeUnavailable", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, "payments.rpc_url "+srv.URL()) || !strings.Contains(msg, "eth_chainId") {
 				t.Fatalf("error %q does not name payments.rpc_url %s and the call", msg, srv.URL())
@@ -182,18 +183,18 @@ func TestChainRPCFaultsAtCheck(t *testing.T) {
 		})
 	}
 	// A refusal still comes through the proxy as a refusal, not an outage.
-	poor := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), req, func(a *Authorization) {
+	poor := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	}))
 	_, err := begin(g, ctx, paidRequest(poor))
-	wantPaymentError(t, err, ReasonInsufficientFunds)
+	wantPaymentError(t, err, x402.ReasonInsufficientFunds)
 
 	// Recover's question (authorizationState) fails as unavailable, which
 	// leaves a settling row settling.
 	for _, fault := range []rpcFault{faultSlow, faultHTML, faultBadJSON, faultRPCError} {
 		c.proxy.set("eth_call", -1, fault)
 		_, err := s.NonceUsed(ctx, common.Address{1}, [32]byte{2})
-		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || errors.Is(err, ErrNonceStateUnknown) {
+		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || errors.Is(err, errNonceStateUnknown) {
 			t.Errorf("%s: NonceUsed = %v, want CodeUnavailable", faultNames[fault], err)
 		}
 	}
@@ -253,7 +254,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			row := wantStatus(t, l, entry, tc.want)
 
 			if tc.want == StatusSettled {
-				if err != nil || out.Get(HeaderPaymentResponse) == "" {
+				if err != nil || out.Get(x402.HeaderPaymentResponse) == "" {
 					t.Fatalf("Settle = %v, %v; want the answer delivered", out, err)
 				}
 			} else if tc.want == StatusSettling {
@@ -309,11 +310,11 @@ func wantSettleRefused(t *testing.T, out http.Header, err error, row Entry) {
 		t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
 	}
 	e := wantPaymentError(t, err, "the answer is withheld", "the chain RPC failed")
-	var sr SettleResponse
-	if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil {
+	var sr x402.SettleResponse
+	if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil {
 		t.Fatal(err)
 	}
-	if sr.Success || sr.ErrorReason != ReasonUnexpectedSettle || sr.Transaction != row.TxHash {
+	if sr.Success || sr.ErrorReason != x402.ReasonUnexpectedSettle || sr.Transaction != row.TxHash {
 		t.Fatalf("settle response %+v, row %+v", sr, row)
 	}
 }

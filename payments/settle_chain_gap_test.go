@@ -13,13 +13,14 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // droppingBackend is a node that accepts the next drop transactions and
 // then loses them, as a node does when it evicts them from its pool or
 // restarts.
 type droppingBackend struct {
-	ChainBackend
+	chainBackend
 	drop atomic.Int32
 }
 
@@ -27,24 +28,24 @@ func (b *droppingBackend) SendTransaction(ctx context.Context, tx *types.Transac
 	if b.drop.Add(-1) >= 0 {
 		return nil
 	}
-	return b.ChainBackend.SendTransaction(ctx, tx)
+	return b.chainBackend.SendTransaction(ctx, tx)
 }
 
 // laggingBackend answers the first pending-nonce question after each send
 // from a replica that has not seen the send yet, as a load-balanced RPC may.
 type laggingBackend struct {
-	ChainBackend
+	chainBackend
 	sent atomic.Bool
 }
 
 func (b *laggingBackend) SendTransaction(ctx context.Context, tx *types.Transaction) error {
-	err := b.ChainBackend.SendTransaction(ctx, tx)
+	err := b.chainBackend.SendTransaction(ctx, tx)
 	b.sent.Store(err == nil)
 	return err
 }
 
 func (b *laggingBackend) PendingNonceAt(ctx context.Context, a common.Address) (uint64, error) {
-	n, err := b.ChainBackend.PendingNonceAt(ctx, a)
+	n, err := b.chainBackend.PendingNonceAt(ctx, a)
 	if b.sent.Swap(false) && err == nil && n > 0 {
 		return n - 1, nil
 	}
@@ -58,7 +59,7 @@ func (b *laggingBackend) PendingNonceAt(ctx context.Context, a common.Address) (
 func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	backend := &droppingBackend{ChainBackend: c.client}
+	backend := &droppingBackend{chainBackend: c.client}
 	backend.drop.Store(1)
 	g, req := gapGate(t, c, backend)
 	if err := payOnce(t, c, g, req); err == nil {
@@ -80,7 +81,7 @@ func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	g, req := gapGate(t, c, &laggingBackend{ChainBackend: c.client})
+	g, req := gapGate(t, c, &laggingBackend{chainBackend: c.client})
 	for i := range 3 {
 		if err := payOnce(t, c, g, req); err != nil {
 			t.Fatalf("settlement %d: %v", i+1, err)
@@ -92,9 +93,9 @@ func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
 }
 
 // gapGate is a gate settling on c through backend, with short timeouts.
-func gapGate(t *testing.T, c *testChain, backend ChainBackend) (*Gate, Requirements) {
+func gapGate(t *testing.T, c *testChain, backend chainBackend) (*Gate, x402.Requirements) {
 	t.Helper()
-	s, err := NewChainSettler(context.Background(), backend, c.relayer, ChainConfig{
+	s, err := newChainSettler(context.Background(), backend, c.relayer, chainConfig{
 		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -109,12 +110,12 @@ func gapGate(t *testing.T, c *testChain, backend ChainBackend) (*Gate, Requireme
 }
 
 // payOnce pays the price once from a new funded payer through g.
-func payOnce(t *testing.T, c *testChain, g *Gate, req Requirements) error {
+func payOnce(t *testing.T, c *testChain, g *Gate, req x402.Requirements) error {
 	t.Helper()
 	ctx := context.Background()
 	payer := mustKey(t)
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
-	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+int64(req.MaxTimeoutSeconds), 10)
 	}))
 	charge, err := begin(g, ctx, paidRequest(h))

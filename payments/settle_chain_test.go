@@ -22,6 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // testChain is an in-process chain (id 1337) with the test EIP-3009 token
@@ -203,9 +204,9 @@ func (c *testChain) config(t *testing.T) Config {
 	return cfg
 }
 
-func (c *testChain) settler(t *testing.T) *ChainSettler {
+func (c *testChain) settler(t *testing.T) *chainSettler {
 	t.Helper()
-	s, err := NewChainSettler(context.Background(), c.client, c.relayer, ChainConfig{
+	s, err := newChainSettler(context.Background(), c.client, c.relayer, chainConfig{
 		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func (c *testChain) settler(t *testing.T) *ChainSettler {
 }
 
 // gate returns a gate on the real clock settling on the test chain.
-func (c *testChain) gate(t *testing.T) (*Gate, *ChainSettler, *SQLLedger) {
+func (c *testChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
 	t.Helper()
 	cfg := c.config(t)
 	s := c.settler(t)
@@ -237,10 +238,10 @@ func TestChainSettler(t *testing.T) {
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
 
 	// A real settlement moves the price.
-	pp := mustPayload(t, payer, req, func(a *Authorization) {
+	pp := mustPayload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	})
-	h := mustHeader(t, HeaderPaymentSignature, pp)
+	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
 	charge, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -249,8 +250,8 @@ func TestChainSettler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr SettleResponse
-	if err := DecodeHeader(out.Get(HeaderPaymentResponse), &sr); err != nil || !sr.Success {
+	var sr x402.SettleResponse
+	if err := x402.DecodeHeader(out.Get(x402.HeaderPaymentResponse), &sr); err != nil || !sr.Success {
 		t.Fatalf("settle response %+v, %v", sr, err)
 	}
 	if got := c.balance(t, payTo); got != 5000 {
@@ -267,12 +268,12 @@ func TestChainSettler(t *testing.T) {
 	wantPaymentError(t, err, "already used")
 	g2, _, _ := c.gate(t)
 	_, err = begin(g2, ctx, paidRequest(h))
-	wantPaymentError(t, err, ReasonNonceUsed)
+	wantPaymentError(t, err, x402.ReasonNonceUsed)
 	p := mustDecode(t, h)
-	if err := Verify(req, p, time.Now()); err != nil {
+	if err := x402.Verify(req, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if tx, err := s.Settle(ctx, p); rejectReason(err, "") != ReasonNonceUsed || tx != "" {
+	if tx, err := s.Settle(ctx, p); x402.RejectReason(err, "") != x402.ReasonNonceUsed || tx != "" {
 		t.Fatalf("Settle of a used authorization = %q, %v; want nonce used and no transaction", tx, err)
 	}
 	if used, err := s.NonceUsed(ctx, p.Transfer.From, p.Transfer.Nonce); err != nil || !used {
@@ -281,24 +282,24 @@ func TestChainSettler(t *testing.T) {
 
 	// An unfunded payer is refused before the run.
 	poor := mustKey(t)
-	_, err = begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, poor, req, func(a *Authorization) {
+	_, err = begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, poor, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	}))))
-	wantPaymentError(t, err, ReasonInsufficientFunds)
+	wantPaymentError(t, err, x402.ReasonInsufficientFunds)
 
 	// An expired authorization (verified on a stale clock) is refused by the chain.
 	past := time.Now().Add(-time.Hour)
-	pp = mustPayload(t, payer, req, func(a *Authorization) {
+	pp = mustPayload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(past.Unix()+60, 10)
 	})
-	p = mustDecode(t, mustHeader(t, HeaderPaymentSignature, pp))
-	if err := Verify(req, p, past); err != nil {
+	p = mustDecode(t, mustHeader(t, x402.HeaderPaymentSignature, pp))
+	if err := x402.Verify(req, p, past); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Check(ctx, p); rejectReason(err, "") != ReasonValidBefore {
+	if err := s.Check(ctx, p); x402.RejectReason(err, "") != x402.ReasonValidBefore {
 		t.Fatalf("Check of an expired authorization = %v", err)
 	}
-	if _, err := s.Settle(ctx, p); rejectReason(err, "") != ReasonValidBefore {
+	if _, err := s.Settle(ctx, p); x402.RejectReason(err, "") != x402.ReasonValidBefore {
 		t.Fatalf("Settle of an expired authorization = %v", err)
 	}
 	if used, err := s.NonceUsed(ctx, p.Transfer.From, p.Transfer.Nonce); err != nil || used {
@@ -313,12 +314,12 @@ func TestChainSettlerConcurrent(t *testing.T) {
 	g, _, _ := c.gate(t)
 	req := g.Requirements()
 	const n = 5
-	headers := make([]*SettleResponse, n)
+	headers := make([]*x402.SettleResponse, n)
 	payments := make([]http.Header, n)
 	for i := range n {
 		payer := mustKey(t)
 		c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
-		payments[i] = mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+		payments[i] = mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
 			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		}))
 	}
@@ -337,8 +338,8 @@ func TestChainSettlerConcurrent(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			var sr SettleResponse
-			if err := DecodeHeader(out.Get(HeaderPaymentResponse), &sr); err != nil {
+			var sr x402.SettleResponse
+			if err := x402.DecodeHeader(out.Get(x402.HeaderPaymentResponse), &sr); err != nil {
 				t.Error(err)
 			}
 			headers[i] = &sr
@@ -379,12 +380,12 @@ func TestChainRecover(t *testing.T) {
 
 	// Two payments settling, one of them settled on chain, then a "crash"
 	// before the ledger heard of either outcome.
-	var ps []*Payment
+	var ps []*x402.Payment
 	for range 2 {
-		p := mustDecode(t, mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+		p := mustDecode(t, mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
 			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		})))
-		if err := Verify(req, p, time.Now()); err != nil {
+		if err := x402.Verify(req, p, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Reserve(ctx, Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
@@ -413,11 +414,11 @@ func TestNewChainSettlerChecks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
-	_, err := NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
+	_, err := newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
 	if err == nil || !strings.Contains(err.Error(), "chain 1337") {
 		t.Fatalf("wrong chain id: %v", err)
 	}
-	_, err = NewChainSettler(ctx, c.client, c.relayer, ChainConfig{Asset: common.HexToAddress(testPayTo)})
+	_, err = newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: common.HexToAddress(testPayTo)})
 	if err == nil || !strings.Contains(err.Error(), "no contract code") {
 		t.Fatalf("asset without code: %v", err)
 	}
@@ -433,7 +434,7 @@ func TestChainSettlerStaleRelayerNonce(t *testing.T) {
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
 	pay := func() {
 		t.Helper()
-		h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, payer, req, func(a *Authorization) {
+		h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
 			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		}))
 		charge, err := begin(g, ctx, paidRequest(h))

@@ -25,7 +25,7 @@ import (
 // reached the node anyway (the call timed out or the answer was garbled),
 // and nil when it cannot have (the node refused it, or the connection was
 // refused).
-func (s *ChainSettler) send(ctx context.Context, gas uint64, data []byte) (*types.Transaction, error) {
+func (s *chainSettler) send(ctx context.Context, gas uint64, data []byte) (*types.Transaction, error) {
 	inner, err := s.fees(ctx)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ const gapConfirm = 2 * time.Second
 // has transactions it accepted (dropped from its pool, lost in a restart):
 // every later nonce would wait behind the gap forever, so the next nonce is
 // taken from the node and the next settlement fills the gap.
-func (s *ChainSettler) resyncGap(ctx context.Context, pending uint64) {
+func (s *chainSettler) resyncGap(ctx context.Context, pending uint64) {
 	deadline := time.Now().Add(gapConfirm)
 	for pending < s.next && time.Now().Before(deadline) {
 		select {
@@ -96,7 +96,7 @@ func (s *ChainSettler) resyncGap(ctx context.Context, pending uint64) {
 	if pending >= s.next {
 		return
 	}
-	s.log.Warn("payments: relayer nonce gap: the node lost earlier settlement transactions; resyncing the nonce",
+	s.log.Warn("relayer nonce gap: the node lost earlier settlement transactions; resyncing the nonce",
 		"relayer_next", s.next, "node_pending", pending, "lost", s.next-pending)
 	s.next = pending
 }
@@ -105,10 +105,10 @@ func (s *ChainSettler) resyncGap(ctx context.Context, pending uint64) {
 // node refused the first for its nonce (another sender used the relayer
 // account). A retry cannot collect twice: the token accepts each
 // authorization once; and it is never made when the first may have arrived.
-func (s *ChainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
+func (s *chainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
 	tx, err := s.send(ctx, gas, data)
 	if err != nil && tx == nil && strings.Contains(strings.ToLower(err.Error()), "nonce") {
-		log.Warn("payments: relayer nonce was stale; retrying with the pending nonce", "err", err)
+		log.Warn("relayer nonce was stale; retrying with the pending nonce", "err", err)
 		tx, err = s.send(ctx, gas, data)
 	}
 	return tx, err
@@ -117,7 +117,7 @@ func (s *ChainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint
 // fees returns an unsigned transaction body carrying the fee fields: an
 // EIP-1559 one (tip plus twice the base fee) where the chain has a base
 // fee, else a legacy one.
-func (s *ChainSettler) fees(ctx context.Context) (types.TxData, error) {
+func (s *chainSettler) fees(ctx context.Context) (types.TxData, error) {
 	cctx, cancel := s.call(ctx)
 	head, err := s.backend.HeaderByNumber(cctx, nil)
 	cancel()
@@ -147,7 +147,7 @@ func (s *ChainSettler) fees(ctx context.Context) (types.TxData, error) {
 // again at the next tick: a flaky RPC must not turn a landed settlement
 // into a lost answer. When no receipt comes, the error carries the last
 // failure.
-func (s *ChainSettler) waitReceipt(ctx context.Context, log *slog.Logger, st *sentTx) (*types.Receipt, error) {
+func (s *chainSettler) waitReceipt(ctx context.Context, log *slog.Logger, st *sentTx) (*types.Receipt, error) {
 	start := time.Now()
 	var last error
 	tick := time.NewTicker(s.receiptPoll)

@@ -16,13 +16,14 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // maxFacilitatorBody bounds a facilitator's answer.
 const maxFacilitatorBody = 1 << 20
 
-// FacilitatorConfig configures a FacilitatorSettler.
-type FacilitatorConfig struct {
+// facilitatorConfig configures a facilitatorSettler.
+type facilitatorConfig struct {
 	// URL is the facilitator's base URL; /verify and /settle are appended.
 	URL string
 	// HTTPClient makes the calls; nil means clients with no overall
@@ -35,24 +36,24 @@ type FacilitatorConfig struct {
 	SettleTimeout time.Duration
 }
 
-// FacilitatorSettler checks and settles payments through an x402
+// facilitatorSettler checks and settles payments through an x402
 // facilitator's /verify and /settle. It cannot tell whether a nonce was
-// used (NonceUsed returns ErrNonceStateUnknown).
+// used (NonceUsed returns errNonceStateUnknown).
 //
 // Its error messages, which callers see, never name the facilitator's URL;
 // their causes, for the log, do.
-type FacilitatorSettler struct {
+type facilitatorSettler struct {
 	url                          string
 	client                       *http.Client
 	settleClient                 *http.Client
 	verifyTimeout, settleTimeout time.Duration
 }
 
-var _ Settler = (*FacilitatorSettler)(nil)
+var _ Settler = (*facilitatorSettler)(nil)
 
-// NewFacilitatorSettler returns a settler calling the facilitator of c.
-func NewFacilitatorSettler(c FacilitatorConfig) *FacilitatorSettler {
-	f := &FacilitatorSettler{url: strings.TrimRight(c.URL, "/"), client: c.HTTPClient,
+// newFacilitatorSettler returns a settler calling the facilitator of c.
+func newFacilitatorSettler(c facilitatorConfig) *facilitatorSettler {
+	f := &facilitatorSettler{url: strings.TrimRight(c.URL, "/"), client: c.HTTPClient,
 		verifyTimeout: c.VerifyTimeout, settleTimeout: c.SettleTimeout}
 	f.settleClient = f.client
 	if f.client == nil {
@@ -75,9 +76,9 @@ func NewFacilitatorSettler(c FacilitatorConfig) *FacilitatorSettler {
 
 // facilitatorRequest is the body of /verify and /settle.
 type facilitatorRequest struct {
-	X402Version         int            `json:"x402Version"`
-	PaymentPayload      PaymentPayload `json:"paymentPayload"`
-	PaymentRequirements Requirements   `json:"paymentRequirements"`
+	X402Version         int                 `json:"x402Version"`
+	PaymentPayload      x402.PaymentPayload `json:"paymentPayload"`
+	PaymentRequirements x402.Requirements   `json:"paymentRequirements"`
 }
 
 // facilitatorAnswer holds the fields of a /verify or /settle answer.
@@ -92,7 +93,7 @@ type facilitatorAnswer struct {
 }
 
 // Check asks the facilitator's /verify whether p would settle now.
-func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
+func (f *facilitatorSettler) Check(ctx context.Context, p *x402.Payment) error {
 	var a facilitatorAnswer
 	status, err := f.post(ctx, "/verify", f.verifyTimeout, p, &a)
 	if err != nil && staleConnection(err) {
@@ -110,15 +111,15 @@ func (f *FacilitatorSettler) Check(ctx context.Context, p *Payment) error {
 	if a.InvalidReason == "" {
 		return f.unavailable("/verify", true, fmt.Errorf("status %d, isValid false, no invalidReason", status))
 	}
-	return &RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment", Err: facilitatorSaid(a.InvalidMessage)}
+	return &x402.RejectError{Reason: a.InvalidReason, Check: "the facilitator refused the payment", Err: facilitatorSaid(a.InvalidMessage)}
 }
 
 // Settle asks the facilitator's /settle to collect p. It is never retried:
 // a retry could collect twice. Only a refused connection wraps
-// ErrSettleNotSent; once the request may have reached the facilitator (a
+// errSettleNotSent; once the request may have reached the facilitator (a
 // timeout, a 5xx, an answer that does not decode), whether it settled is
 // unknown.
-func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, error) {
+func (f *facilitatorSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 	var a facilitatorAnswer
 	status, err := f.post(ctx, "/settle", f.settleTimeout, p, &a)
 	if err != nil {
@@ -130,19 +131,19 @@ func (f *FacilitatorSettler) Settle(ctx context.Context, p *Payment) (string, er
 	if a.ErrorReason == "" {
 		return a.Transaction, f.unavailable("/settle", true, fmt.Errorf("status %d, success false, no errorReason", status))
 	}
-	return a.Transaction, &RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment", Err: facilitatorSaid(a.ErrorMessage)}
+	return a.Transaction, &x402.RejectError{Reason: a.ErrorReason, Check: "the facilitator could not settle the payment", Err: facilitatorSaid(a.ErrorMessage)}
 }
 
-// NonceUsed returns ErrNonceStateUnknown: a facilitator has no query for
+// NonceUsed returns errNonceStateUnknown: a facilitator has no query for
 // it. Recover marks a settlement in flight at a crash failed.
-func (f *FacilitatorSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
-	return false, ErrNonceStateUnknown
+func (f *facilitatorSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
+	return false, errNonceStateUnknown
 }
 
 // post sends p to the facilitator's path and decodes the answer into out.
 // A facilitator answers a refusal with 200 or 4xx and a JSON body; only an
 // answer that does not decode is an outage.
-func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time.Duration, p *Payment, out *facilitatorAnswer) (int, error) {
+func (f *facilitatorSettler) post(ctx context.Context, path string, timeout time.Duration, p *x402.Payment, out *facilitatorAnswer) (int, error) {
 	body, err := json.Marshal(facilitatorRequest{X402Version: 2, PaymentPayload: facilitatorPayload(p), PaymentRequirements: p.Requirements})
 	if err != nil {
 		return 0, sandboxd.Wrap(sandboxd.CodeInternal, "payments.facilitator", err, "cannot encode the facilitator request")
@@ -187,27 +188,27 @@ func (f *FacilitatorSettler) post(ctx context.Context, path string, timeout time
 // payment keeps the terms entry, resource and extensions the payer echoed; a
 // v1 payer's signed authorization is put into a v2 payload against the
 // matched terms (the signature covers only the authorization, unchanged).
-func facilitatorPayload(p *Payment) PaymentPayload {
+func facilitatorPayload(p *x402.Payment) x402.PaymentPayload {
 	if p.Version == 2 && p.Accepted != nil {
-		return PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted,
+		return x402.PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted,
 			Payload: p.Exact, Extensions: p.Extensions}
 	}
-	return PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact}
+	return x402.PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact}
 }
 
 // unavailable is the error of a failed call to path; sent says whether the
 // request may have reached the facilitator. For /settle the message says
-// what that means for the payment, and an unsent one wraps ErrSettleNotSent.
+// what that means for the payment, and an unsent one wraps errSettleNotSent.
 // The message reaches callers, so it names the facilitator's path but not
 // its URL; the cause, for the log, has the URL.
-func (f *FacilitatorSettler) unavailable(path string, sent bool, err error) error {
+func (f *facilitatorSettler) unavailable(path string, sent bool, err error) error {
 	err = fmt.Errorf("%s%s: %w", f.url, path, err)
 	switch {
 	case path != "/settle":
 		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
 			"the payment facilitator's %s cannot be reached or gave no usable answer; nothing was charged, try again later", path))
 	case !sent:
-		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", ErrSettleNotSent, err),
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", errSettleNotSent, err),
 			"the payment facilitator's /settle cannot be reached; nothing was charged, so the same payment may be sent again later")
 	}
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // facilitatorAnswer kinds the scripted facilitator gives.
@@ -78,7 +79,7 @@ func facilitatorGate(t *testing.T) (*Gate, *SQLLedger, *scriptedFacilitator, *fl
 	t.Helper()
 	fac := &scriptedFacilitator{verify: answerOK, settle: answerOK}
 	srv := newFlakyServer(t, fac)
-	s := NewFacilitatorSettler(FacilitatorConfig{URL: srv.URL(), VerifyTimeout: faultRPCTimeout, SettleTimeout: faultRPCTimeout})
+	s := newFacilitatorSettler(facilitatorConfig{URL: srv.URL(), VerifyTimeout: faultRPCTimeout, SettleTimeout: faultRPCTimeout})
 	g, l := newTestGate(t, s)
 	return g, l, fac, srv
 }
@@ -99,7 +100,7 @@ func TestFacilitatorFaultsAtStart(t *testing.T) {
 	}
 	defer g.Close()
 	g.now = func() time.Time { return testNow }
-	h := mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
 	_, err = begin(g, ctx, paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !namesURLInCauseOnly(err, srv.URL(), "/verify") {
 		t.Fatalf("Begin = %v, want CodeUnavailable naming %s/verify", err, srv.URL())
@@ -125,7 +126,7 @@ func TestFacilitatorFaultsAtCheck(t *testing.T) {
 			g, l, fac, srv := facilitatorGate(t)
 			key := mustKey(t)
 			pp := mustPayload(t, key, g.Requirements(), nil)
-			h := mustHeader(t, HeaderPaymentSignature, pp)
+			h := mustHeader(t, x402.HeaderPaymentSignature, pp)
 			if answer == "closed port" {
 				srv.Down()
 			} else {
@@ -170,7 +171,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			g, l, fac, srv := facilitatorGate(t)
 			key := mustKey(t)
 			pp := mustPayload(t, key, g.Requirements(), nil)
-			h := mustHeader(t, HeaderPaymentSignature, pp)
+			h := mustHeader(t, x402.HeaderPaymentSignature, pp)
 			entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
@@ -200,8 +201,8 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 				if strings.Contains(e.Message, srv.URL()) {
 					t.Errorf("the message %q names the facilitator's URL", e.Message)
 				}
-				var sr SettleResponse
-				if err := DecodeHeader(e.Header.Get(HeaderPaymentResponse), &sr); err != nil || sr.Success || sr.ErrorReason != ReasonUnexpectedSettle {
+				var sr x402.SettleResponse
+				if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil || sr.Success || sr.ErrorReason != x402.ReasonUnexpectedSettle {
 					t.Fatalf("settle response %+v, %v", sr, err)
 				}
 				if !strings.Contains(e.Message, "nothing was charged") {
@@ -226,7 +227,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			if rep, err := g.ResolvePending(ctx); err != nil || rep.Failed != 1 {
 				t.Fatalf("ResolvePending = %+v, %v; want the pending row failed (a facilitator cannot tell)", rep, err)
 			}
-			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != ReasonUnknownAfterRestart {
+			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != reasonUnknownAfterRestart {
 				t.Fatalf("row %+v", row)
 			}
 			_, err = begin(g, ctx, paidRequest(h))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // facilitatorStub answers /verify and /settle with the given status and body,
@@ -53,7 +54,7 @@ func (f *facilitatorStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func newStub(t *testing.T) (*facilitatorStub, *FacilitatorSettler) {
+func newStub(t *testing.T) (*facilitatorStub, *facilitatorSettler) {
 	t.Helper()
 	stub := &facilitatorStub{
 		verifyStatus: 200, verifyBody: `{"isValid":true,"payer":"0x1"}`,
@@ -61,20 +62,20 @@ func newStub(t *testing.T) (*facilitatorStub, *FacilitatorSettler) {
 	}
 	srv := httptest.NewServer(stub)
 	t.Cleanup(srv.Close)
-	return stub, NewFacilitatorSettler(FacilitatorConfig{URL: srv.URL + "/facilitator/", VerifyTimeout: time.Second, SettleTimeout: time.Second})
+	return stub, newFacilitatorSettler(facilitatorConfig{URL: srv.URL + "/facilitator/", VerifyTimeout: time.Second, SettleTimeout: time.Second})
 }
 
 // verifiedPayment returns a verified payment sent in header name.
-func verifiedPayment(t *testing.T, v1 bool) (*Payment, PaymentPayload) {
+func verifiedPayment(t *testing.T, v1 bool) (*x402.Payment, x402.PaymentPayload) {
 	t.Helper()
 	req := testRequirements(t)
 	pp := mustPayload(t, mustKey(t), req, nil)
-	h := mustHeader(t, HeaderPaymentSignature, pp)
+	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
 	if v1 {
-		h = mustHeader(t, HeaderXPayment, v1Of(pp))
+		h = mustHeader(t, x402.HeaderXPayment, v1Of(pp))
 	}
 	p := mustDecode(t, h)
-	if err := Verify(req, p, testNow); err != nil {
+	if err := x402.Verify(req, p, testNow); err != nil {
 		t.Fatal(err)
 	}
 	return p, pp
@@ -94,9 +95,9 @@ func TestFacilitatorRequestBody(t *testing.T) {
 		}
 		for _, body := range [][]byte{stub.lastVerify, stub.lastSettle} {
 			var got struct {
-				X402Version         int             `json:"x402Version"`
-				PaymentPayload      json.RawMessage `json:"paymentPayload"`
-				PaymentRequirements Requirements    `json:"paymentRequirements"`
+				X402Version         int               `json:"x402Version"`
+				PaymentPayload      json.RawMessage   `json:"paymentPayload"`
+				PaymentRequirements x402.Requirements `json:"paymentRequirements"`
 			}
 			if err := json.Unmarshal(body, &got); err != nil {
 				t.Fatal(err)
@@ -107,7 +108,7 @@ func TestFacilitatorRequestBody(t *testing.T) {
 			if want, _ := json.Marshal(facilitatorPayload(p)); string(got.PaymentPayload) != string(want) {
 				t.Fatalf("payload not the canonical encoding:\n got %s\nwant %s", got.PaymentPayload, want)
 			}
-			var payload PaymentPayload
+			var payload x402.PaymentPayload
 			if err := json.Unmarshal(got.PaymentPayload, &payload); err != nil {
 				t.Fatal(err)
 			}
@@ -125,12 +126,12 @@ func TestFacilitatorRefusals(t *testing.T) {
 
 	stub.verifyStatus, stub.verifyBody = 400, `{"isValid":false,"invalidReason":"insufficient_funds","payer":"0x1"}`
 	err := f.Check(ctx, p)
-	if rejectReason(err, "") != ReasonInsufficientFunds {
+	if x402.RejectReason(err, "") != x402.ReasonInsufficientFunds {
 		t.Fatalf("Check = %v, want insufficient_funds", err)
 	}
 
 	stub.settleStatus, stub.settleBody = 200, `{"success":false,"errorReason":"invalid_exact_evm_nonce_already_used","transaction":"","network":"eip155:84532"}`
-	if _, err := f.Settle(ctx, p); rejectReason(err, "") != ReasonNonceUsed {
+	if _, err := f.Settle(ctx, p); x402.RejectReason(err, "") != x402.ReasonNonceUsed {
 		t.Fatalf("Settle = %v, want nonce used", err)
 	}
 
@@ -155,14 +156,14 @@ func TestFacilitatorUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	f := NewFacilitatorSettler(FacilitatorConfig{URL: url})
+	f := newFacilitatorSettler(facilitatorConfig{URL: url})
 	p, _ := verifiedPayment(t, false)
 	err := f.Check(context.Background(), p)
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !namesURLInCauseOnly(err, url, "/verify") {
 		t.Fatalf("Check = %v, want CodeUnavailable naming %s", err, url)
 	}
-	if _, err := f.NonceUsed(context.Background(), p.Transfer.From, p.Transfer.Nonce); !errors.Is(err, ErrNonceStateUnknown) {
-		t.Fatalf("NonceUsed = %v, want ErrNonceStateUnknown", err)
+	if _, err := f.NonceUsed(context.Background(), p.Transfer.From, p.Transfer.Nonce); !errors.Is(err, errNonceStateUnknown) {
+		t.Fatalf("NonceUsed = %v, want errNonceStateUnknown", err)
 	}
 }
 
@@ -171,7 +172,7 @@ func TestFacilitatorTimeout(t *testing.T) {
 	stub.delay = time.Second
 	srv := httptest.NewServer(stub)
 	defer srv.Close()
-	f := NewFacilitatorSettler(FacilitatorConfig{URL: srv.URL + "/facilitator", VerifyTimeout: 50 * time.Millisecond, SettleTimeout: 50 * time.Millisecond})
+	f := newFacilitatorSettler(facilitatorConfig{URL: srv.URL + "/facilitator", VerifyTimeout: 50 * time.Millisecond, SettleTimeout: 50 * time.Millisecond})
 	p, _ := verifiedPayment(t, false)
 	start := time.Now()
 	err := f.Check(context.Background(), p)
@@ -190,7 +191,7 @@ func TestGateWithFacilitatorSettlesOnce(t *testing.T) {
 	ctx := context.Background()
 	stub, f := newStub(t)
 	g, _ := newTestGate(t, f)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
+
+	"sandboxd/x402"
 )
 
 // eip3009ABI is the part of an EIP-3009 token the settler calls.
@@ -29,9 +31,9 @@ var tokenABI = func() abi.ABI {
 
 // packTransfer encodes transferWithAuthorization for t, splitting its
 // signature into v, r, s.
-func packTransfer(t *Transfer) ([]byte, error) {
+func packTransfer(t *x402.Transfer) ([]byte, error) {
 	if len(t.Signature) != 65 {
-		return nil, errSigLength
+		return nil, x402.ErrSigLength
 	}
 	var r, sv [32]byte
 	copy(r[:], t.Signature[:32])
@@ -43,9 +45,9 @@ func packTransfer(t *Transfer) ([]byte, error) {
 // revertReasons map the revert messages of USDC (FiatToken v2) to x402
 // codes, for refusals the state queries do not explain.
 var revertReasons = []struct{ text, reason, check string }{
-	{"authorization is expired", ReasonValidBefore, "the authorization is expired at the chain's time"},
-	{"authorization is not yet valid", ReasonValidAfter, "the authorization is not yet valid at the chain's time"},
-	{"invalid signature", ReasonSignature, "the signature is invalid for this token"},
-	{"used or canceled", ReasonNonceUsed, "the authorization was used or canceled"},
-	{"exceeds balance", ReasonInsufficientFunds, "the payer's balance is too low"},
+	{"authorization is expired", x402.ReasonValidBefore, "the authorization is expired at the chain's time"},
+	{"authorization is not yet valid", x402.ReasonValidAfter, "the authorization is not yet valid at the chain's time"},
+	{"invalid signature", x402.ReasonSignature, "the signature is invalid for this token"},
+	{"used or canceled", x402.ReasonNonceUsed, "the authorization was used or canceled"},
+	{"exceeds balance", x402.ReasonInsufficientFunds, "the payer's balance is too low"},
 }

@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"time"
 
-	"sandboxd/payments"
+	"sandboxd/x402"
 )
 
 // callCommand pays for one run over x402 and prints the answer and the
@@ -25,12 +25,12 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	url := fs.String("url", "http://127.0.0.1:8080/v1/code", "the service's /v1/code URL")
 	code := fs.String("c", "", "the program's source (instead of FILE.py)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
-	maxAmount := fs.String("max-amount", payments.DefaultClientMaxAmount, "pay at most this much per call, in asset units")
+	maxAmount := fs.String("max-amount", x402.DefaultClientMaxAmount, "pay at most this much per call, in asset units")
 	var networks, assets listFlag
-	fs.Var(&networks, "network", "a CAIP-2 network to pay on (repeatable; default "+payments.DefaultClientNetwork+")")
-	fs.Var(&assets, "asset", "a token address to pay with (repeatable; default "+payments.DefaultClientAsset+", USDC on Base Sepolia)")
+	fs.Var(&networks, "network", "a CAIP-2 network to pay on (repeatable; default "+x402.DefaultClientNetwork+")")
+	fs.Var(&assets, "asset", "a token address to pay with (repeatable; default "+x402.DefaultClientAsset+", USDC on Base Sepolia)")
 	payTo := fs.String("pay-to", "", "pay only this payee address (default: any)")
-	maxWindow := fs.Duration("max-window", payments.DefaultClientMaxWindow, "sign authorizations valid for at most this long")
+	maxWindow := fs.Duration("max-window", x402.DefaultClientMaxWindow, "sign authorizations valid for at most this long")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,7 +47,7 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: sandboxd call --key-file FILE [--url URL] [--max-amount 0.005] [--network N] [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [-c CODE | FILE.py]\n", err)
 		return 2
 	}
-	key, err := payments.LoadKey(*keyFile)
+	key, err := x402.LoadKey(*keyFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return 2
@@ -60,7 +60,7 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	resp, err := payments.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body, policy)
+	resp, err := x402.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body, policy)
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
@@ -86,7 +86,7 @@ func programSource(code string, files []string) (string, error) {
 }
 
 // printAnswer prints the answer's JSON, indented, then what was paid.
-func printAnswer(w io.Writer, resp *payments.PaidResponse) {
+func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, resp.Body, "", "  ") != nil {
 		pretty.Reset()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"sandboxd/payments"
+	"sandboxd/x402"
 )
 
 // listFlag is a repeatable string flag; commas also separate values.
@@ -28,9 +28,9 @@ func (l *listFlag) Set(v string) error {
 
 // payPolicy builds the client's payment policy from its flags; unnamed
 // networks and assets keep the defaults.
-func payPolicy(maxAmount string, networks, assets []string, payTo string, maxWindow time.Duration) (payments.PayPolicy, error) {
-	p := payments.DefaultPayPolicy()
-	max, err := payments.ParsePrice(maxAmount)
+func payPolicy(maxAmount string, networks, assets []string, payTo string, maxWindow time.Duration) (x402.PayPolicy, error) {
+	p := x402.DefaultPayPolicy()
+	max, err := x402.ParsePrice(maxAmount)
 	if err != nil {
 		return p, fmt.Errorf("--max-amount: %w", err)
 	}
@@ -38,10 +38,10 @@ func payPolicy(maxAmount string, networks, assets []string, payTo string, maxWin
 	if len(networks) > 0 {
 		p.Networks = nil
 		for _, n := range networks {
-			if _, err := payments.ChainID(n); err != nil {
+			if _, err := x402.ChainID(n); err != nil {
 				return p, fmt.Errorf("--network %q: %w", n, err)
 			}
-			p.Networks = append(p.Networks, payments.CanonicalNetwork(n))
+			p.Networks = append(p.Networks, x402.CanonicalNetwork(n))
 		}
 	}
 	if len(assets) > 0 {

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"sandboxd/payments"
+	"sandboxd/x402"
 )
 
 // TestCallRefusesHostileQuote runs `sandboxd call` against a server quoting
@@ -19,15 +19,15 @@ import (
 func TestCallRefusesHostileQuote(t *testing.T) {
 	var paid atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(payments.HeaderPaymentSignature) != "" || r.Header.Get(payments.HeaderXPayment) != "" {
+		if r.Header.Get(x402.HeaderPaymentSignature) != "" || r.Header.Get(x402.HeaderXPayment) != "" {
 			paid.Add(1)
 			return
 		}
-		v, _ := payments.EncodeHeader(payments.PaymentRequired{X402Version: 2, Accepts: []payments.Requirements{{
+		v, _ := x402.EncodeHeader(x402.PaymentRequired{X402Version: 2, Accepts: []x402.Requirements{{
 			Scheme: "exact", Network: "eip155:8453", Amount: "5000000", Asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
 			PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", MaxTimeoutSeconds: 1 << 30,
-			Extra: payments.Extra{Name: "USD Coin", Version: "2"}}}})
-		w.Header().Set(payments.HeaderPaymentRequired, v)
+			Extra: x402.Extra{Name: "USD Coin", Version: "2"}}}})
+		w.Header().Set(x402.HeaderPaymentRequired, v)
 		w.WriteHeader(http.StatusPaymentRequired)
 	}))
 	defer srv.Close()

@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"math/big"
@@ -24,36 +24,36 @@ var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewI
 // *RejectError naming the check and its x402 code.
 func Verify(req Requirements, p *Payment, now time.Time) error {
 	if p.Version != 1 && p.Version != 2 {
-		return reject(ReasonInvalidVersion, "x402Version %d is not supported (send 2, or 1)", p.Version)
+		return Reject(reasonInvalidVersion, "x402Version %d is not supported (send 2, or 1)", p.Version)
 	}
 	if p.Scheme != req.Scheme {
-		return reject(ReasonUnsupportedScheme, "scheme %q is not offered (want %q)", p.Scheme, req.Scheme)
+		return Reject(reasonUnsupportedScheme, "scheme %q is not offered (want %q)", p.Scheme, req.Scheme)
 	}
 	if CanonicalNetwork(p.Network) != req.Network {
-		return reject(ReasonInvalidNetwork, "network %q is not the one offered (want %s or %s)", p.Network, req.Network, V1Network(req.Network))
+		return Reject(reasonInvalidNetwork, "network %q is not the one offered (want %s or %s)", p.Network, req.Network, V1Network(req.Network))
 	}
 	if p.Accepted != nil && !strings.EqualFold(p.Accepted.Asset, req.Asset) {
-		return reject(ReasonAssetMismatch, "asset %s is not the one offered (want %s)", p.Accepted.Asset, req.Asset)
+		return Reject(reasonAssetMismatch, "asset %s is not the one offered (want %s)", p.Accepted.Asset, req.Asset)
 	}
 	t, err := parseAuthorization(p.Exact.Authorization)
 	if err != nil {
 		return err
 	}
 	if !strings.EqualFold(t.To.Hex(), req.PayTo) {
-		return reject(ReasonRecipientMismatch, "authorization pays %s, not the payee %s", t.To.Hex(), req.PayTo)
+		return Reject(reasonRecipientMismatch, "authorization pays %s, not the payee %s", t.To.Hex(), req.PayTo)
 	}
 	if err := checkValue(t.Value, req.Amount); err != nil {
 		return err
 	}
 	unix := big.NewInt(now.Unix())
 	if t.ValidAfter.Cmp(unix) > 0 {
-		return reject(ReasonValidAfter, "authorization is not valid yet (validAfter %s is after now, %s)", t.ValidAfter, unix)
+		return Reject(ReasonValidAfter, "authorization is not valid yet (validAfter %s is after now, %s)", t.ValidAfter, unix)
 	}
 	if t.ValidBefore.Cmp(new(big.Int).Add(unix, big.NewInt(validBeforeMargin))) < 0 {
-		return reject(ReasonValidBefore, "authorization expires too soon (validBefore %s; it must be at least %d s after now, %s)", t.ValidBefore, validBeforeMargin, unix)
+		return Reject(ReasonValidBefore, "authorization expires too soon (validBefore %s; it must be at least %d s after now, %s)", t.ValidBefore, validBeforeMargin, unix)
 	}
 	if req.Extra.Name == "" || req.Extra.Version == "" {
-		return reject(ReasonMissingDomain, "the asset's EIP-712 domain name and version are not configured")
+		return Reject(reasonMissingDomain, "the asset's EIP-712 domain name and version are not configured")
 	}
 	if err := checkSignature(req, t, p.Exact.Signature); err != nil {
 		return err
@@ -62,16 +62,17 @@ func Verify(req Requirements, p *Payment, now time.Time) error {
 	return nil
 }
 
-// checkWindow requires t to stay valid for window after now: time for the
-// service to wait for a sandbox, run and settle (Config.Window). It is a
-// ReasonValidBefore refusal naming what is needed and how to get it.
-func checkWindow(t *Transfer, now time.Time, window time.Duration) error {
+// CheckWindow requires t to stay valid for window after now: time for the
+// service to wait for a sandbox, run and settle (the gate passes
+// payments.Config.Window). It is a ReasonValidBefore refusal naming what is
+// needed and how to get it.
+func CheckWindow(t *Transfer, now time.Time, window time.Duration) error {
 	need := now.Add(window).Unix()
 	if t.ValidBefore.Cmp(big.NewInt(need)) >= 0 {
 		return nil
 	}
 	left := new(big.Int).Sub(t.ValidBefore, big.NewInt(now.Unix()))
-	return reject(ReasonValidBefore, "authorization expires too soon for this service: validBefore %s is %s s after now, "+
+	return Reject(ReasonValidBefore, "authorization expires too soon for this service: validBefore %s is %s s after now, "+
 		"but a run here may take %d s from this check to its settlement; sign it valid for the terms' maxTimeoutSeconds",
 		t.ValidBefore, left, int64(window/time.Second))
 }
@@ -80,13 +81,13 @@ func checkWindow(t *Transfer, now time.Time, window time.Duration) error {
 func checkValue(value *big.Int, amount string) error {
 	price, ok := new(big.Int).SetString(amount, 10)
 	if !ok {
-		return reject(ReasonUnexpectedVerify, "the configured price %q is not a number", amount)
+		return Reject(reasonUnexpectedVerify, "the configured price %q is not a number", amount)
 	}
 	switch value.Cmp(price) {
 	case -1:
-		return reject(ReasonValueMismatch, "authorization value %s is below the price %s", value, price)
+		return Reject(ReasonValueMismatch, "authorization value %s is below the price %s", value, price)
 	case 1:
-		return reject(ReasonValueMismatch, "authorization value %s is above the price %s; authorize exactly the price", value, price)
+		return Reject(ReasonValueMismatch, "authorization value %s is above the price %s; authorize exactly the price", value, price)
 	}
 	return nil
 }
@@ -98,7 +99,7 @@ func checkSignature(req Requirements, t *Transfer, sigHex string) error {
 	if err != nil {
 		return &RejectError{Reason: ReasonSignature, Check: "signature is not 0x-prefixed hex", Err: err}
 	}
-	digest, err := TransferDigest(req, t)
+	digest, err := transferDigest(req, t)
 	if err != nil {
 		return &RejectError{Reason: ReasonSignature, Check: "authorization cannot be hashed", Err: err}
 	}
@@ -107,7 +108,7 @@ func checkSignature(req Requirements, t *Transfer, sigHex string) error {
 		return &RejectError{Reason: ReasonSignature, Check: "signature is malformed", Err: err}
 	}
 	if signer != t.From {
-		return reject(ReasonSignature, "signature does not recover to from (%s): it was signed by another key or over other terms (check the asset's EIP-712 name %q and version %q)", t.From.Hex(), req.Extra.Name, req.Extra.Version)
+		return Reject(ReasonSignature, "signature does not recover to from (%s): it was signed by another key or over other terms (check the asset's EIP-712 name %q and version %q)", t.From.Hex(), req.Extra.Name, req.Extra.Version)
 	}
 	t.Signature = norm
 	return nil
@@ -135,7 +136,7 @@ func parseAuthorization(a Authorization) (*Transfer, error) {
 	}
 	nonce, err := hexutil.Decode(a.Nonce)
 	if err != nil || len(nonce) != 32 {
-		return nil, reject(ReasonInvalidPayload, "authorization nonce %q is not 32 bytes of 0x-prefixed hex", a.Nonce)
+		return nil, Reject(reasonInvalidPayload, "authorization nonce %q is not 32 bytes of 0x-prefixed hex", a.Nonce)
 	}
 	copy(t.Nonce[:], nonce)
 	return t, nil
@@ -143,7 +144,7 @@ func parseAuthorization(a Authorization) (*Transfer, error) {
 
 func parseAddress(field, s string) (common.Address, error) {
 	if !isAddress(s) {
-		return common.Address{}, reject(ReasonInvalidPayload, "authorization %s %q is not a 0x-prefixed address", field, s)
+		return common.Address{}, Reject(reasonInvalidPayload, "authorization %s %q is not a 0x-prefixed address", field, s)
 	}
 	return common.HexToAddress(s), nil
 }
@@ -151,7 +152,12 @@ func parseAddress(field, s string) (common.Address, error) {
 func parseUint256(field, s string) (*big.Int, error) {
 	n, ok := new(big.Int).SetString(s, 10)
 	if !ok || n.Sign() < 0 || n.Cmp(maxUint256) > 0 || strings.HasPrefix(s, "+") {
-		return nil, reject(ReasonInvalidPayload, "authorization %s %q is not a decimal uint256", field, s)
+		return nil, Reject(reasonInvalidPayload, "authorization %s %q is not a decimal uint256", field, s)
 	}
 	return n, nil
+}
+
+// isAddress reports whether s is a 0x-prefixed 20-byte hex address.
+func isAddress(s string) bool {
+	return (strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X")) && common.IsHexAddress(s)
 }

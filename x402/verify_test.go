@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"errors"
@@ -44,19 +44,19 @@ func TestVerify(t *testing.T) {
 		}},
 		{name: "valid v 0/1", payload: func(p *PaymentPayload) { resign(p, func(s []byte) { s[64] -= 27 }) }},
 		{name: "valid payTo in lower case", auth: func(a *Authorization) { a.To = strings.ToLower(a.To) }},
-		{name: "wrong version", payload: func(p *PaymentPayload) { p.X402Version = 3 }, want: ReasonInvalidVersion},
-		{name: "wrong scheme", payload: func(p *PaymentPayload) { p.Accepted.Scheme = "upto" }, want: ReasonUnsupportedScheme},
-		{name: "wrong network", payload: func(p *PaymentPayload) { p.Accepted.Network = "eip155:8453" }, want: ReasonInvalidNetwork},
-		{name: "wrong v1 network name", payload: func(p *PaymentPayload) { p.Accepted.Network = "base" }, v1: true, want: ReasonInvalidNetwork},
-		{name: "wrong asset", payload: func(p *PaymentPayload) { p.Accepted.Asset = testPayTo }, want: ReasonAssetMismatch},
-		{name: "wrong payTo", auth: func(a *Authorization) { a.To = "0x2222222222222222222222222222222222222222" }, want: ReasonRecipientMismatch},
+		{name: "wrong version", payload: func(p *PaymentPayload) { p.X402Version = 3 }, want: reasonInvalidVersion},
+		{name: "wrong scheme", payload: func(p *PaymentPayload) { p.Accepted.Scheme = "upto" }, want: reasonUnsupportedScheme},
+		{name: "wrong network", payload: func(p *PaymentPayload) { p.Accepted.Network = "eip155:8453" }, want: reasonInvalidNetwork},
+		{name: "wrong v1 network name", payload: func(p *PaymentPayload) { p.Accepted.Network = "base" }, v1: true, want: reasonInvalidNetwork},
+		{name: "wrong asset", payload: func(p *PaymentPayload) { p.Accepted.Asset = testPayTo }, want: reasonAssetMismatch},
+		{name: "wrong payTo", auth: func(a *Authorization) { a.To = "0x2222222222222222222222222222222222222222" }, want: reasonRecipientMismatch},
 		{name: "value too low", auth: func(a *Authorization) { a.Value = "4999" }, want: ReasonValueMismatch},
 		{name: "value too high", auth: func(a *Authorization) { a.Value = "5001" }, want: ReasonValueMismatch},
 		{name: "not yet valid", auth: func(a *Authorization) { a.ValidAfter = after(1) }, want: ReasonValidAfter},
 		{name: "expired", auth: func(a *Authorization) { a.ValidBefore = after(-1) }, want: ReasonValidBefore},
 		{name: "validBefore under now+6", auth: func(a *Authorization) { a.ValidBefore = after(5) }, want: ReasonValidBefore},
-		{name: "missing domain name", req: func(r *Requirements) { r.Extra.Name = "" }, want: ReasonMissingDomain},
-		{name: "missing domain version", req: func(r *Requirements) { r.Extra.Version = "" }, want: ReasonMissingDomain},
+		{name: "missing domain name", req: func(r *Requirements) { r.Extra.Name = "" }, want: reasonMissingDomain},
+		{name: "missing domain version", req: func(r *Requirements) { r.Extra.Version = "" }, want: reasonMissingDomain},
 		{name: "wrong domain name", req: func(r *Requirements) { r.Extra.Name = "USD Coin" }, want: ReasonSignature},
 		{name: "bad signature", payload: func(p *PaymentPayload) { resign(p, func(s []byte) { s[10] ^= 1 }) }, want: ReasonSignature},
 		{name: "signature by another key", payload: func(p *PaymentPayload) {
@@ -78,11 +78,11 @@ func TestVerify(t *testing.T) {
 		{name: "short signature", payload: func(p *PaymentPayload) { p.Payload.Signature = p.Payload.Signature[:130] }, want: ReasonSignature},
 		{name: "malformed signature hex", payload: func(p *PaymentPayload) { p.Payload.Signature = "0xzz" + p.Payload.Signature[4:] }, want: ReasonSignature},
 		{name: "signature without 0x", payload: func(p *PaymentPayload) { p.Payload.Signature = p.Payload.Signature[2:] }, want: ReasonSignature},
-		{name: "malformed nonce hex", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x12zz" }, want: ReasonInvalidPayload},
-		{name: "short nonce", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x1234" }, want: ReasonInvalidPayload},
-		{name: "malformed from", payload: func(p *PaymentPayload) { p.Payload.Authorization.From = "0xnothex" }, want: ReasonInvalidPayload},
-		{name: "malformed value", payload: func(p *PaymentPayload) { p.Payload.Authorization.Value = "5e3" }, want: ReasonInvalidPayload},
-		{name: "negative validAfter", payload: func(p *PaymentPayload) { p.Payload.Authorization.ValidAfter = "-1" }, want: ReasonInvalidPayload},
+		{name: "malformed nonce hex", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x12zz" }, want: reasonInvalidPayload},
+		{name: "short nonce", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x1234" }, want: reasonInvalidPayload},
+		{name: "malformed from", payload: func(p *PaymentPayload) { p.Payload.Authorization.From = "0xnothex" }, want: reasonInvalidPayload},
+		{name: "malformed value", payload: func(p *PaymentPayload) { p.Payload.Authorization.Value = "5e3" }, want: reasonInvalidPayload},
+		{name: "negative validAfter", payload: func(p *PaymentPayload) { p.Payload.Authorization.ValidAfter = "-1" }, want: reasonInvalidPayload},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,12 +136,12 @@ func TestTransferDigestDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d1, err := TransferDigest(req, tr)
+	d1, err := transferDigest(req, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Network = "eip155:8453"
-	d2, err := TransferDigest(req, tr)
+	d2, err := transferDigest(req, tr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"encoding/json"
@@ -172,16 +172,6 @@ type SettleResponse struct {
 	Transaction string `json:"transaction"`
 	// Network is the network settled on, named as the payer named it.
 	Network string `json:"network"`
-	// Payer is the paying address.
-	Payer string `json:"payer,omitempty"`
-}
-
-// VerifyResponse is a facilitator's answer to /verify.
-type VerifyResponse struct {
-	// IsValid reports that the payment would settle now.
-	IsValid bool `json:"isValid"`
-	// InvalidReason is the x402 error code when IsValid is false.
-	InvalidReason string `json:"invalidReason,omitempty"`
 	// Payer is the paying address.
 	Payer string `json:"payer,omitempty"`
 }

@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"encoding/base64"
@@ -129,10 +129,10 @@ func DecodeHeader(value string, v any) error {
 	return nil
 }
 
-// settleHeader returns the settlement report header for a payer of the
+// SettleHeader returns the settlement report header for a payer of the
 // given version: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE with the v1
 // network name for v1, with Cache-Control: no-store.
-func settleHeader(version int, r SettleResponse) (http.Header, error) {
+func SettleHeader(version int, r SettleResponse) (http.Header, error) {
 	name := HeaderPaymentResponse
 	if version == 1 {
 		name = HeaderXPaymentResponse
@@ -142,15 +142,15 @@ func settleHeader(version int, r SettleResponse) (http.Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := noStore()
+	h := NoStore()
 	h.Set(name, v)
 	return h, nil
 }
 
-// noStore returns headers that keep a payment answer out of every cache:
+// NoStore returns headers that keep a payment answer out of every cache:
 // terms are per request, and a paid answer or settlement report belongs to
 // one payer.
-func noStore() http.Header {
+func NoStore() http.Header {
 	h := http.Header{}
 	h.Set("Cache-Control", "no-store")
 	return h

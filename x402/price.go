@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"fmt"
@@ -6,24 +6,24 @@ import (
 	"strings"
 )
 
-// AssetDecimals is the number of decimals of the priced asset (USDC has 6).
-const AssetDecimals = 6
+// assetDecimals is the number of decimals of the priced asset (USDC has 6).
+const assetDecimals = 6
 
-// unitsPerToken is 10^AssetDecimals, the atomic units in one asset unit.
-var unitsPerToken = new(big.Int).Exp(big.NewInt(10), big.NewInt(AssetDecimals), nil)
+// unitsPerToken is 10^assetDecimals, the atomic units in one asset unit.
+var unitsPerToken = new(big.Int).Exp(big.NewInt(10), big.NewInt(assetDecimals), nil)
 
 // ParsePrice converts a decimal price in asset units ("0.005") to atomic
-// units (5000). It rejects signs, exponents, more than AssetDecimals
+// units (5000). It rejects signs, exponents, more than assetDecimals
 // decimals, and anything not above zero.
 func ParsePrice(s string) (*big.Int, error) {
 	whole, frac, hasDot := strings.Cut(strings.TrimSpace(s), ".")
 	if whole == "" || (hasDot && frac == "") || !allDigits(whole) || !allDigits(frac) {
 		return nil, fmt.Errorf("%q is not a decimal number such as 0.005", s)
 	}
-	if len(frac) > AssetDecimals {
-		return nil, fmt.Errorf("%q has %d decimals; the asset has %d", s, len(frac), AssetDecimals)
+	if len(frac) > assetDecimals {
+		return nil, fmt.Errorf("%q has %d decimals; the asset has %d", s, len(frac), assetDecimals)
 	}
-	digits := whole + frac + strings.Repeat("0", AssetDecimals-len(frac))
+	digits := whole + frac + strings.Repeat("0", assetDecimals-len(frac))
 	n, ok := new(big.Int).SetString(digits, 10)
 	if !ok {
 		return nil, fmt.Errorf("%q is not a decimal number", s)
@@ -44,7 +44,7 @@ func FormatPrice(atomic *big.Int) string {
 	if r.Sign() == 0 {
 		return q.String()
 	}
-	frac := strings.TrimRight(fmt.Sprintf("%0*s", AssetDecimals, r.String()), "0")
+	frac := strings.TrimRight(fmt.Sprintf("%0*s", assetDecimals, r.String()), "0")
 	return q.String() + "." + frac
 }
 

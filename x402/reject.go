@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"errors"
@@ -8,26 +8,26 @@ import (
 // The x402 error codes this package answers with, as used across the x402
 // ecosystem in invalidReason and errorReason.
 const (
-	// ReasonInvalidVersion: x402Version is neither 1 nor 2.
-	ReasonInvalidVersion = "invalid_x402_version"
-	// ReasonUnsupportedScheme: the scheme is not "exact".
-	ReasonUnsupportedScheme = "unsupported_scheme"
-	// ReasonInvalidNetwork: the payment names another network.
-	ReasonInvalidNetwork = "invalid_network"
-	// ReasonInvalidPayload: a field of the authorization is malformed.
-	ReasonInvalidPayload = "invalid_payload"
-	// ReasonAssetMismatch: the payment's accepted entry names another asset.
-	ReasonAssetMismatch = "invalid_payment_requirements"
-	// ReasonRecipientMismatch: the authorization pays someone else.
-	ReasonRecipientMismatch = "invalid_exact_evm_payload_recipient_mismatch"
+	// reasonInvalidVersion: x402Version is neither 1 nor 2.
+	reasonInvalidVersion = "invalid_x402_version"
+	// reasonUnsupportedScheme: the scheme is not "exact".
+	reasonUnsupportedScheme = "unsupported_scheme"
+	// reasonInvalidNetwork: the payment names another network.
+	reasonInvalidNetwork = "invalid_network"
+	// reasonInvalidPayload: a field of the authorization is malformed.
+	reasonInvalidPayload = "invalid_payload"
+	// reasonAssetMismatch: the payment's accepted entry names another asset.
+	reasonAssetMismatch = "invalid_payment_requirements"
+	// reasonRecipientMismatch: the authorization pays someone else.
+	reasonRecipientMismatch = "invalid_exact_evm_payload_recipient_mismatch"
 	// ReasonValueMismatch: the authorized value is not exactly the price.
 	ReasonValueMismatch = "invalid_exact_evm_payload_authorization_value"
 	// ReasonValidAfter: the authorization is not valid yet.
 	ReasonValidAfter = "invalid_exact_evm_payload_authorization_valid_after"
 	// ReasonValidBefore: the authorization expired or expires within 6 s.
 	ReasonValidBefore = "invalid_exact_evm_payload_authorization_valid_before"
-	// ReasonMissingDomain: the asset's EIP-712 name or version is unknown.
-	ReasonMissingDomain = "invalid_exact_evm_missing_eip712_domain"
+	// reasonMissingDomain: the asset's EIP-712 name or version is unknown.
+	reasonMissingDomain = "invalid_exact_evm_missing_eip712_domain"
 	// ReasonSignature: the signature is malformed or not from the payer.
 	ReasonSignature = "invalid_exact_evm_payload_signature"
 	// ReasonNonceUsed: the authorization was already used (ledger or chain).
@@ -38,8 +38,8 @@ const (
 	ReasonTransactionState = "invalid_transaction_state"
 	// ReasonUnexpectedSettle: settlement failed without a refusal (an outage).
 	ReasonUnexpectedSettle = "unexpected_settle_error"
-	// ReasonUnexpectedVerify: verification failed on the server's side.
-	ReasonUnexpectedVerify = "unexpected_verify_error"
+	// reasonUnexpectedVerify: verification failed on the server's side.
+	reasonUnexpectedVerify = "unexpected_verify_error"
 	// ReasonSettlementReverted: the settlement transaction was mined but reverted.
 	ReasonSettlementReverted = "invalid_exact_evm_transaction_failed"
 )
@@ -69,14 +69,14 @@ func (e *RejectError) Error() string {
 // Unwrap returns the cause.
 func (e *RejectError) Unwrap() error { return e.Err }
 
-// reject returns a *RejectError with a formatted check description.
-func reject(reason, format string, args ...any) *RejectError {
+// Reject returns a *RejectError with a formatted check description.
+func Reject(reason, format string, args ...any) *RejectError {
 	return &RejectError{Reason: reason, Check: fmt.Sprintf(format, args...)}
 }
 
-// rejectReason returns the x402 code of the first *RejectError in err's
+// RejectReason returns the x402 code of the first *RejectError in err's
 // chain, or fallback when there is none.
-func rejectReason(err error, fallback string) string {
+func RejectReason(err error, fallback string) string {
 	var r *RejectError
 	if errors.As(err, &r) {
 		return r.Reason

@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"crypto/ecdsa"
@@ -31,10 +31,10 @@ var transferTypes = apitypes.Types{
 	},
 }
 
-// TransferDigest returns the EIP-712 hash a payer signs for t: the domain is
+// transferDigest returns the EIP-712 hash a payer signs for t: the domain is
 // the asset's (name and version from req.Extra, the chain id of req.Network,
 // the asset as verifying contract).
-func TransferDigest(req Requirements, t *Transfer) (common.Hash, error) {
+func transferDigest(req Requirements, t *Transfer) (common.Hash, error) {
 	chainID, err := ChainID(req.Network)
 	if err != nil {
 		return common.Hash{}, err
@@ -67,10 +67,10 @@ func TransferDigest(req Requirements, t *Transfer) (common.Hash, error) {
 	return common.BytesToHash(hash), nil
 }
 
-// SignTransfer signs t for req with key and returns the 65-byte signature
+// signTransfer signs t for req with key and returns the 65-byte signature
 // r || s || v with v of 27 or 28, the form wallets produce.
-func SignTransfer(key *ecdsa.PrivateKey, req Requirements, t *Transfer) ([]byte, error) {
-	digest, err := TransferDigest(req, t)
+func signTransfer(key *ecdsa.PrivateKey, req Requirements, t *Transfer) ([]byte, error) {
+	digest, err := transferDigest(req, t)
 	if err != nil {
 		return nil, err
 	}
@@ -82,9 +82,9 @@ func SignTransfer(key *ecdsa.PrivateKey, req Requirements, t *Transfer) ([]byte,
 	return sig, nil
 }
 
-// errHighS and friends say why a signature is malformed.
+// ErrSigLength, errSigV and errHighS say why a signature is malformed.
 var (
-	errSigLength = errors.New("signature is not 65 bytes")
+	ErrSigLength = errors.New("signature is not 65 bytes")
 	errSigV      = errors.New("signature's v is not 27, 28, 0 or 1")
 	errHighS     = errors.New("signature's s is in the upper half of the curve order (malleable) or r/s is out of range")
 )
@@ -94,7 +94,7 @@ var (
 // 27 or 28. It accepts v of 27/28 or 0/1 and rejects high-s signatures.
 func recoverSigner(digest common.Hash, sig []byte) (common.Address, []byte, error) {
 	if len(sig) != 65 {
-		return common.Address{}, nil, errSigLength
+		return common.Address{}, nil, ErrSigLength
 	}
 	v := sig[64]
 	if v >= 27 {

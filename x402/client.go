@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func (e *PaymentRefusedError) Error() string {
 // an EIP-3009 authorization of the price valid for at most policy.MaxWindow
 // and retries with PAYMENT-SIGNATURE (or X-PAYMENT for v1-only terms). An
 // answer other than 402 is returned as is. Terms outside the policy are a
-// *QuoteRefusedError and nothing is signed or sent; a 402 to the paid retry
+// *quoteRefusedError and nothing is signed or sent; a 402 to the paid retry
 // is a *PaymentRefusedError.
 func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string, body []byte, policy PayPolicy) (*PaidResponse, error) {
 	if hc == nil {
@@ -102,9 +102,9 @@ func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string
 }
 
 // pickTerms returns the first exact EVM entry of offers within policy, or a
-// *QuoteRefusedError saying why each was refused.
+// *quoteRefusedError saying why each was refused.
 func pickTerms(offers []Requirements, policy PayPolicy) (Requirements, error) {
-	refused := &QuoteRefusedError{}
+	refused := &quoteRefusedError{}
 	for _, a := range offers {
 		if a.Scheme != SchemeExact || !strings.HasPrefix(CanonicalNetwork(a.Network), "eip155:") {
 			refused.Reasons = append(refused.Reasons, fmt.Sprintf("scheme %q on %q is not an exact EVM payment", a.Scheme, a.Network))

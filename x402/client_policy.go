@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"errors"
@@ -49,15 +49,15 @@ func DefaultPayPolicy() PayPolicy {
 		Assets: []string{DefaultClientAsset}, MaxWindow: DefaultClientMaxWindow}
 }
 
-// QuoteRefusedError is returned by Pay when no terms entry of the 402 is
+// quoteRefusedError is returned by Pay when no terms entry of the 402 is
 // within the policy; nothing was signed.
-type QuoteRefusedError struct {
+type quoteRefusedError struct {
 	// Reasons says, for each entry offered, why it was refused.
 	Reasons []string
 }
 
 // Error implements the error interface.
-func (e *QuoteRefusedError) Error() string {
+func (e *quoteRefusedError) Error() string {
 	return "refusing to pay, nothing was signed: " + strings.Join(e.Reasons, "; ")
 }
 

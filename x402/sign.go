@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"crypto/ecdsa"
@@ -18,7 +18,7 @@ func SignAuthorization(key *ecdsa.PrivateKey, req Requirements, a Authorization)
 	if err != nil {
 		return ExactPayload{}, err
 	}
-	sig, err := SignTransfer(key, req, t)
+	sig, err := signTransfer(key, req, t)
 	if err != nil {
 		return ExactPayload{}, err
 	}

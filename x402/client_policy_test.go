@@ -1,4 +1,4 @@
-package payments
+package x402
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func TestPayRefusesHostileTerms(t *testing.T) {
 				}
 				srv := newHostileServer(t, terms, v1)
 				_, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), policy)
-				var qe *QuoteRefusedError
+				var qe *quoteRefusedError
 				if !errors.As(err, &qe) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was signed") {
 					t.Fatalf("Pay = %v; want a refusal saying %q", err, c.want)
 				}

@@ -1,0 +1,49 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"math/big"
+
+	"sandboxd"
+	"sandboxd/x402"
+)
+
+// quote is what the gate quotes: the terms entry and the description of the
+// paid resource.
+type quote struct {
+	req         x402.Requirements
+	description string
+}
+
+// paymentError returns a CodePayment error carrying the terms: the v2 terms
+// in the PAYMENT-REQUIRED header, the v1 terms as the body.
+func (q quote) paymentError(op, resourceURL, message string, cause error) *sandboxd.Error {
+	v2, v1 := x402.Terms(q.req, q.description, resourceURL, message)
+	e := &sandboxd.Error{Code: sandboxd.CodePayment, Op: op, Message: message, Err: cause, Body: v1, Header: x402.NoStore()}
+	if value, err := x402.EncodeHeader(v2); err == nil {
+		e.Header.Set(x402.HeaderPaymentRequired, value)
+	}
+	return e
+}
+
+// priceText says the price for a person, e.g. "0.005 USDC on eip155:84532".
+func (q quote) priceText() string {
+	amount, _ := new(big.Int).SetString(q.req.Amount, 10)
+	return x402.FormatPrice(amount) + " " + q.req.Extra.Name + " on " + q.req.Network
+}
+
+// refusal turns a verification or check failure into the gate's error: a
+// *x402.RejectError becomes CodePayment with the terms; a *sandboxd.Error
+// (unavailable) and a context error pass through.
+func (q quote) refusal(op, resourceURL string, err error) error {
+	var r *x402.RejectError
+	if errors.As(err, &r) {
+		return q.paymentError(op, resourceURL, "payment refused: "+r.Check+" ("+r.Reason+")", err)
+	}
+	var se *sandboxd.Error
+	if errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
+}

@@ -1,0 +1,30 @@
+package x402
+
+// Terms builds the x402 terms for one resource: the v2 PaymentRequired
+// (for the PAYMENT-REQUIRED header) and the v1 body, both saying message.
+func Terms(req Requirements, description, resourceURL, message string) (PaymentRequired, PaymentRequiredV1) {
+	v2 := PaymentRequired{
+		X402Version: 2,
+		Error:       message,
+		Resource:    Resource{URL: resourceURL, Description: description, MimeType: mimeJSON},
+		Accepts:     []Requirements{req},
+		Extensions:  map[string]any{},
+	}
+	v1 := PaymentRequiredV1{
+		X402Version: 1,
+		Error:       message,
+		Accepts: []RequirementsV1{{
+			Scheme:            req.Scheme,
+			Network:           V1Network(req.Network),
+			MaxAmountRequired: req.Amount,
+			Resource:          resourceURL,
+			Description:       description,
+			MimeType:          mimeJSON,
+			PayTo:             req.PayTo,
+			MaxTimeoutSeconds: req.MaxTimeoutSeconds,
+			Asset:             req.Asset,
+			Extra:             req.Extra,
+		}},
+	}
+	return v2, v1
+}
