@@ -46,11 +46,11 @@ var _ sandboxd.Runner = (*Docker)(nil)
 // pool starts filling at the first Reap or Run, so a Reap at start-up never
 // sees the pool's own containers. A nil log discards.
 func New(cfg Config, log *slog.Logger) (*Docker, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
 	if cfg.Instance == "" {
 		cfg.Instance = defaultInstance
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

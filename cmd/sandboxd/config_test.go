@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +27,11 @@ func TestRepositoryConfigMatchesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fromFile != fromDefaults {
+	if !reflect.DeepEqual(fromFile, fromDefaults) {
 		t.Fatalf("config.yaml and the built-in defaults differ:\n%+v\n%+v", fromFile, fromDefaults)
 	}
 	rt := fromFile.Runtime
-	if rt.Timeout != 5*time.Second || rt.MemoryBytes != 128<<20 || rt.Pids != 64 || rt.TmpfsBytes != 16<<20 {
+	if rt.Timeout != 5*time.Second || rt.MemoryBytes != 128<<20 || rt.PidsLimit != 64 || rt.TmpfsBytes != 16<<20 {
 		t.Fatalf("defaults: %+v", rt)
 	}
 }
