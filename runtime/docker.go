@@ -183,10 +183,10 @@ func (d *Docker) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Settle waits until the containers of the runs that have returned so far
+// WaitRemovals waits until the containers of the runs that have returned so far
 // are removed (Run removes them in the background, after its answer), or
 // until ctx ends. Tests that look for leftovers call it first.
-func (d *Docker) Settle(ctx context.Context) error {
+func (d *Docker) WaitRemovals(ctx context.Context) error {
 	return d.bg.wait(ctx)
 }
 
