@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/viper"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -33,6 +35,25 @@ func TestRepositoryConfigMatchesDefaults(t *testing.T) {
 	rt := fromFile.Runtime
 	if rt.Timeout != 5*time.Second || rt.MemoryBytes != 128<<20 || rt.PidsLimit != 64 || rt.TmpfsBytes != 16<<20 {
 		t.Fatalf("defaults: %+v", rt)
+	}
+}
+
+// TestRepositoryConfigDocumentsEveryKey: config.yaml is the reference of
+// the keys (the README points to it), so it sets every key Config has.
+func TestRepositoryConfigDocumentsEveryKey(t *testing.T) {
+	v := viper.New()
+	v.SetConfigFile("../../config.yaml")
+	if err := v.ReadInConfig(); err != nil {
+		t.Fatal(err)
+	}
+	keys := configKeys()
+	if len(keys) < 40 {
+		t.Fatalf("configKeys found %d keys: %v", len(keys), keys)
+	}
+	for _, k := range keys {
+		if !v.InConfig(k) {
+			t.Errorf("config.yaml does not document %s", k)
+		}
 	}
 }
 
@@ -138,7 +159,7 @@ func TestFleetConfigExample(t *testing.T) {
 func TestPoolMaxBoundedByHostMemory(t *testing.T) {
 	saved := hostMemory
 	t.Cleanup(func() { hostMemory = saved })
-	hostMemory = func() int64 { return gib } // a 1 GiB host: 512 MiB for the pool
+	hostMemory = func() int64 { return 1 << 30 } // a 1 GiB host: 512 MiB for the pool
 	for _, tc := range []struct{ yaml, want string }{
 		{"runtime:\n  pool_size: 4\n  pool_max: 4\n", ""},                                           // 512 MiB
 		{"runtime:\n  pool_size: 4\n  pool_max: 5\n", "5 warm containers × runtime.memory 128 MiB"}, // 640 MiB

@@ -9,11 +9,8 @@ import (
 	"time"
 )
 
-const (
-	kib = int64(1) << 10
-	mib = int64(1) << 20
-	gib = int64(1) << 30
-)
+// kib and mib are the size units of the ranges below.
+const kib, mib = int64(1) << 10, int64(1) << 20
 
 // Validate checks every value once and returns one message per problem,
 // each naming the key and what is allowed: the server keys and the
