@@ -69,6 +69,26 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 	}
 }
 
+// TestEnvironmentDecodesUnits: a key the file does not name is set from the
+// environment with the same syntaxes as in the file, and a bad value names
+// its key.
+func TestEnvironmentDecodesUnits(t *testing.T) {
+	t.Setenv("SANDBOX_RUNTIME_CPUS", "0.5")
+	t.Setenv("SANDBOX_RUNTIME_TMPFS", "32m")
+	t.Setenv("SANDBOX_PAYMENTS_CHECK_WAIT", "1s")
+	cfg, err := LoadConfig(writeConfig(t, "{}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Runtime.NanoCPUs != 5e8 || cfg.Runtime.TmpfsBytes != 32<<20 || cfg.Payments.CheckWait != time.Second {
+		t.Fatalf("got cpus %d tmpfs %d check_wait %s", cfg.Runtime.NanoCPUs, cfg.Runtime.TmpfsBytes, cfg.Payments.CheckWait)
+	}
+	t.Setenv("SANDBOX_RUNTIME_PIDS", "many")
+	if _, err := LoadConfig(writeConfig(t, "{}\n")); err == nil || !strings.Contains(err.Error(), "runtime.pids: many is not a whole number") {
+		t.Fatalf("bad value from the environment: %v", err)
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
