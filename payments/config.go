@@ -42,69 +42,71 @@ const (
 	DefaultDescription = "Run a short Python program"
 )
 
-// Config is the payments section of the service's configuration, copied
-// into plain fields by cmd/ (this package never sees viper). The comments
-// name the config keys.
+// Config is the payments section of the service's configuration:
+// cmd/sandboxd decodes the payments.* keys straight into it (the
+// mapstructure tags name the keys; this package never sees viper). The
+// fields tagged "-" are not keys: cmd/sandboxd sets them.
 type Config struct {
 	// Network is payments.network: a CAIP-2 id ("eip155:84532") or a v1 name
 	// ("base-sepolia").
-	Network string
+	Network string `mapstructure:"network"`
 	// Asset is payments.asset: the token contract's address.
-	Asset string
+	Asset string `mapstructure:"asset"`
 	// AssetName and AssetVersion are payments.asset_name and
 	// payments.asset_version: the token's EIP-712 domain.
-	AssetName    string
-	AssetVersion string
+	AssetName    string `mapstructure:"asset_name"`
+	AssetVersion string `mapstructure:"asset_version"`
 	// Price is payments.price: the price per call in asset units ("0.005").
-	Price string
+	Price string `mapstructure:"price"`
 	// PayTo is payments.pay_to: the address paid.
-	PayTo string
+	PayTo string `mapstructure:"pay_to"`
 	// MaxTimeoutSeconds is payments.max_timeout_seconds.
-	MaxTimeoutSeconds int
+	MaxTimeoutSeconds int `mapstructure:"max_timeout_seconds"`
 	// Settlement is payments.settlement: SettleFacilitator or SettleOnchain.
-	Settlement string
+	Settlement string `mapstructure:"settlement"`
 	// FacilitatorURL is payments.facilitator_url.
-	FacilitatorURL string
+	FacilitatorURL string `mapstructure:"facilitator_url"`
 	// RPCURL is payments.rpc_url, the JSON-RPC endpoint for onchain.
-	RPCURL string
+	RPCURL string `mapstructure:"rpc_url"`
 	// RelayerKeyFile is payments.relayer_key_file: a file holding the hex
 	// private key that pays gas for onchain settlement.
-	RelayerKeyFile string
+	RelayerKeyFile string `mapstructure:"relayer_key_file"`
 	// Ledger is payments.ledger: the SQLite file of the payment ledger, or
 	// the postgres:// URL of a ledger shared by many replicas.
-	Ledger string
+	Ledger string `mapstructure:"ledger"`
 	// ReplicaID is payments.replica_id, recorded on every row this process
 	// reserves; empty means DefaultReplica("").
-	ReplicaID string
+	ReplicaID string `mapstructure:"replica_id"`
 	// Lease is payments.lease: how long a replica may be silent before
 	// another resolves its open rows; zero means DefaultLease.
-	Lease time.Duration
+	Lease time.Duration `mapstructure:"lease"`
 	// LedgerObserver, when set, is told how long each ledger write took.
-	LedgerObserver func(op string, d time.Duration)
+	LedgerObserver func(op string, d time.Duration) `mapstructure:"-"`
 	// Description is the resource description quoted in the terms; empty
 	// means DefaultDescription.
-	Description string
+	Description string `mapstructure:"-"`
 	// VerifyTimeout bounds a facilitator /verify or an on-chain check; zero
 	// means DefaultVerifyTimeout.
-	VerifyTimeout time.Duration
+	VerifyTimeout time.Duration `mapstructure:"verify_timeout"`
 	// SettleTimeout bounds a settlement; zero means DefaultSettleTimeout.
-	SettleTimeout time.Duration
+	SettleTimeout time.Duration `mapstructure:"settle_timeout"`
 	// RPCTimeout is payments.rpc_timeout: it bounds each JSON-RPC call to
 	// the chain (onchain), inside the two bounds above; zero means
 	// DefaultRPCTimeout.
-	RPCTimeout time.Duration
+	RPCTimeout time.Duration `mapstructure:"rpc_timeout"`
 	// MaxChecks is payments.max_checks: how many payments may be checked
 	// remotely (facilitator /verify, chain reads) at once; zero means
 	// DefaultMaxChecks. Checks hold no sandbox slot.
-	MaxChecks int
+	MaxChecks int `mapstructure:"max_checks"`
 	// CheckWait is payments.check_wait: how long a payment waits for a
 	// check slot before the request is answered 429; zero means
 	// DefaultCheckWait.
-	CheckWait time.Duration
+	CheckWait time.Duration `mapstructure:"check_wait"`
 	// QueueWait and RunTimeout are runtime.queue_wait and runtime.timeout:
 	// a paid request may wait that long for a sandbox and then run that
 	// long before it settles. They enter the validity window (Window).
-	QueueWait, RunTimeout time.Duration
+	QueueWait  time.Duration `mapstructure:"-"`
+	RunTimeout time.Duration `mapstructure:"-"`
 }
 
 // Window is the validity a payment must have left when it is checked: the

@@ -1,47 +1,53 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
-// Config holds the limits and identity every container of a Docker runner
-// gets. The fields are plain values: cmd/sandboxd copies them from its
-// configuration file, so this package never sees how they were read.
+// Config is the runtime section of the service's configuration: the limits
+// and identity every container of a Docker runner gets. cmd/sandboxd decodes
+// the runtime.* keys straight into it (the mapstructure tags name the keys;
+// unit:"bytes" reads a size such as 128MiB, unit:"cpus" a CPU count such as
+// 0.5), so this package never sees how they were read. Validate checks them.
 type Config struct {
 	// Image is the Python image every run uses, e.g. "sandbox-python:3.11".
-	Image string
-	// OCIRuntime names the OCI runtime (runc, runsc); empty means the daemon's default.
-	OCIRuntime string
+	Image string `mapstructure:"image"`
+	// OCIRuntime names the OCI runtime (runc, runsc, crun); empty means the
+	// daemon's default.
+	OCIRuntime string `mapstructure:"oci_runtime"`
 	// Timeout is the wall-clock limit, counted from the hand-over of the code.
-	Timeout time.Duration
+	Timeout time.Duration `mapstructure:"timeout"`
 	// MemoryBytes caps memory, and memory plus swap, so nothing is swapped.
-	MemoryBytes int64
-	// NanoCPUs caps CPU time in billionths of a CPU (1e9 is one CPU).
-	NanoCPUs int64
+	MemoryBytes int64 `mapstructure:"memory" unit:"bytes"`
+	// NanoCPUs caps CPU time in billionths of a CPU (1e9 is one CPU); the
+	// key runtime.cpus gives it in CPUs.
+	NanoCPUs int64 `mapstructure:"cpus" unit:"cpus"`
 	// PidsLimit caps the processes and threads alive at once.
-	PidsLimit int64
+	PidsLimit int64 `mapstructure:"pids"`
 	// TmpfsBytes sizes the only writable place, /tmp, and caps any file's size.
-	TmpfsBytes int64
+	TmpfsBytes int64 `mapstructure:"tmpfs" unit:"bytes"`
 	// MaxOutputBytes caps each of stdout and stderr; past it the run is killed.
-	MaxOutputBytes int
+	MaxOutputBytes int `mapstructure:"max_output_bytes" unit:"bytes"`
 	// PoolSize is how many containers are kept started ahead of the runs,
 	// each with its runner waiting for a program; 0 creates a container for
 	// each run when it comes.
-	PoolSize int
+	PoolSize int `mapstructure:"pool_size"`
 	// PoolMax is the most containers the pool grows to while runs arrive
 	// faster than PoolSize covers: the pool follows the recent arrival rate
-	// times the start latency, between PoolSize and PoolMax. Below
-	// PoolSize (0 included) the pool stays at PoolSize.
-	PoolMax int
+	// times the start latency, between PoolSize and PoolMax. 0 keeps the
+	// pool at PoolSize.
+	PoolMax int `mapstructure:"pool_max"`
 	// Instance is the value of the instance label. Reap and Close touch only
 	// containers of their own instance, so several services (or test binaries)
-	// can share one daemon. Empty means "default".
-	Instance string
+	// can share one daemon. Empty means "default" to New.
+	Instance string `mapstructure:"instance"`
 	// Observe, when set, is told of every Engine API failure (by
 	// operation) and of how long each container took to be created and
 	// started (op "start", err nil). It must not block.
-	Observe func(op string, d time.Duration, err error)
+	Observe func(op string, d time.Duration, err error) `mapstructure:"-"`
 }
 
 // defaultInstance is the instance label of a Config that names none.
@@ -51,28 +57,57 @@ const defaultInstance = "default"
 // program, few enough that no run can hoard the daemon's or kernel's tables.
 const nofileLimit = 256
 
-// validate reports the first field that would leave a container unlimited or
-// unusable. A zero limit means "unlimited" to Docker, so every one is required.
-func (c Config) validate() error {
-	switch {
-	case c.Image == "":
-		return fmt.Errorf("runtime: Image is empty")
-	case c.Timeout <= 0:
-		return fmt.Errorf("runtime: Timeout must be positive, got %s", c.Timeout)
-	case c.MemoryBytes < 6<<20:
-		return fmt.Errorf("runtime: MemoryBytes must be at least 6 MiB (Docker's minimum), got %d", c.MemoryBytes)
-	case c.NanoCPUs <= 0:
-		return fmt.Errorf("runtime: NanoCPUs must be positive, got %d", c.NanoCPUs)
-	case c.PidsLimit <= 0:
-		return fmt.Errorf("runtime: PidsLimit must be positive, got %d", c.PidsLimit)
-	case c.TmpfsBytes <= 0:
-		return fmt.Errorf("runtime: TmpfsBytes must be positive, got %d", c.TmpfsBytes)
-	case c.MaxOutputBytes <= 0:
-		return fmt.Errorf("runtime: MaxOutputBytes must be positive, got %d", c.MaxOutputBytes)
-	case c.PoolSize < 0:
-		return fmt.Errorf("runtime: PoolSize must not be negative, got %d", c.PoolSize)
-	case c.PoolMax < 0:
-		return fmt.Errorf("runtime: PoolMax must not be negative, got %d", c.PoolMax)
+// Size units of the ranges below.
+const (
+	kib = int64(1) << 10
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+)
+
+// Validate checks every field against its allowed range and returns one
+// message per problem, each naming its config key (runtime.*), the field
+// and what is allowed. A zero limit means "unlimited" to Docker, so every
+// limit has a lower bound.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, key, field, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("runtime.%s: %s (%s)", key, fmt.Sprintf(format, args...), field))
+		}
 	}
-	return nil
+	check(c.Image != "", "image", "Image", "is empty; name the image built by `make image` (sandbox-python:3.11)")
+	check(oneOf(c.OCIRuntime, "", "runc", "runsc", "crun"), "oci_runtime", "OCIRuntime", "%q is not one of runc, runsc, crun", c.OCIRuntime)
+	check(c.Timeout >= 100*time.Millisecond && c.Timeout <= 5*time.Minute, "timeout", "Timeout", "%v is outside 100ms..5m", c.Timeout)
+	check(inRange(c.MemoryBytes, 16*mib, 64*gib), "memory", "MemoryBytes", "%d bytes is outside 16MiB..64GiB", c.MemoryBytes)
+	check(inRange(c.NanoCPUs, 5e7, 64e9), "cpus", "NanoCPUs", "%v is outside 0.05..64", float64(c.NanoCPUs)/1e9)
+	check(inRange(c.PidsLimit, 8, 32768), "pids", "PidsLimit", "%d is outside 8..32768", c.PidsLimit)
+	check(inRange(c.TmpfsBytes, mib, 4*gib), "tmpfs", "TmpfsBytes", "%d bytes is outside 1MiB..4GiB", c.TmpfsBytes)
+	check(inRange(int64(c.MaxOutputBytes), kib, 16*mib), "max_output_bytes", "MaxOutputBytes", "%d is outside 1 KiB..16 MiB", c.MaxOutputBytes)
+	check(inRange(int64(c.PoolSize), 0, 256), "pool_size", "PoolSize", "%d is outside 0..256", c.PoolSize)
+	check(inRange(int64(c.PoolMax), 0, 256), "pool_max", "PoolMax", "%d is outside 0..256", c.PoolMax)
+	check(c.PoolMax == 0 || c.PoolMax >= c.PoolSize, "pool_max", "PoolMax",
+		"%d is below runtime.pool_size (%d): set it to pool_size or more, or 0 for a pool of a fixed size", c.PoolMax, c.PoolSize)
+	check(validInstance(c.Instance), "instance", "Instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", c.Instance)
+	return errors.Join(errs...)
+}
+
+func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }
+
+func oneOf(s string, allowed ...string) bool {
+	return slices.Contains(allowed, s)
+}
+
+// validInstance: 1 to 63 letters, digits, '-', '_' or '.', as a label value
+// and a container name part.
+func validInstance(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for _, r := range s {
+		ok := r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -46,11 +46,11 @@ var _ sandboxd.Runner = (*Docker)(nil)
 // pool starts filling at the first Reap or Run, so a Reap at start-up never
 // sees the pool's own containers. A nil log discards.
 func New(cfg Config, log *slog.Logger) (*Docker, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
 	if cfg.Instance == "" {
 		cfg.Instance = defaultInstance
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -183,10 +183,10 @@ func (d *Docker) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Settle waits until the containers of the runs that have returned so far
+// WaitRemovals waits until the containers of the runs that have returned so far
 // are removed (Run removes them in the background, after its answer), or
 // until ctx ends. Tests that look for leftovers call it first.
-func (d *Docker) Settle(ctx context.Context) error {
+func (d *Docker) WaitRemovals(ctx context.Context) error {
 	return d.bg.wait(ctx)
 }
 

@@ -180,7 +180,7 @@ func settle(tb testing.TB, d *Docker) map[string]bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		if err := d.Settle(ctx); err != nil {
+		if err := d.WaitRemovals(ctx); err != nil {
 			tb.Fatalf("the runner's removals did not end: %v", err)
 		}
 		idle := map[string]bool{}

@@ -101,21 +101,21 @@ func (p *pool) startLocked() {
 	}
 }
 
-// take returns a warm box, or the next one to be ready when none is, or nil
-// when the run should start its own: every box starting is promised to an
-// earlier run already, or the pool is closed or backing off after failures
-// (a start that fails also sends the runs waiting on their own). It returns
-// ctx's error when ctx ends first.
-func (p *pool) take(ctx context.Context) (*box, error) {
+// take returns a warm box, or the next one to be ready when none is, with
+// ok true; ok is false when the run should start its own: every box
+// starting is promised to an earlier run already, or the pool is closed or
+// backing off after failures (a start that fails also sends the runs
+// waiting on their own). It returns ctx's error when ctx ends first.
+func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 	p.mu.Lock()
 	p.startLocked()
 	p.sizer.arrive(p.now())
 	if ctx.Err() != nil {
 		p.mu.Unlock()
-		return nil, ctxError(ctx, "runtime.pool")
+		return nil, false, ctxError(ctx, "runtime.pool")
 	}
 	for len(p.idle) > 0 {
-		b := p.idle[0]
+		b = p.idle[0]
 		p.idle = slices.Delete(p.idle, 0, 1)
 		close(b.left)
 		if b.dead() {
@@ -125,7 +125,7 @@ func (p *pool) take(ctx context.Context) (*box, error) {
 		p.hits.Add(1)
 		p.refillLater()
 		p.mu.Unlock()
-		return b, nil
+		return b, true, nil
 	}
 	// Wait for a box that is starting and not promised to an earlier run;
 	// when there is none (full, backing off, closed), starting one's own is
@@ -134,19 +134,19 @@ func (p *pool) take(ctx context.Context) (*box, error) {
 	if p.closed || len(p.waiters) >= p.starting {
 		p.misses.Add(1)
 		p.mu.Unlock()
-		return nil, nil
+		return nil, false, nil
 	}
 	w := make(chan *box, 1)
 	p.waiters = append(p.waiters, w)
 	p.mu.Unlock()
 	select {
 	case b := <-w:
-		if b == nil {
+		if b == nil { // the start failed: the run starts its own
 			p.misses.Add(1)
-		} else {
-			p.waits.Add(1)
+			return nil, false, nil
 		}
-		return b, nil
+		p.waits.Add(1)
+		return b, true, nil
 	case <-ctx.Done():
 		p.mu.Lock()
 		p.waiters = slices.DeleteFunc(p.waiters, func(x chan *box) bool { return x == w })
@@ -158,7 +158,7 @@ func (p *pool) take(ctx context.Context) (*box, error) {
 			}
 		default:
 		}
-		return nil, ctxError(ctx, "runtime.pool")
+		return nil, false, ctxError(ctx, "runtime.pool")
 	}
 }
 

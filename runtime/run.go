@@ -79,7 +79,7 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 // has or is starting one, else a fresh one.
 func (d *Docker) acquire(ctx context.Context, jobID string, pooled bool, log *slog.Logger) (*box, error) {
 	if pooled {
-		if b, err := d.pool.take(ctx); b != nil || err != nil {
+		if b, ok, err := d.pool.take(ctx); ok || err != nil {
 			return b, err
 		}
 	}

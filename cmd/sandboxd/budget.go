@@ -20,7 +20,7 @@ func (rt RuntimeConfig) runLimit() time.Duration { return rt.Timeout + runOverhe
 func (c Config) requestBudget() time.Duration {
 	b := c.Runtime.QueueWait + c.Runtime.runLimit()
 	if c.Payments.Enabled {
-		b += c.Payments.paymentsConfig(c.Runtime).RequestBudget()
+		b += c.Payments.RequestBudget()
 	}
 	return b
 }

@@ -1,121 +1,122 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/viper"
+
+	"sandboxd/payments"
+	"sandboxd/runtime"
 )
 
-// Config is every setting of the service, copied out of viper into plain
-// fields so that no library package ever sees viper.
+// Config is every setting of the service: config.yaml decoded whole. Each
+// section is the type of the package that uses it, so no value is copied
+// from one struct to another; the mapstructure tags name the keys.
 type Config struct {
-	Server   ServerConfig
-	Runtime  RuntimeConfig
-	Payments PaymentsConfig
+	Server   ServerConfig   `mapstructure:"server"`
+	Runtime  RuntimeConfig  `mapstructure:"runtime"`
+	Payments PaymentsConfig `mapstructure:"payments"`
 }
 
-// ServerConfig holds the server.* keys.
+// ServerConfig holds the server.* keys: the HTTP listener's.
 type ServerConfig struct {
-	Addr            string
-	MaxBodyBytes    int64
-	ShutdownTimeout time.Duration
-	LogLevel        string
+	// Addr is server.addr, where to listen (host:port).
+	Addr string `mapstructure:"addr"`
+	// MaxBodyBytes is server.max_body_bytes, the largest request body.
+	MaxBodyBytes int64 `mapstructure:"max_body_bytes" unit:"bytes"`
+	// ShutdownTimeout is server.shutdown_timeout: how long runs may finish
+	// after SIGTERM or SIGINT.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// LogLevel is server.log_level: debug, info, warn or error.
+	LogLevel string `mapstructure:"log_level"`
 	// MetricsAddr is server.metrics_addr: the loopback listener of
 	// GET /metrics; empty turns it off.
-	MetricsAddr string
+	MetricsAddr string `mapstructure:"metrics_addr"`
 }
 
-// RuntimeConfig holds the runtime.* keys.
+// RuntimeConfig holds the runtime.* keys: the Docker runner's own section
+// (runtime.Config, squashed into the same keys) and the limits this command
+// applies around it, in the admitter (internal/slots) and the HTTP API.
 type RuntimeConfig struct {
-	Image          string
-	OCIRuntime     string
-	Timeout        time.Duration
-	MemoryBytes    int64
-	CPUs           float64
-	Pids           int64
-	TmpfsBytes     int64
-	MaxOutputBytes int64
-	MaxCodeBytes   int64
-	MaxStdinBytes  int64
-	MaxConcurrency int64
-	QueueWait      time.Duration
-	PoolSize       int64
-	PoolMax        int64
-	Instance       string
+	runtime.Config `mapstructure:",squash"`
+	// MaxCodeBytes is runtime.max_code_bytes, the largest program.
+	MaxCodeBytes int64 `mapstructure:"max_code_bytes" unit:"bytes"`
+	// MaxStdinBytes is runtime.max_stdin_bytes, the largest stdin.
+	MaxStdinBytes int64 `mapstructure:"max_stdin_bytes" unit:"bytes"`
+	// MaxConcurrency is runtime.max_concurrency, the runs at once.
+	MaxConcurrency int64 `mapstructure:"max_concurrency"`
+	// QueueWait is runtime.queue_wait: how long a request waits for a
+	// sandbox before it is answered 429.
+	QueueWait time.Duration `mapstructure:"queue_wait"`
 }
 
-// PaymentsConfig holds the payments.* keys.
+// PaymentsConfig holds the payments.* keys: the switch, and the payments
+// package's own section (payments.Config, squashed into the same keys).
 type PaymentsConfig struct {
-	Enabled           bool
-	Network           string
-	Asset             string
-	AssetName         string
-	AssetVersion      string
-	Price             string
-	PayTo             string
-	MaxTimeoutSeconds int64
-	Settlement        string
-	FacilitatorURL    string
-	RPCURL            string
-	RelayerKeyFile    string
-	Ledger            string
-	ReplicaID         string
-	Lease             time.Duration
-	VerifyTimeout     time.Duration
-	SettleTimeout     time.Duration
-	RPCTimeout        time.Duration
-	MaxChecks         int64
-	CheckWait         time.Duration
+	// Enabled is payments.enabled: every call must pay.
+	Enabled         bool `mapstructure:"enabled"`
+	payments.Config `mapstructure:",squash"`
 }
 
-// defaults are the values used when neither the file nor the environment
-// sets a key; they match config.yaml. Every known key is listed here.
-var defaults = map[string]any{
-	"server.addr":                  ":8080",
-	"server.max_body_bytes":        262144,
-	"server.shutdown_timeout":      "15s",
-	"server.log_level":             "info",
-	"server.metrics_addr":          "127.0.0.1:9090",
-	"runtime.image":                "sandbox-python:3.11",
-	"runtime.oci_runtime":          "runc",
-	"runtime.timeout":              "5s",
-	"runtime.memory":               "128MiB",
-	"runtime.cpus":                 1.0,
-	"runtime.pids":                 64,
-	"runtime.tmpfs":                "16MiB",
-	"runtime.max_output_bytes":     65536,
-	"runtime.max_code_bytes":       65536,
-	"runtime.max_stdin_bytes":      65536,
-	"runtime.max_concurrency":      8,
-	"runtime.queue_wait":           "2s",
-	"runtime.pool_size":            4,
-	"runtime.pool_max":             16,
-	"runtime.instance":             "default",
-	"payments.enabled":             false,
-	"payments.network":             "eip155:84532",
-	"payments.asset":               "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-	"payments.asset_name":          "USDC",
-	"payments.asset_version":       "2",
-	"payments.price":               "0.005",
-	"payments.pay_to":              "",
-	"payments.max_timeout_seconds": 120,
-	"payments.settlement":          "facilitator",
-	"payments.facilitator_url":     "https://x402.org/facilitator",
-	"payments.rpc_url":             "",
-	"payments.relayer_key_file":    "",
-	"payments.ledger":              "data/ledger.db",
-	"payments.replica_id":          "",
-	"payments.lease":               "30s",
-	"payments.verify_timeout":      "10s",
-	"payments.settle_timeout":      "60s",
-	"payments.rpc_timeout":         "10s",
-	"payments.max_checks":          64,
-	"payments.check_wait":          "3s",
+// defaultConfig is the one place of the defaults: the values used when
+// neither the file nor the environment sets a key. config.yaml repeats
+// them (TestRepositoryConfigMatchesDefaults).
+func defaultConfig() Config {
+	return Config{
+		Server: ServerConfig{
+			Addr:            ":8080",
+			MaxBodyBytes:    262144,
+			ShutdownTimeout: 15 * time.Second,
+			LogLevel:        "info",
+			MetricsAddr:     "127.0.0.1:9090",
+		},
+		Runtime: RuntimeConfig{
+			Config: runtime.Config{
+				Image:          "sandbox-python:3.11",
+				OCIRuntime:     "runc",
+				Timeout:        5 * time.Second,
+				MemoryBytes:    128 << 20,
+				NanoCPUs:       1e9,
+				PidsLimit:      64,
+				TmpfsBytes:     16 << 20,
+				MaxOutputBytes: 65536,
+				PoolSize:       4,
+				PoolMax:        16,
+				Instance:       "default",
+			},
+			MaxCodeBytes:   65536,
+			MaxStdinBytes:  65536,
+			MaxConcurrency: 8,
+			QueueWait:      2 * time.Second,
+		},
+		Payments: PaymentsConfig{
+			Enabled: false,
+			Config: payments.Config{
+				Network:           "eip155:84532",
+				Asset:             "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+				AssetName:         "USDC",
+				AssetVersion:      "2",
+				Price:             "0.005",
+				PayTo:             "",
+				MaxTimeoutSeconds: 120,
+				Settlement:        payments.SettleFacilitator,
+				FacilitatorURL:    "https://x402.org/facilitator",
+				RPCURL:            "",
+				RelayerKeyFile:    "",
+				Ledger:            "data/ledger.db",
+				ReplicaID:         "",
+				Lease:             payments.DefaultLease,
+				VerifyTimeout:     payments.DefaultVerifyTimeout,
+				SettleTimeout:     payments.DefaultSettleTimeout,
+				RPCTimeout:        payments.DefaultRPCTimeout,
+				MaxChecks:         payments.DefaultMaxChecks,
+				CheckWait:         payments.DefaultCheckWait,
+			},
+		},
+	}
 }
 
 // LoadConfig reads the configuration: the defaults, then the file (path, or
@@ -123,12 +124,16 @@ var defaults = map[string]any{
 // environment variables. It returns every problem found, each naming its key.
 func LoadConfig(path string) (Config, error) {
 	v := viper.New()
-	for k, val := range defaults {
-		v.SetDefault(k, val)
-	}
 	v.SetEnvPrefix("SANDBOX")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
+	// Every key is bound, so the environment sets it even when the file
+	// does not name it.
+	for _, k := range configKeys() {
+		if err := v.BindEnv(k); err != nil {
+			return Config{}, fmt.Errorf("config: %s: %w", k, err)
+		}
+	}
 	if path == "" {
 		if _, err := os.Stat("config.yaml"); err == nil {
 			path = "config.yaml"
@@ -139,34 +144,20 @@ func LoadConfig(path string) (Config, error) {
 		if err := v.ReadInConfig(); err != nil {
 			return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
 		}
-		if err := checkKnownKeys(v, path); err != nil {
-			return Config{}, err
-		}
 	}
-	r := &reader{v: v}
-	cfg := r.config()
-	if len(r.errs) > 0 {
-		return Config{}, errors.Join(r.errs...)
+	cfg := defaultConfig()
+	if err := v.UnmarshalExact(&cfg, viper.DecodeHook(decodeHook)); err != nil {
+		return Config{}, decodeErrors(path, err)
 	}
+	cfg.link()
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// checkKnownKeys refuses a file that sets a key the service does not know,
-// which is most often a typo that would otherwise be silently ignored.
-func checkKnownKeys(v *viper.Viper, path string) error {
-	var unknown []string
-	for _, k := range v.AllKeys() {
-		if _, ok := defaults[k]; !ok {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	sort.Strings(unknown)
-	return fmt.Errorf("config: %s sets unknown key(s) %s; see config.yaml in the repository for the known keys",
-		path, strings.Join(unknown, ", "))
+// link gives the payments section the two runtime keys its validity window
+// depends on (payments.Config.Window).
+func (c *Config) link() {
+	c.Payments.QueueWait, c.Payments.RunTimeout = c.Runtime.QueueWait, c.Runtime.Timeout
 }

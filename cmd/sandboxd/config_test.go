@@ -3,9 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/viper"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -26,12 +29,31 @@ func TestRepositoryConfigMatchesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fromFile != fromDefaults {
+	if !reflect.DeepEqual(fromFile, fromDefaults) {
 		t.Fatalf("config.yaml and the built-in defaults differ:\n%+v\n%+v", fromFile, fromDefaults)
 	}
 	rt := fromFile.Runtime
-	if rt.Timeout != 5*time.Second || rt.MemoryBytes != 128<<20 || rt.Pids != 64 || rt.TmpfsBytes != 16<<20 {
+	if rt.Timeout != 5*time.Second || rt.MemoryBytes != 128<<20 || rt.PidsLimit != 64 || rt.TmpfsBytes != 16<<20 {
 		t.Fatalf("defaults: %+v", rt)
+	}
+}
+
+// TestRepositoryConfigDocumentsEveryKey: config.yaml is the reference of
+// the keys (the README points to it), so it sets every key Config has.
+func TestRepositoryConfigDocumentsEveryKey(t *testing.T) {
+	v := viper.New()
+	v.SetConfigFile("../../config.yaml")
+	if err := v.ReadInConfig(); err != nil {
+		t.Fatal(err)
+	}
+	keys := configKeys()
+	if len(keys) < 40 {
+		t.Fatalf("configKeys found %d keys: %v", len(keys), keys)
+	}
+	for _, k := range keys {
+		if !v.InConfig(k) {
+			t.Errorf("config.yaml does not document %s", k)
+		}
 	}
 }
 
@@ -44,6 +66,26 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 	}
 	if cfg.Runtime.Timeout != 3*time.Second || cfg.Server.Addr != "127.0.0.1:9999" || cfg.Runtime.MemoryBytes != 256<<20 {
 		t.Fatalf("got timeout %v addr %s memory %d", cfg.Runtime.Timeout, cfg.Server.Addr, cfg.Runtime.MemoryBytes)
+	}
+}
+
+// TestEnvironmentDecodesUnits: a key the file does not name is set from the
+// environment with the same syntaxes as in the file, and a bad value names
+// its key.
+func TestEnvironmentDecodesUnits(t *testing.T) {
+	t.Setenv("SANDBOX_RUNTIME_CPUS", "0.5")
+	t.Setenv("SANDBOX_RUNTIME_TMPFS", "32m")
+	t.Setenv("SANDBOX_PAYMENTS_CHECK_WAIT", "1s")
+	cfg, err := LoadConfig(writeConfig(t, "{}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Runtime.NanoCPUs != 5e8 || cfg.Runtime.TmpfsBytes != 32<<20 || cfg.Payments.CheckWait != time.Second {
+		t.Fatalf("got cpus %d tmpfs %d check_wait %s", cfg.Runtime.NanoCPUs, cfg.Runtime.TmpfsBytes, cfg.Payments.CheckWait)
+	}
+	t.Setenv("SANDBOX_RUNTIME_PIDS", "many")
+	if _, err := LoadConfig(writeConfig(t, "{}\n")); err == nil || !strings.Contains(err.Error(), "runtime.pids: many is not a whole number") {
+		t.Fatalf("bad value from the environment: %v", err)
 	}
 }
 
@@ -137,7 +179,7 @@ func TestFleetConfigExample(t *testing.T) {
 func TestPoolMaxBoundedByHostMemory(t *testing.T) {
 	saved := hostMemory
 	t.Cleanup(func() { hostMemory = saved })
-	hostMemory = func() int64 { return gib } // a 1 GiB host: 512 MiB for the pool
+	hostMemory = func() int64 { return 1 << 30 } // a 1 GiB host: 512 MiB for the pool
 	for _, tc := range []struct{ yaml, want string }{
 		{"runtime:\n  pool_size: 4\n  pool_max: 4\n", ""},                                           // 512 MiB
 		{"runtime:\n  pool_size: 4\n  pool_max: 5\n", "5 warm containers × runtime.memory 128 MiB"}, // 640 MiB

@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 )
 
-const (
-	kib = int64(1) << 10
-	mib = int64(1) << 20
-	gib = int64(1) << 30
-)
+// kib and mib are the size units of the ranges below.
+const kib, mib = int64(1) << 10, int64(1) << 20
 
-// Validate checks every value against its allowed range and returns one
-// message per problem, each naming the key and what is allowed.
+// Validate checks every value once and returns one message per problem,
+// each naming the key and what is allowed: the server keys and the
+// runtime keys this command applies itself here, the runtime and payments
+// sections in their own packages (runtime.Config.Validate,
+// payments.Config.Validate; payments only when on), and here the checks
+// across sections.
 func (c Config) Validate() error {
 	var errs []error
 	check := func(ok bool, key, format string, args ...any) {
@@ -31,37 +33,43 @@ func (c Config) Validate() error {
 	check(validMetricsAddr(s.MetricsAddr), "server.metrics_addr",
 		"%q is not empty (off) or host:port on a loopback or private address; /metrics shows revenue, keep it off the public listener", s.MetricsAddr)
 	check(s.MetricsAddr == "" || s.MetricsAddr != s.Addr || strings.HasSuffix(s.Addr, ":0"), "server.metrics_addr", "%q is server.addr; /metrics must not be on the public listener", s.MetricsAddr)
-	check(oneOf(s.LogLevel, "debug", "info", "warn", "error"), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
+	check(slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
 
-	check(rt.Image != "", "runtime.image", "is empty; name the image built by `make image` (sandbox-python:3.11)")
-	check(oneOf(rt.OCIRuntime, "runc", "runsc", "crun"), "runtime.oci_runtime", "%q is not one of runc, runsc, crun", rt.OCIRuntime)
-	check(rt.Timeout >= 100*time.Millisecond && rt.Timeout <= 5*time.Minute, "runtime.timeout", "%v is outside 100ms..5m", rt.Timeout)
-	check(inRange(rt.MemoryBytes, 16*mib, 64*gib), "runtime.memory", "%d bytes is outside 16MiB..64GiB", rt.MemoryBytes)
-	check(rt.CPUs >= 0.05 && rt.CPUs <= 64, "runtime.cpus", "%v is outside 0.05..64", rt.CPUs)
-	check(inRange(rt.Pids, 8, 32768), "runtime.pids", "%d is outside 8..32768", rt.Pids)
-	check(inRange(rt.TmpfsBytes, mib, 4*gib), "runtime.tmpfs", "%d bytes is outside 1MiB..4GiB", rt.TmpfsBytes)
-	check(inRange(rt.MaxOutputBytes, kib, 16*mib), "runtime.max_output_bytes", "%d is outside 1 KiB..16 MiB", rt.MaxOutputBytes)
+	errs = append(errs, configErrors(rt.Config.Validate())...)
 	check(inRange(rt.MaxCodeBytes, 1, s.MaxBodyBytes), "runtime.max_code_bytes",
 		"%d is outside 1..server.max_body_bytes (%d): the code travels inside the body", rt.MaxCodeBytes, s.MaxBodyBytes)
 	check(inRange(rt.MaxStdinBytes, 0, s.MaxBodyBytes), "runtime.max_stdin_bytes",
 		"%d is outside 0..server.max_body_bytes (%d): stdin travels inside the body", rt.MaxStdinBytes, s.MaxBodyBytes)
 	check(inRange(rt.MaxConcurrency, 1, 1024), "runtime.max_concurrency", "%d is outside 1..1024", rt.MaxConcurrency)
 	check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
-	check(inRange(rt.PoolSize, 0, 256), "runtime.pool_size", "%d is outside 0..256", rt.PoolSize)
-	check(inRange(rt.PoolMax, 0, 256), "runtime.pool_max", "%d is outside 0..256", rt.PoolMax)
-	check(rt.PoolMax == 0 || rt.PoolMax >= rt.PoolSize, "runtime.pool_max",
-		"%d is below runtime.pool_size (%d): set it to pool_size or more, or 0 for a pool of a fixed size", rt.PoolMax, rt.PoolSize)
 	if host := hostMemory(); host > 0 {
-		most := max(rt.PoolMax, rt.PoolSize) * rt.MemoryBytes
+		n := int64(max(rt.PoolMax, rt.PoolSize))
+		most := n * rt.MemoryBytes
 		check(most <= host/poolMemoryShare, "runtime.pool_max",
 			"%d warm containers × runtime.memory %d MiB = %d MiB, more than 1/%d of this host's memory (%d MiB): lower runtime.pool_max or runtime.memory",
-			max(rt.PoolMax, rt.PoolSize), rt.MemoryBytes/mib, most/mib, poolMemoryShare, host/mib)
+			n, rt.MemoryBytes/mib, most/mib, poolMemoryShare, host/mib)
 	}
-	check(validInstance(rt.Instance), "runtime.instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", rt.Instance)
-	if err := c.Payments.validate(rt); err != nil {
-		errs = append(errs, err)
+	if c.Payments.Enabled {
+		errs = append(errs, configErrors(c.Payments.Validate())...)
 	}
 	return errors.Join(errs...)
+}
+
+// configErrors splits the joined errors of a section's Validate into one
+// "config: " line each.
+func configErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{fmt.Errorf("config: %w", err)}
+	}
+	var errs []error
+	for _, e := range joined.Unwrap() {
+		errs = append(errs, configErrors(e)...)
+	}
+	return errs
 }
 
 // validMetricsAddr: empty, or host:port with an explicit host (an empty
@@ -75,25 +83,3 @@ func validMetricsAddr(a string) bool {
 }
 
 func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }
-
-func oneOf(s string, allowed ...string) bool {
-	for _, a := range allowed {
-		if s == a {
-			return true
-		}
-	}
-	return false
-}
-
-func validInstance(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for _, r := range s {
-		ok := r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
-		if !ok {
-			return false
-		}
-	}
-	return true
-}

@@ -73,20 +73,9 @@ type Main struct {
 func (m *Main) Open(ctx context.Context) error {
 	rt := m.Config.Runtime
 	m.metrics = m.newMetrics()
-	runner, err := runtime.New(runtime.Config{
-		Image:          rt.Image,
-		OCIRuntime:     rt.OCIRuntime,
-		Timeout:        rt.Timeout,
-		MemoryBytes:    rt.MemoryBytes,
-		NanoCPUs:       int64(rt.CPUs * 1e9),
-		PidsLimit:      rt.Pids,
-		TmpfsBytes:     rt.TmpfsBytes,
-		MaxOutputBytes: int(rt.MaxOutputBytes),
-		PoolSize:       int(rt.PoolSize),
-		PoolMax:        int(rt.PoolMax),
-		Instance:       rt.Instance,
-		Observe:        m.metrics.Engine,
-	}, m.Log.With("component", "runtime"))
+	rc := rt.Config
+	rc.Observe = m.metrics.Engine
+	runner, err := runtime.New(rc, m.Log.With("component", "runtime"))
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}

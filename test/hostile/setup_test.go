@@ -133,7 +133,7 @@ func settle(tb testing.TB, d *runtime.Docker) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := d.Settle(ctx); err != nil {
+	if err := d.WaitRemovals(ctx); err != nil {
 		tb.Errorf("containers not removed within 30 s of the answer: %v", err)
 	}
 }
