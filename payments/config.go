@@ -38,8 +38,8 @@ const (
 	// what the named bounds do not cover: container creation, ledger
 	// writes, clock skew between this host and the chain.
 	windowMargin = 10 * time.Second
-	// DefaultDescription describes the paid resource in the terms.
-	DefaultDescription = "Run a short Python program"
+	// description describes the paid resource in the terms.
+	description = "Run a short Python program"
 )
 
 // Config is the payments section of the service's configuration:
@@ -82,9 +82,6 @@ type Config struct {
 	Lease time.Duration `mapstructure:"lease"`
 	// LedgerObserver, when set, is told how long each ledger write took.
 	LedgerObserver func(op string, d time.Duration) `mapstructure:"-"`
-	// Description is the resource description quoted in the terms; empty
-	// means DefaultDescription.
-	Description string `mapstructure:"-"`
 	// VerifyTimeout bounds a facilitator /verify or an on-chain check; zero
 	// means DefaultVerifyTimeout.
 	VerifyTimeout time.Duration `mapstructure:"verify_timeout"`
@@ -269,13 +266,6 @@ func (c Config) lease() time.Duration {
 // ledgerConfig is the ledger part of c.
 func (c Config) ledgerConfig() LedgerConfig {
 	return LedgerConfig{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
-}
-
-func (c Config) description() string {
-	if c.Description != "" {
-		return c.Description
-	}
-	return DefaultDescription
 }
 
 func isAddress(s string) bool {

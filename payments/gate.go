@@ -58,6 +58,11 @@ func NewGateWith(cfg Config, o Options) (*Gate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	return newGate(cfg, o)
+}
+
+// newGate is NewGateWith for a cfg already validated.
+func newGate(cfg Config, o Options) (*Gate, error) {
 	if o.Settler == nil || o.Ledger == nil {
 		return nil, errors.New("payments: a gate needs a settler and a ledger")
 	}
@@ -65,7 +70,7 @@ func NewGateWith(cfg Config, o Options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{parts: parts{quote: quote{req: req, description: cfg.description()}, ledger: o.Ledger, settler: o.Settler, flight: &flight{}},
+	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, flight: &flight{}},
 		log: o.Log, now: o.Now,
 		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(), drain: o.Drain}
 	if g.log == nil {
@@ -113,7 +118,7 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if closer != nil {
 		closers = append(closers, closer)
 	}
-	g, err := NewGateWith(cfg, Options{Settler: settler, Ledger: ledger, Log: log})
+	g, err := newGate(cfg, Options{Settler: settler, Ledger: ledger, Log: log})
 	if err != nil {
 		return fail(err)
 	}

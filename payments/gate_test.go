@@ -114,7 +114,7 @@ func TestGateUnpaid(t *testing.T) {
 	want := map[string]any{
 		"x402Version": 2.0,
 		"error":       e.Message,
-		"resource":    map[string]any{"url": testResource, "description": DefaultDescription, "mimeType": "application/json"},
+		"resource":    map[string]any{"url": testResource, "description": description, "mimeType": "application/json"},
 		"accepts": []any{map[string]any{
 			"scheme": "exact", "network": "eip155:84532", "amount": "5000", "asset": testAsset,
 			"payTo": testPayTo, "maxTimeoutSeconds": 120.0, "extra": map[string]any{"name": "USDC", "version": "2"},
@@ -130,7 +130,7 @@ func TestGateUnpaid(t *testing.T) {
 		"x402Version": 1, "error": e.Message,
 		"accepts": []any{map[string]any{
 			"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "5000", "resource": testResource,
-			"description": DefaultDescription, "mimeType": "application/json", "payTo": testPayTo,
+			"description": description, "mimeType": "application/json", "payTo": testPayTo,
 			"maxTimeoutSeconds": 120, "asset": testAsset, "extra": map[string]any{"name": "USDC", "version": "2"},
 		}},
 	})

@@ -36,6 +36,8 @@ func (c Config) Validate() error {
 	check(slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
 
 	errs = append(errs, configErrors(rt.Config.Validate())...)
+	// runtime accepts "" as the daemon's default; the file must name one.
+	check(rt.OCIRuntime != "", "runtime.oci_runtime", "is empty; name one of runc, runsc, crun")
 	check(inRange(rt.MaxCodeBytes, 1, s.MaxBodyBytes), "runtime.max_code_bytes",
 		"%d is outside 1..server.max_body_bytes (%d): the code travels inside the body", rt.MaxCodeBytes, s.MaxBodyBytes)
 	check(inRange(rt.MaxStdinBytes, 0, s.MaxBodyBytes), "runtime.max_stdin_bytes",
