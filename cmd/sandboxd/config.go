@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,6 +146,9 @@ func LoadConfig(path string) (Config, error) {
 		if err := v.ReadInConfig(); err != nil {
 			return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
 		}
+		if err := nullKeys(v); err != nil {
+			return Config{}, err
+		}
 	}
 	cfg := defaultConfig()
 	if err := v.UnmarshalExact(&cfg, viper.DecodeHook(decodeHook)); err != nil {
@@ -154,6 +159,26 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// nullKeys refuses a key the file sets to null (`key: ~` or `key:`), which
+// the decode would otherwise skip, silently keeping the default.
+func nullKeys(v *viper.Viper) error {
+	var errs []error
+	keys := v.AllKeys()
+	slices.Sort(keys)
+	for _, k := range keys {
+		section, key, ok := strings.Cut(k, ".")
+		if !ok {
+			continue
+		}
+		if m, isMap := v.Get(section).(map[string]any); isMap {
+			if val, set := m[key]; set && val == nil {
+				errs = append(errs, fmt.Errorf("config: %s: is null; give it a value, or remove the line for the default", k))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // link gives the payments section the two runtime keys its validity window

@@ -103,6 +103,8 @@ func TestConfigValidation(t *testing.T) {
 		{"cpus", "runtime:\n  cpus: 0\n", "runtime.cpus"},
 		{"cpus not a number", "runtime:\n  cpus: many\n", "runtime.cpus: many is not a number"},
 		{"oci runtime", "runtime:\n  oci_runtime: kata\n", "runtime.oci_runtime: \"kata\" is not one of"},
+		{"null value", "server:\n  log_level: ~\n", "server.log_level: is null"},
+		{"empty value", "runtime:\n  timeout:\n", "runtime.timeout: is null"},
 		{"empty oci runtime", "runtime:\n  oci_runtime: \"\"\n", "runtime.oci_runtime: is empty"},
 		{"code over body", "server:\n  max_body_bytes: 2048\nruntime:\n  max_code_bytes: 4096\n", "runtime.max_code_bytes"},
 		{"stdin over body", "server:\n  max_body_bytes: 2048\nruntime:\n  max_code_bytes: 1000\n  max_stdin_bytes: 4096\n", "runtime.max_stdin_bytes"},
