@@ -14,8 +14,10 @@ type codeRequest struct {
 	Stdin    *string `json:"stdin"`
 }
 
-// codeResponse is the answer of a delivered run, on HTTP and MCP alike.
-type codeResponse struct {
+// CodeResponse is the answer of a delivered run, on HTTP and MCP alike: the
+// JSON body of a 200 from POST /v1/code and the structured result of the
+// MCP tool. Tests decode it through internal/servicetest.Answer.
+type CodeResponse struct {
 	Lang       string `json:"lang"`
 	Stdout     string `json:"stdout"`
 	Stderr     string `json:"stderr"`
@@ -31,8 +33,8 @@ type codeResponse struct {
 }
 
 // newCodeResponse is the answer of a delivered run of job.
-func newCodeResponse(job sandboxd.Job, res sandboxd.Result) codeResponse {
-	resp := codeResponse{
+func newCodeResponse(job sandboxd.Job, res sandboxd.Result) CodeResponse {
+	resp := CodeResponse{
 		Lang:       job.Language,
 		Stdout:     res.Stdout,
 		Stderr:     res.Stderr,

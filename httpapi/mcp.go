@@ -165,7 +165,7 @@ func (s *Server) toolError(err error) *mcp.CallToolResult {
 
 // summary is the short text content of a delivered run: one line of
 // outcome, then the output, each stream cut at textPreview bytes.
-func summary(r codeResponse) string {
+func summary(r CodeResponse) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status %s, exit code %d, %d ms", r.Status, r.ExitCode, r.DurationMS)
 	if r.CPUMS != nil && r.MaxRSSKB != nil {

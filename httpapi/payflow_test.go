@@ -18,6 +18,7 @@ import (
 	"sandboxd/internal/slots"
 	"sandboxd/payments"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // slowRefuser is a settler whose remote check refuses every payer but the
@@ -55,10 +56,10 @@ func (s *slowRefuser) NonceUsed(context.Context, common.Address, [32]byte) (bool
 // sandbox slot during its check, and the paying caller got 429.
 func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 	const slow = 2 * time.Second
-	payer := mustKey(t)
+	payer := x402test.Key(t)
 	settler := &slowRefuser{funded: crypto.PubkeyToAddress(payer.PublicKey), delay: slow}
-	cfg := payments.Config{Network: "eip155:84532", Asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-		AssetName: "USDC", AssetVersion: "2", Price: "0.005", PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+	cfg := payments.Config{Network: "eip155:84532", Asset: x402test.Asset,
+		AssetName: "USDC", AssetVersion: "2", Price: "0.005", PayTo: x402test.PayTo,
 		MaxTimeoutSeconds: 120, Settlement: payments.SettleFacilitator, FacilitatorURL: "http://127.0.0.1:1",
 		Ledger: filepath.Join(t.TempDir(), "ledger.db"), QueueWait: 500 * time.Millisecond, RunTimeout: time.Second}
 	ledger, err := payments.OpenLedger(context.Background(), cfg.Ledger)
@@ -80,7 +81,7 @@ func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 	var wg sync.WaitGroup
 	statuses := make(chan int, 24)
 	for i := 0; i < 24; i++ {
-		h := signedHeader(t, mustKey(t), gate.Requirements())
+		h := signedHeader(t, x402test.Key(t), gate.Requirements())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -147,13 +148,4 @@ func post(t *testing.T, url string, h http.Header) int {
 	}
 	res.Body.Close()
 	return res.StatusCode
-}
-
-func mustKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := crypto.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
 }

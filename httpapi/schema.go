@@ -58,7 +58,7 @@ func toolInputSchema() map[string]any {
 var runResultFields = []string{"lang", "stdout", "stderr", "exit_code", "status", "timed_out",
 	"oom_killed", "truncated", "duration_ms", "cpu_ms", "max_rss_kb"}
 
-// runResultSchema is the answer of a delivered run (codeResponse).
+// runResultSchema is the answer of a delivered run (CodeResponse).
 func runResultSchema() map[string]any {
 	status := typed("string", "ok (exit 0), error (non-zero exit), timeout, oom (killed for memory) or output_limit (killed for output).")
 	status["enum"] = []string{"ok", "error", "timeout", "oom", "output_limit"}

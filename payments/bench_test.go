@@ -7,20 +7,21 @@ import (
 	"testing"
 
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // BenchmarkVerify measures the per-request local check: decoding the
 // PAYMENT-SIGNATURE header and verifying the EIP-712 signature and terms.
 func BenchmarkVerify(b *testing.B) {
 	req := testRequirements(b)
-	h := mustHeader(b, x402.HeaderPaymentSignature, mustPayload(b, mustKey(b), req, nil))
+	h := x402test.Header(b, x402.HeaderPaymentSignature, x402test.Payload(b, x402test.Key(b), req, nil))
 	b.ReportAllocs()
 	for b.Loop() {
 		p, err := x402.DecodePaymentHeader(h)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := x402.Verify(req, p, testNow); err != nil {
+		if err := x402.Verify(req, p, x402test.Now); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // gateServer serves a paid endpoint through g, mapping errors to statuses
@@ -72,7 +73,7 @@ func newLiveGate(t *testing.T, s Settler) *Gate {
 
 func TestPay(t *testing.T) {
 	ctx := context.Background()
-	key := mustKey(t)
+	key := x402test.Key(t)
 	payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
 	for _, v1Only := range []bool{false, true} {
 		srv := gateServer(t, newLiveGate(t, &fakeSettler{settleTx: "0x77"}), v1Only)
@@ -99,7 +100,7 @@ func TestPay(t *testing.T) {
 
 func TestPayRefused(t *testing.T) {
 	srv := gateServer(t, newLiveGate(t, &fakeSettler{settleErr: x402.Reject(x402.ReasonInsufficientFunds, "balance short")}), false)
-	_, err := x402.Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), x402.DefaultPayPolicy())
+	_, err := x402.Pay(context.Background(), srv.Client(), x402test.Key(t), srv.URL, []byte(`{}`), x402.DefaultPayPolicy())
 	var pe *x402.PaymentRefusedError
 	if !errors.As(err, &pe) {
 		t.Fatalf("Pay = %v, want a *PaymentRefusedError", err)
@@ -112,7 +113,7 @@ func TestPayRefused(t *testing.T) {
 func TestPayFree(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("free")) }))
 	defer srv.Close()
-	resp, err := x402.Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, x402.DefaultPayPolicy())
+	resp, err := x402.Pay(context.Background(), srv.Client(), x402test.Key(t), srv.URL, nil, x402.DefaultPayPolicy())
 	if err != nil || string(resp.Body) != "free" || resp.Settlement != nil || resp.Requirements != nil {
 		t.Fatalf("Pay = %+v, %v", resp, err)
 	}
@@ -124,7 +125,7 @@ func TestPayNoTerms(t *testing.T) {
 		w.Write([]byte(`{"error":"pay"}`))
 	}))
 	defer srv.Close()
-	if _, err := x402.Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, nil, x402.DefaultPayPolicy()); err == nil {
+	if _, err := x402.Pay(context.Background(), srv.Client(), x402test.Key(t), srv.URL, nil, x402.DefaultPayPolicy()); err == nil {
 		t.Fatal("Pay succeeded without terms")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 func TestParsePrice(t *testing.T) {
@@ -114,7 +115,7 @@ func TestNewGateOnchainErrors(t *testing.T) {
 	if _, err := NewGate(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "payments.relayer_key_file") {
 		t.Fatalf("missing key file: %v", err)
 	}
-	key := mustKey(t)
+	key := x402test.Key(t)
 	if err := os.WriteFile(cfg.RelayerKeyFile, []byte("0x"+hex.EncodeToString(crypto.FromECDSA(key))+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

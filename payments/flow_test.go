@@ -11,6 +11,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // TestGateRefusesAShortWindow (issue 8, item 3): an authorization that
@@ -22,13 +23,13 @@ func TestGateRefusesAShortWindow(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.QueueWait, cfg.RunTimeout = 2*time.Second, 5*time.Second
 	window := cfg.Window() // 90 s
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return testNow }})
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sign := func(validFor time.Duration) http.Header {
-		return mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), func(a *x402.Authorization) {
-			a.ValidBefore = strconv.FormatInt(testNow.Add(validFor).Unix(), 10)
+		return x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), func(a *x402.Authorization) {
+			a.ValidBefore = strconv.FormatInt(x402test.Now.Add(validFor).Unix(), 10)
 		}))
 	}
 	for _, short := range []time.Duration{6 * time.Second, 10 * time.Second, window - time.Second} {
@@ -51,19 +52,19 @@ func TestGateBoundsRemoteChecks(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxChecks, cfg.CheckWait = 1, 50*time.Millisecond
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error)
 	go func() {
-		_, err := g.Check(context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+		_, err := g.Check(context.Background(), paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
 		done <- err
 	}()
 	for g.checks.InUse() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	_, err = g.Check(context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	_, err = g.Check(context.Background(), paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
 	var e *sandboxd.Error
 	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy || !errors.As(err, &e) || e.RetryAfter <= 0 {
 		t.Fatalf("Check with the check slots full = %v, want CodeBusy with Retry-After", err)
@@ -97,12 +98,12 @@ func TestGateCloseWaitsForSettlement(t *testing.T) {
 	s := &blockingSettler{entered: make(chan struct{}), release: make(chan struct{})}
 	g, l := newTestGate(t, s)
 	g.closers = []io.Closer{l}
-	pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
+	pp := x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)
+	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	later, err := g.Check(ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	later, err := g.Check(ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +143,11 @@ func TestGateCloseDrainIsBounded(t *testing.T) {
 	defer close(s.release)
 	cfg := testConfig(t)
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }, Drain: 100 * time.Millisecond})
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }, Drain: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := begin(g, context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, context.Background(), paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +166,8 @@ func TestResolverResolvesPendingRows(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{settleErr: sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "no answer")}
 	g, l := newTestGate(t, s)
-	pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
+	pp := x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)
+	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}

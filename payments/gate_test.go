@@ -17,6 +17,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 const testResource = "https://sandbox.example/v1/code"
@@ -60,12 +61,12 @@ func (f *fakeSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool
 	return false, errNonceStateUnknown
 }
 
-// newTestGate returns a gate at testNow over a fresh ledger and s.
+// newTestGate returns a gate at x402test.Now over a fresh ledger and s.
 func newTestGate(tb testing.TB, s Settler) (*Gate, *SQLLedger) {
 	tb.Helper()
 	cfg := testConfig(tb)
 	l := mustLedger(tb, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -116,8 +117,8 @@ func TestGateUnpaid(t *testing.T) {
 		"error":       e.Message,
 		"resource":    map[string]any{"url": testResource, "description": description, "mimeType": "application/json"},
 		"accepts": []any{map[string]any{
-			"scheme": "exact", "network": "eip155:84532", "amount": "5000", "asset": testAsset,
-			"payTo": testPayTo, "maxTimeoutSeconds": 120.0, "extra": map[string]any{"name": "USDC", "version": "2"},
+			"scheme": "exact", "network": "eip155:84532", "amount": "5000", "asset": x402test.Asset,
+			"payTo": x402test.PayTo, "maxTimeoutSeconds": 120.0, "extra": map[string]any{"name": "USDC", "version": "2"},
 		}},
 		"extensions": map[string]any{},
 	}
@@ -130,8 +131,8 @@ func TestGateUnpaid(t *testing.T) {
 		"x402Version": 1, "error": e.Message,
 		"accepts": []any{map[string]any{
 			"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "5000", "resource": testResource,
-			"description": description, "mimeType": "application/json", "payTo": testPayTo,
-			"maxTimeoutSeconds": 120, "asset": testAsset, "extra": map[string]any{"name": "USDC", "version": "2"},
+			"description": description, "mimeType": "application/json", "payTo": x402test.PayTo,
+			"maxTimeoutSeconds": 120, "asset": x402test.Asset, "extra": map[string]any{"name": "USDC", "version": "2"},
 		}},
 	})
 	if body != wantBody {
@@ -167,8 +168,8 @@ func TestGateBadHeader(t *testing.T) {
 func TestGateRefusesBeforeCheck(t *testing.T) {
 	s := &fakeSettler{}
 	g, _ := newTestGate(t, s)
-	pp := mustPayload(t, mustKey(t), g.Requirements(), func(a *x402.Authorization) { a.Value = "1" })
-	_, err := begin(g, context.Background(), paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
+	pp := x402test.Payload(t, x402test.Key(t), g.Requirements(), func(a *x402.Authorization) { a.Value = "1" })
+	_, err := begin(g, context.Background(), paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, pp)))
 	wantPaymentError(t, err, "payment refused", x402.ReasonValueMismatch)
 	if len(s.calls) != 0 {
 		t.Fatalf("settler called (%v) for a payment that failed verification", s.calls)
@@ -189,9 +190,9 @@ func TestGateOrder(t *testing.T) {
 			t.Error("reserved before Check")
 		}
 	}
-	key := mustKey(t)
-	pp := mustPayload(t, key, g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
+	key := x402test.Key(t)
+	pp := x402test.Payload(t, key, g.Requirements(), nil)
+	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,9 +220,9 @@ func TestGateCheckFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &fakeSettler{checkErr: tt.err}
 			g, l := newTestGate(t, s)
-			key := mustKey(t)
-			pp := mustPayload(t, key, g.Requirements(), nil)
-			_, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
+			key := x402test.Key(t)
+			pp := x402test.Payload(t, key, g.Requirements(), nil)
+			_, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, pp)))
 			if code := sandboxd.ErrorCode(err); code != tt.code {
 				t.Fatalf("code %s (%v), want %s", code, err, tt.code)
 			}
@@ -241,11 +242,11 @@ func TestGateSettle(t *testing.T) {
 		t.Run(map[int]string{1: "v1", 2: "v2"}[version], func(t *testing.T) {
 			s := &fakeSettler{settleTx: "0xabc"}
 			g, l := newTestGate(t, s)
-			key := mustKey(t)
-			pp := mustPayload(t, key, g.Requirements(), nil)
-			h, respHeader, network := mustHeader(t, x402.HeaderPaymentSignature, pp), x402.HeaderPaymentResponse, "eip155:84532"
+			key := x402test.Key(t)
+			pp := x402test.Payload(t, key, g.Requirements(), nil)
+			h, respHeader, network := x402test.Header(t, x402.HeaderPaymentSignature, pp), x402.HeaderPaymentResponse, "eip155:84532"
 			if version == 1 {
-				h, respHeader, network = mustHeader(t, x402.HeaderXPayment, v1Of(pp)), x402.HeaderXPaymentResponse, "base-sepolia"
+				h, respHeader, network = x402test.Header(t, x402.HeaderXPayment, x402test.V1Of(pp)), x402.HeaderXPaymentResponse, "base-sepolia"
 			}
 			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
@@ -275,9 +276,9 @@ func TestGateSettleFailure(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{settleErr: x402.Reject(x402.ReasonInsufficientFunds, "balance short"), settleTx: ""}
 	g, l := newTestGate(t, s)
-	key := mustKey(t)
-	pp := mustPayload(t, key, g.Requirements(), nil)
-	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
+	key := x402test.Key(t)
+	pp := x402test.Payload(t, key, g.Requirements(), nil)
+	h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
 	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -306,8 +307,8 @@ func TestGateSettleFailure(t *testing.T) {
 	// refusal: the payer must not be told to pay again (item 6).
 	s.settleErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "the chain is down")
 	s.settleTx = "0x" + strings.Repeat("ab", 32)
-	pp = mustPayload(t, key, g.Requirements(), nil)
-	h = mustHeader(t, x402.HeaderPaymentSignature, pp)
+	pp = x402test.Payload(t, key, g.Requirements(), nil)
+	h = x402test.Header(t, x402.HeaderPaymentSignature, pp)
 	c, err = begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -323,9 +324,9 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{settleTx: "0x1"}
 	g, l := newTestGate(t, s)
-	key := mustKey(t)
-	pp := mustPayload(t, key, g.Requirements(), nil)
-	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
+	key := x402test.Key(t)
+	pp := x402test.Payload(t, key, g.Requirements(), nil)
+	h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
 	c, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -350,9 +351,9 @@ func TestGateSettleOnce(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{settleTx: "0x1"}
 	g, l := newTestGate(t, s)
-	key := mustKey(t)
-	pp := mustPayload(t, key, g.Requirements(), nil)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, pp)))
+	key := x402test.Key(t)
+	pp := x402test.Payload(t, key, g.Requirements(), nil)
+	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, pp)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestGateSettleOnce(t *testing.T) {
 func TestGateDuplicatePayment(t *testing.T) {
 	ctx := context.Background()
 	g, _ := newTestGate(t, &fakeSettler{})
-	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))
 	var wg sync.WaitGroup
 	var admitted, refused atomic.Int32
 	for range 20 {
@@ -404,7 +405,7 @@ func TestGateDuplicatePayment(t *testing.T) {
 func TestGateLedgerDown(t *testing.T) {
 	g, l := newTestGate(t, &fakeSettler{})
 	l.Close()
-	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))
 	_, err := begin(g, context.Background(), paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 		t.Fatalf("Begin = %v, want CodeUnavailable", err)

@@ -10,17 +10,8 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
-
-// mustWire is v's JSON encoding, as json.Marshal writes it.
-func mustWire(tb testing.TB, v any) string {
-	tb.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(b)
-}
 
 // withMember returns the JSON object obj with member `"key":value` added
 // at its end, as a hostile payer writes it by hand.
@@ -41,11 +32,11 @@ func rawHeader(name, raw string) http.Header {
 // closed: each is a 400 (CodeInvalid) naming the key.
 func TestDecodeRefusesTwoReadings(t *testing.T) {
 	req := testRequirements(t)
-	b := mustPayload(t, mustKey(t), req, nil)     // the payer's real payment
-	decoy := mustPayload(t, mustKey(t), req, nil) // signed by a throwaway key
-	v2 := mustWire(t, b)
-	v1 := mustWire(t, v1Of(b))
-	auth := mustWire(t, b.Payload.Authorization)
+	b := x402test.Payload(t, x402test.Key(t), req, nil)     // the payer's real payment
+	decoy := x402test.Payload(t, x402test.Key(t), req, nil) // signed by a throwaway key
+	v2 := x402test.Wire(t, b)
+	v1 := x402test.Wire(t, x402test.V1Of(b))
+	auth := x402test.Wire(t, b.Payload.Authorization)
 	exact := func(authJSON string) string {
 		return `{"signature":"` + b.Payload.Signature + `","authorization":` + authJSON + `}`
 	}
@@ -58,9 +49,9 @@ func TestDecodeRefusesTwoReadings(t *testing.T) {
 	cases := []struct {
 		name, header, raw, key string
 	}{
-		{"decoy Payload after payload", x402.HeaderPaymentSignature, withMember(v2, "Payload", mustWire(t, decoy.Payload)), "Payload"},
-		{"decoy payload twice", x402.HeaderPaymentSignature, withMember(v2, "payload", mustWire(t, decoy.Payload)), "payload"},
-		{"decoy PAYLOAD in v1", x402.HeaderXPayment, withMember(v1, "PAYLOAD", mustWire(t, decoy.Payload)), "PAYLOAD"},
+		{"decoy Payload after payload", x402.HeaderPaymentSignature, withMember(v2, "Payload", x402test.Wire(t, decoy.Payload)), "Payload"},
+		{"decoy payload twice", x402.HeaderPaymentSignature, withMember(v2, "payload", x402test.Wire(t, decoy.Payload)), "payload"},
+		{"decoy PAYLOAD in v1", x402.HeaderXPayment, withMember(v1, "PAYLOAD", x402test.Wire(t, decoy.Payload)), "PAYLOAD"},
 		{"nested duplicate value", x402.HeaderPaymentSignature,
 			replace(v2, auth, withMember(auth, "Value", `"1"`)), "Value"},
 		{"nested exact duplicate nonce", x402.HeaderPaymentSignature,
@@ -100,18 +91,18 @@ func TestDecodeRefusesTwoReadings(t *testing.T) {
 // open, and re-encodes them unchanged.
 func TestDecodeKeepsOpenObjectsOpen(t *testing.T) {
 	req := testRequirements(t)
-	pp := mustPayload(t, mustKey(t), req, nil)
-	raw := mustWire(t, pp)
+	pp := x402test.Payload(t, x402test.Key(t), req, nil)
+	raw := x402test.Wire(t, pp)
 	raw = strings.Replace(raw, `"extra":{`, `"extra":{"assetTransferMethod":"eip3009","n":12345678901234567890,`, 1)
 	raw = withMember(raw, "extensions", `{"bazaar":{"info":{"input":{"x":[1,{"y":null}]}}},"empty":{}}`)
 	p, err := x402.DecodePaymentHeader(rawHeader(x402.HeaderPaymentSignature, raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x402.Verify(req, p, testNow); err != nil {
+	if err := x402.Verify(req, p, x402test.Now); err != nil {
 		t.Fatal(err)
 	}
-	got := mustWire(t, facilitatorPayload(p))
+	got := x402test.Wire(t, facilitatorPayload(p))
 	for _, want := range []string{`"assetTransferMethod":"eip3009"`, `"n":12345678901234567890`, `"name":"USDC"`,
 		`"bazaar":{"info":{"input":{"x":[1,{"y":null}]}}}`, `"empty":{}`, `"resource":{"url":"http://x/v1/code"`} {
 		if !strings.Contains(got, want) {
@@ -120,7 +111,7 @@ func TestDecodeKeepsOpenObjectsOpen(t *testing.T) {
 	}
 	// Exactly what the official client sends: no extensions member, or {}.
 	for _, ext := range []string{"", `{}`} {
-		raw := mustWire(t, pp)
+		raw := x402test.Wire(t, pp)
 		if ext != "" {
 			raw = withMember(raw, "extensions", ext)
 		}
@@ -137,9 +128,9 @@ func TestDecodeKeepsOpenObjectsOpen(t *testing.T) {
 // never the payer's bytes.
 func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
 	req := testRequirements(t)
-	pp := mustPayload(t, mustKey(t), req, nil)
+	pp := x402test.Payload(t, x402test.Key(t), req, nil)
 	var m map[string]any
-	if err := json.Unmarshal([]byte(mustWire(t, pp)), &m); err != nil {
+	if err := json.Unmarshal([]byte(x402test.Wire(t, pp)), &m); err != nil {
 		t.Fatal(err)
 	}
 	m["extensions"] = map[string]any{}
@@ -148,7 +139,7 @@ func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x402.Verify(req, p, testNow); err != nil {
+	if err := x402.Verify(req, p, x402test.Now); err != nil {
 		t.Fatal(err)
 	}
 	stub, f := newStub(t)
@@ -172,8 +163,8 @@ func TestFacilitatorGetsWhatWasVerified(t *testing.T) {
 		if strings.Contains(string(body), "\t") {
 			t.Errorf("%s got the payer's bytes: %s", name, body)
 		}
-		if string(got.PaymentPayload) != mustWire(t, want) {
-			t.Errorf("%s got\n %s\nwant the verified payment\n %s", name, got.PaymentPayload, mustWire(t, want))
+		if string(got.PaymentPayload) != x402test.Wire(t, want) {
+			t.Errorf("%s got\n %s\nwant the verified payment\n %s", name, got.PaymentPayload, x402test.Wire(t, want))
 		}
 		if got.PaymentRequirements != p.Requirements {
 			t.Errorf("%s got requirements %+v, want %+v", name, got.PaymentRequirements, p.Requirements)
@@ -192,9 +183,9 @@ func TestGateRefusesTheDecoyBeforeAnything(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{settleTx: "0x1"}
 	g, l := newTestGate(t, s)
-	b := mustPayload(t, mustKey(t), g.Requirements(), nil)
-	decoy := mustPayload(t, mustKey(t), g.Requirements(), nil)
-	attack := withMember(mustWire(t, b), "Payload", mustWire(t, decoy.Payload))
+	b := x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)
+	decoy := x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)
+	attack := withMember(x402test.Wire(t, b), "Payload", x402test.Wire(t, decoy.Payload))
 	if _, err := begin(g, ctx, paidRequest(rawHeader(x402.HeaderPaymentSignature, attack))); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
 		t.Fatalf("Begin(decoy) = %v, want CodeInvalid", err)
 	}
@@ -207,7 +198,7 @@ func TestGateRefusesTheDecoyBeforeAnything(t *testing.T) {
 			t.Fatalf("the ledger holds a row for %s after the decoy", a.From)
 		}
 	}
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, b)))
+	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, b)))
 	if err != nil {
 		t.Fatalf("the owner's own payment after the decoy: %v", err)
 	}

@@ -2,26 +2,15 @@ package payments
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
 	"sandboxd/x402"
-)
-
-// testNow is the fixed clock of the unit tests.
-var testNow = time.Unix(1_800_000_000, 0)
-
-const (
-	testAsset = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
-	testPayTo = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
+	"sandboxd/x402/x402test"
 )
 
 // testConfig is a valid facilitator configuration with its ledger in a
@@ -30,11 +19,11 @@ func testConfig(tb testing.TB) Config {
 	tb.Helper()
 	return Config{
 		Network:           "eip155:84532",
-		Asset:             testAsset,
+		Asset:             x402test.Asset,
 		AssetName:         "USDC",
 		AssetVersion:      "2",
 		Price:             "0.005",
-		PayTo:             testPayTo,
+		PayTo:             x402test.PayTo,
 		MaxTimeoutSeconds: 120,
 		Settlement:        SettleFacilitator,
 		FacilitatorURL:    "http://127.0.0.1:1/facilitator",
@@ -42,6 +31,7 @@ func testConfig(tb testing.TB) Config {
 	}
 }
 
+// testRequirements are the terms testConfig quotes.
 func testRequirements(tb testing.TB) x402.Requirements {
 	tb.Helper()
 	req, err := testConfig(tb).Requirements()
@@ -49,62 +39,6 @@ func testRequirements(tb testing.TB) x402.Requirements {
 		tb.Fatal(err)
 	}
 	return req
-}
-
-func mustKey(tb testing.TB) *ecdsa.PrivateKey {
-	tb.Helper()
-	key, err := crypto.GenerateKey()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return key
-}
-
-// mustPayload returns a valid v2 payment of req by key at testNow, after
-// mutate (if any) changed its authorization before signing.
-func mustPayload(tb testing.TB, key *ecdsa.PrivateKey, req x402.Requirements, mutate func(*x402.Authorization)) x402.PaymentPayload {
-	tb.Helper()
-	a, err := x402.NewAuthorization(key, req, testNow)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if mutate != nil {
-		mutate(&a)
-	}
-	exact, err := x402.SignAuthorization(key, req, a)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return x402.PaymentPayload{X402Version: 2, Resource: &x402.Resource{URL: "http://x/v1/code"}, Accepted: req, Payload: exact}
-}
-
-// mustHeader encodes a payment into the header it travels in.
-func mustHeader(tb testing.TB, name string, payment any) http.Header {
-	tb.Helper()
-	v, err := x402.EncodeHeader(payment)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	h := http.Header{}
-	h.Set(name, v)
-	return h
-}
-
-// mustDecode decodes a payment header value, failing the test on error.
-func mustDecode(tb testing.TB, h http.Header) *x402.Payment {
-	tb.Helper()
-	p, err := x402.DecodePaymentHeader(h)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if p == nil {
-		tb.Fatal("no payment header")
-	}
-	return p
-}
-
-func v1Of(p x402.PaymentPayload) x402.PaymentPayloadV1 {
-	return x402.PaymentPayloadV1{X402Version: 1, Scheme: p.Accepted.Scheme, Network: x402.V1Network(p.Accepted.Network), Payload: p.Payload}
 }
 
 // begin runs both phases of the gate, Check then Reserve, as httpapi does

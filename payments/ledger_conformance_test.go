@@ -12,6 +12,7 @@ import (
 
 	"sandboxd/internal/pgtest"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // ledgerBackend opens ledgers of one backend for the conformance suite.
@@ -202,7 +203,7 @@ func TestLedgerConformanceTransitions(t *testing.T) {
 func TestLedgerConformanceReplicas(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
-		clock := &fakeClock{t: testNow}
+		clock := &fakeClock{t: x402test.Now}
 		const lease = 30 * time.Second
 		a := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a", Lease: lease, Now: clock.Now})
 		bb, c := b.sibling(t, a, "b"), b.sibling(t, a, "c")

@@ -14,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // needMount skips (or, when CI=true, fails) a test that must mount a
@@ -76,12 +77,12 @@ func TestLedgerDiskFull(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Ledger = filepath.Join(dir, "ledger.db")
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pay := func() sandboxd.PaymentRequest {
-		return paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
+		return paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)))
 	}
 	running := pay()
 	charge, err := begin(g, ctx, running)

@@ -15,6 +15,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 func mustLedger(tb testing.TB, path string) *SQLLedger {
@@ -33,7 +34,7 @@ func testEntry(i int) Entry {
 		Nonce:   fmt.Sprintf("0x%064X", i),
 		Amount:  "5000",
 		Network: "eip155:84532",
-		Asset:   testAsset,
+		Asset:   x402test.Asset,
 	}
 }
 
@@ -61,7 +62,7 @@ func TestLedgerLifecycle(t *testing.T) {
 	if got.Payer != "0xabcdef0000000000000000000000000000000001" || got.Nonce != fmt.Sprintf("0x%064x", 1) {
 		t.Fatalf("key not lower-cased: %s %s", got.Payer, got.Nonce)
 	}
-	if got.Created.IsZero() || got.Amount != "5000" || got.Network != "eip155:84532" || got.Asset != testAsset {
+	if got.Created.IsZero() || got.Amount != "5000" || got.Network != "eip155:84532" || got.Asset != x402test.Asset {
 		t.Fatalf("row %+v", got)
 	}
 	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
@@ -270,7 +271,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 	s := &fakeSettler{settleTx: "0x1"}
 	g, l := newTestGate(t, s)
 	pay := func() sandboxd.PaymentRequest {
-		return paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil)))
+		return paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)))
 	}
 	charge, err := begin(g, ctx, pay())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sandboxd"
 	"sandboxd/internal/pgtest"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // ledgerBreak makes a ledger's database fail, as it does in production.
@@ -57,17 +58,17 @@ func TestLedgerConformanceUnavailable(t *testing.T) {
 				cfg.Ledger = loc
 				l := mustLedgerConfig(t, cfg.ledgerConfig())
 				s := &fakeSettler{settleTx: "0x1"}
-				g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+				g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 				if err != nil {
 					t.Fatal(err)
 				}
-				key := mustKey(t)
-				admitted, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
+				key := x402test.Key(t)
+				admitted, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, key, g.Requirements(), nil))))
 				if err != nil {
 					t.Fatal(err)
 				}
 				breakIt()
-				_, err = begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, key, g.Requirements(), nil))))
+				_, err = begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, key, g.Requirements(), nil))))
 				if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 					t.Fatalf("Begin with the ledger broken = %v, want CodeUnavailable", err)
 				}

@@ -7,6 +7,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // TestPaymentAnswersAreNotStored: the 402 terms, a paid answer's
@@ -25,10 +26,10 @@ func TestPaymentAnswersAreNotStored(t *testing.T) {
 	wantNoStore(t, "402 terms", wantPaymentError(t, err, "payment required", "0.005").Header)
 
 	for _, v1 := range []bool{false, true} {
-		pp := mustPayload(t, mustKey(t), g.Requirements(), nil)
-		h := mustHeader(t, x402.HeaderPaymentSignature, pp)
+		pp := x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)
+		h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
 		if v1 {
-			h = mustHeader(t, x402.HeaderXPayment, v1Of(pp))
+			h = x402test.Header(t, x402.HeaderXPayment, x402test.V1Of(pp))
 		}
 		c, err := begin(g, ctx, paidRequest(h))
 		if err != nil {
@@ -41,7 +42,7 @@ func TestPaymentAnswersAreNotStored(t *testing.T) {
 		wantNoStore(t, "paid answer", settled)
 
 		failing, _ := newTestGate(t, &fakeSettler{settleErr: x402.Reject(x402.ReasonInsufficientFunds, "balance short")})
-		c, err = begin(failing, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+		c, err = begin(failing, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // mustOpenRows puts testEntry(i) in the ledger in each state of states
@@ -240,7 +241,7 @@ func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 			t.Errorf("at Settle the row is %+v, %v; want settling", got, err)
 		}
 	}
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	crash := func(t *testing.T, path, at string) paid {
 		t.Helper()
-		h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), req, nil))
+		h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), req, nil))
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnvLedger+"="+path, crashEnvHeader+"="+h.Get(x402.HeaderPaymentSignature), crashEnvAt+"="+at)
 		out, err := cmd.CombinedOutput()
@@ -311,8 +312,8 @@ func TestCrashRecovery(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != crashExitCode {
 			t.Fatalf("child crashing at %s: %v\n%s", at, err, out)
 		}
-		p := mustDecode(t, h)
-		if err := x402.Verify(req, p, testNow); err != nil {
+		p := x402test.Decode(t, h)
+		if err := x402.Verify(req, p, x402test.Now); err != nil {
 			t.Fatal(err)
 		}
 		return paid{h, p}
@@ -333,7 +334,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		cfg := testConfig(t)
 		cfg.Ledger = path
-		g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return testNow }})
+		g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // rpcSecrets are the parts of an RPC URL that carry API keys.
@@ -73,7 +74,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	defer s.Close()
 	req := mustRequirements(t, cfg)
 	h, _ := c.funded(t, req)
-	p := mustDecode(t, h)
+	p := x402test.Decode(t, h)
 	if err := x402.Verify(req, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}

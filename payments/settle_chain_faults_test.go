@@ -19,6 +19,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // faultRPCTimeout is the per-call timeout of the fault tests: a slow
@@ -97,10 +98,10 @@ func mustRequirements(t *testing.T, cfg Config) x402.Requirements {
 // payer's address.
 func (c *faultChain) funded(t *testing.T, req x402.Requirements) (http.Header, common.Address) {
 	t.Helper()
-	key := mustKey(t)
+	key := x402test.Key(t)
 	payer := crypto.PubkeyToAddress(key.PublicKey)
 	c.mint(t, payer, 1_000_000)
-	return mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, key, req, func(a *x402.Authorization) {
+	return x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, key, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	})), payer
 }
@@ -110,7 +111,7 @@ func (c *faultChain) funded(t *testing.T, req x402.Requirements) (http.Header, c
 // naming payments.rpc_url and its value, within the RPC timeout.
 func TestChainRPCFaultsAtStart(t *testing.T) {
 	t.Parallel()
-	key := mustKey(t)
+	key := x402test.Key(t)
 	c := &testChain{relayer: key} // only the key and the config are used
 	for _, fault := range []rpcFault{faultNone, faultSlow, faultHTML, faultBadJSON, faultRPCError} {
 		name := faultNames[fault]
@@ -167,7 +168,7 @@ func TestChainRPCFaultsAtCheck(t *testing.T) {
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "the chain RPC failed") {
 				t.Fatalf("Begin = %v, want CodeUnavailable saying the chain RPC failed", err)
 			}
-			if _, err := l.Get(ctx, payer.Hex(), mustDecode(t, h).Exact.Authorization.Nonce); err == nil {
+			if _, err := l.Get(ctx, payer.Hex(), x402test.Decode(t, h).Exact.Authorization.Nonce); err == nil {
 				t.Fatal("a payment was reserved though its check failed")
 			}
 			if fault == faultNone {
@@ -183,7 +184,7 @@ func TestChainRPCFaultsAtCheck(t *testing.T) {
 		})
 	}
 	// A refusal still comes through the proxy as a refusal, not an outage.
-	poor := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), req, func(a *x402.Authorization) {
+	poor := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	}))
 	_, err := begin(g, ctx, paidRequest(poor))
@@ -227,7 +228,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h, payer := c.funded(t, req)
-			p := mustDecode(t, h)
+			p := x402test.Decode(t, h)
 			entry := Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
 			charge, err := begin(g, ctx, paidRequest(h))
 			if err != nil {

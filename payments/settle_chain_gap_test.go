@@ -14,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // droppingBackend is a node that accepts the next drop transactions and
@@ -113,9 +114,9 @@ func gapGate(t *testing.T, c *testChain, backend chainBackend) (*Gate, x402.Requ
 func payOnce(t *testing.T, c *testChain, g *Gate, req x402.Requirements) error {
 	t.Helper()
 	ctx := context.Background()
-	payer := mustKey(t)
+	payer := x402test.Key(t)
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
-	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
+	h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+int64(req.MaxTimeoutSeconds), 10)
 	}))
 	charge, err := begin(g, ctx, paidRequest(h))

@@ -23,6 +23,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // testChain is an in-process chain (id 1337) with the test EIP-3009 token
@@ -52,7 +53,7 @@ func newTestChain(t *testing.T) *testChain {
 	if err := json.Unmarshal(raw, &artifact); err != nil {
 		t.Fatal(err)
 	}
-	c := &testChain{funder: mustKey(t), relayer: mustKey(t)}
+	c := &testChain{funder: x402test.Key(t), relayer: x402test.Key(t)}
 	if c.abi, err = abi.JSON(strings.NewReader(string(artifact.ABI))); err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +235,14 @@ func TestChainSettler(t *testing.T) {
 	g, s, _ := c.gate(t)
 	req := g.Requirements()
 	payTo := common.HexToAddress(req.PayTo)
-	payer := mustKey(t)
+	payer := x402test.Key(t)
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
 
 	// A real settlement moves the price.
-	pp := mustPayload(t, payer, req, func(a *x402.Authorization) {
+	pp := x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	})
-	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
+	h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
 	charge, err := begin(g, ctx, paidRequest(h))
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +270,7 @@ func TestChainSettler(t *testing.T) {
 	g2, _, _ := c.gate(t)
 	_, err = begin(g2, ctx, paidRequest(h))
 	wantPaymentError(t, err, x402.ReasonNonceUsed)
-	p := mustDecode(t, h)
+	p := x402test.Decode(t, h)
 	if err := x402.Verify(req, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -281,18 +282,18 @@ func TestChainSettler(t *testing.T) {
 	}
 
 	// An unfunded payer is refused before the run.
-	poor := mustKey(t)
-	_, err = begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, poor, req, func(a *x402.Authorization) {
+	poor := x402test.Key(t)
+	_, err = begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, poor, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	}))))
 	wantPaymentError(t, err, x402.ReasonInsufficientFunds)
 
 	// An expired authorization (verified on a stale clock) is refused by the chain.
 	past := time.Now().Add(-time.Hour)
-	pp = mustPayload(t, payer, req, func(a *x402.Authorization) {
+	pp = x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(past.Unix()+60, 10)
 	})
-	p = mustDecode(t, mustHeader(t, x402.HeaderPaymentSignature, pp))
+	p = x402test.Decode(t, x402test.Header(t, x402.HeaderPaymentSignature, pp))
 	if err := x402.Verify(req, p, past); err != nil {
 		t.Fatal(err)
 	}
@@ -317,9 +318,9 @@ func TestChainSettlerConcurrent(t *testing.T) {
 	headers := make([]*x402.SettleResponse, n)
 	payments := make([]http.Header, n)
 	for i := range n {
-		payer := mustKey(t)
+		payer := x402test.Key(t)
 		c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
-		payments[i] = mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
+		payments[i] = x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		}))
 	}
@@ -375,14 +376,14 @@ func TestChainRecover(t *testing.T) {
 	c := newTestChain(t)
 	g, s, l := c.gate(t)
 	req := g.Requirements()
-	payer := mustKey(t)
+	payer := x402test.Key(t)
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
 
 	// Two payments settling, one of them settled on chain, then a "crash"
 	// before the ledger heard of either outcome.
 	var ps []*x402.Payment
 	for range 2 {
-		p := mustDecode(t, mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
+		p := x402test.Decode(t, x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		})))
 		if err := x402.Verify(req, p, time.Now()); err != nil {
@@ -418,7 +419,7 @@ func TestNewChainSettlerChecks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "chain 1337") {
 		t.Fatalf("wrong chain id: %v", err)
 	}
-	_, err = newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: common.HexToAddress(testPayTo)})
+	_, err = newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: common.HexToAddress(x402test.PayTo)})
 	if err == nil || !strings.Contains(err.Error(), "no contract code") {
 		t.Fatalf("asset without code: %v", err)
 	}
@@ -430,11 +431,11 @@ func TestChainSettlerStaleRelayerNonce(t *testing.T) {
 	c := newTestChain(t)
 	g, _, _ := c.gate(t)
 	req := g.Requirements()
-	payer := mustKey(t)
+	payer := x402test.Key(t)
 	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 1_000_000)
 	pay := func() {
 		t.Helper()
-		h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, payer, req, func(a *x402.Authorization) {
+		h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 			a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 		}))
 		charge, err := begin(g, ctx, paidRequest(h))

@@ -11,6 +11,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // facilitatorAnswer kinds the scripted facilitator gives.
@@ -99,8 +100,8 @@ func TestFacilitatorFaultsAtStart(t *testing.T) {
 		t.Fatalf("NewGate with the facilitator down: %v", err)
 	}
 	defer g.Close()
-	g.now = func() time.Time { return testNow }
-	h := mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))
+	g.now = func() time.Time { return x402test.Now }
+	h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))
 	_, err = begin(g, ctx, paidRequest(h))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !namesURLInCauseOnly(err, srv.URL(), "/verify") {
 		t.Fatalf("Begin = %v, want CodeUnavailable naming %s/verify", err, srv.URL())
@@ -124,9 +125,9 @@ func TestFacilitatorFaultsAtCheck(t *testing.T) {
 		t.Run(answer, func(t *testing.T) {
 			t.Parallel()
 			g, l, fac, srv := facilitatorGate(t)
-			key := mustKey(t)
-			pp := mustPayload(t, key, g.Requirements(), nil)
-			h := mustHeader(t, x402.HeaderPaymentSignature, pp)
+			key := x402test.Key(t)
+			pp := x402test.Payload(t, key, g.Requirements(), nil)
+			h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
 			if answer == "closed port" {
 				srv.Down()
 			} else {
@@ -136,7 +137,7 @@ func TestFacilitatorFaultsAtCheck(t *testing.T) {
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !namesURLInCauseOnly(err, srv.URL(), "/verify") {
 				t.Fatalf("Begin = %v, want CodeUnavailable naming %s/verify", err, srv.URL())
 			}
-			p := mustDecode(t, h)
+			p := x402test.Decode(t, h)
 			if _, err := l.Get(ctx, pp.Payload.Authorization.From, p.Exact.Authorization.Nonce); err == nil {
 				t.Fatal("a payment was reserved though its check failed")
 			}
@@ -169,9 +170,9 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 		t.Run(answer, func(t *testing.T) {
 			t.Parallel()
 			g, l, fac, srv := facilitatorGate(t)
-			key := mustKey(t)
-			pp := mustPayload(t, key, g.Requirements(), nil)
-			h := mustHeader(t, x402.HeaderPaymentSignature, pp)
+			key := x402test.Key(t)
+			pp := x402test.Payload(t, key, g.Requirements(), nil)
+			h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
 			entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // facilitatorStub answers /verify and /settle with the given status and body,
@@ -69,13 +70,13 @@ func newStub(t *testing.T) (*facilitatorStub, *facilitatorSettler) {
 func verifiedPayment(t *testing.T, v1 bool) (*x402.Payment, x402.PaymentPayload) {
 	t.Helper()
 	req := testRequirements(t)
-	pp := mustPayload(t, mustKey(t), req, nil)
-	h := mustHeader(t, x402.HeaderPaymentSignature, pp)
+	pp := x402test.Payload(t, x402test.Key(t), req, nil)
+	h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
 	if v1 {
-		h = mustHeader(t, x402.HeaderXPayment, v1Of(pp))
+		h = x402test.Header(t, x402.HeaderXPayment, x402test.V1Of(pp))
 	}
-	p := mustDecode(t, h)
-	if err := x402.Verify(req, p, testNow); err != nil {
+	p := x402test.Decode(t, h)
+	if err := x402.Verify(req, p, x402test.Now); err != nil {
 		t.Fatal(err)
 	}
 	return p, pp
@@ -191,7 +192,7 @@ func TestGateWithFacilitatorSettlesOnce(t *testing.T) {
 	ctx := context.Background()
 	stub, f := newStub(t)
 	g, _ := newTestGate(t, f)
-	c, err := begin(g, ctx, paidRequest(mustHeader(t, x402.HeaderPaymentSignature, mustPayload(t, mustKey(t), g.Requirements(), nil))))
+	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,37 +67,38 @@ func TestDemux(t *testing.T) {
 		{name: "daemon error frame", in: frames(frame(1, "a"), frame(3, "boom")), max: 10, stdout: "a", err: errAny},
 	}
 	for _, tt := range tests {
-		for _, oneByte := range []bool{false, true} {
-			name := tt.name
-			var r io.Reader = bytes.NewReader(tt.in)
-			if oneByte {
-				name += "/one byte at a time"
-				r = iotest.OneByteReader(r)
+		wholeAndByteByByte(t, tt.name, tt.in, func(t *testing.T, r io.Reader) {
+			o := newOutput(tt.max, nil)
+			caps := 0
+			err := demux(r, o, func() { caps++ })
+			o.finish()
+			out, errb := o.stdout, o.stderr
+			switch {
+			case tt.err == errAny && err == nil:
+				t.Errorf("err = nil, want an error")
+			case tt.err != errAny && !errors.Is(err, tt.err):
+				t.Errorf("err = %v, want %v", err, tt.err)
 			}
-			t.Run(name, func(t *testing.T) {
-				o := newOutput(tt.max, nil)
-				caps := 0
-				err := demux(r, o, func() { caps++ })
-				o.finish()
-				out, errb := o.stdout, o.stderr
-				switch {
-				case tt.err == errAny && err == nil:
-					t.Errorf("err = nil, want an error")
-				case tt.err != errAny && !errors.Is(err, tt.err):
-					t.Errorf("err = %v, want %v", err, tt.err)
-				}
-				if string(out.buf) != tt.stdout || string(errb.buf) != tt.stderr {
-					t.Errorf("stdout %q stderr %q, want %q %q", out.buf, errb.buf, tt.stdout, tt.stderr)
-				}
-				if out.truncated != tt.truncOut || errb.truncated != tt.truncErr {
-					t.Errorf("truncated %v/%v, want %v/%v", out.truncated, errb.truncated, tt.truncOut, tt.truncErr)
-				}
-				if wantCaps := map[bool]int{false: 0, true: 1}[tt.truncOut || tt.truncErr]; caps != wantCaps {
-					t.Errorf("onCap called %d times, want %d", caps, wantCaps)
-				}
-			})
-		}
+			if string(out.buf) != tt.stdout || string(errb.buf) != tt.stderr {
+				t.Errorf("stdout %q stderr %q, want %q %q", out.buf, errb.buf, tt.stdout, tt.stderr)
+			}
+			if out.truncated != tt.truncOut || errb.truncated != tt.truncErr {
+				t.Errorf("truncated %v/%v, want %v/%v", out.truncated, errb.truncated, tt.truncOut, tt.truncErr)
+			}
+			if wantCaps := map[bool]int{false: 0, true: 1}[tt.truncOut || tt.truncErr]; caps != wantCaps {
+				t.Errorf("onCap called %d times, want %d", caps, wantCaps)
+			}
+		})
 	}
+}
+
+// wholeAndByteByByte runs f as the subtest name on a reader of in, then as
+// name + "/one byte at a time" on a reader that gives in one byte per Read,
+// so that a frame or marker split across reads is tested too.
+func wholeAndByteByByte(t *testing.T, name string, in []byte, f func(t *testing.T, r io.Reader)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) { f(t, bytes.NewReader(in)) })
+	t.Run(name+"/one byte at a time", func(t *testing.T) { f(t, iotest.OneByteReader(bytes.NewReader(in))) })
 }
 
 // errAny marks a case that must fail, whatever the error.

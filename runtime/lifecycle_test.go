@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sandboxd/internal/testenv"
 	"strings"
 	"sync"
 	"testing"
@@ -203,7 +204,7 @@ func TestHealthMissingImage(t *testing.T) {
 	mustDocker(t) // Docker itself must answer
 	cfg := testConfig()
 	cfg.Image = "sandbox-python:missing"
-	d, err := New(cfg, testLogger())
+	d, err := New(cfg, testenv.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestHealthUnknownRuntime(t *testing.T) {
 
 func TestDockerUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-	d, err := New(testConfig(), testLogger())
+	d, err := New(testConfig(), testenv.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -84,14 +82,6 @@ func testConfig() Config {
 	}
 }
 
-// testLogger logs to stderr when SANDBOXD_TEST_LOG=1, else nowhere.
-func testLogger() *slog.Logger {
-	if os.Getenv("SANDBOXD_TEST_LOG") == "1" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // mustDocker returns a healthy runner with the test configuration, changed
 // by mods, closed when the test ends. Outside integration runs it skips the
 // test before anything reaches Docker; inside them a missing Docker or image
@@ -103,7 +93,7 @@ func mustDocker(tb testing.TB, mods ...func(*Config)) *Docker {
 	for _, mod := range mods {
 		mod(&cfg)
 	}
-	d, err := New(cfg, testLogger())
+	d, err := New(cfg, testenv.Logger())
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sandboxd/internal/testenv"
 	"slices"
 	"strings"
 	"sync"
@@ -213,7 +214,7 @@ func TestPoolDockerUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
 	cfg := testConfig()
 	cfg.PoolSize = 2
-	d, err := New(cfg, testLogger())
+	d, err := New(cfg, testenv.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 	"testing"
-	"testing/iotest"
 	"time"
 )
 
@@ -122,35 +120,27 @@ func TestDemuxProtocol(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		for _, oneByte := range []bool{false, true} {
-			name := tt.name
-			var r io.Reader = bytes.NewReader(tt.in)
-			if oneByte {
-				name += "/one byte at a time"
-				r = iotest.OneByteReader(r)
+		wholeAndByteByByte(t, tt.name, tt.in, func(t *testing.T, r io.Reader) {
+			o := newOutput(tt.max, p)
+			caps := 0
+			if err := demux(r, o, func() { caps++ }); err != nil {
+				t.Fatalf("demux: %v", err)
 			}
-			t.Run(name, func(t *testing.T) {
-				o := newOutput(tt.max, p)
-				caps := 0
-				if err := demux(r, o, func() { caps++ }); err != nil {
-					t.Fatalf("demux: %v", err)
-				}
-				rep, ended := o.ended()
-				if status := rep.status; ended != tt.ended || status != tt.status || o.acked() != tt.acked {
-					t.Errorf("ended %v status %d acked %v, want %v %d %v", ended, status, o.acked(), tt.ended, tt.status, tt.acked)
-				}
-				if (caps > 0) != o.truncated() {
-					t.Errorf("onCap called %d times while truncated is %v", caps, o.truncated())
-				}
-				o.finish()
-				if string(o.stdout.buf) != tt.stdout || string(o.stderr.buf) != tt.stderr {
-					t.Errorf("stdout %q stderr %q, want %q %q", o.stdout.buf, o.stderr.buf, tt.stdout, tt.stderr)
-				}
-				if o.truncated() != tt.truncated {
-					t.Errorf("truncated %v, want %v", o.truncated(), tt.truncated)
-				}
-			})
-		}
+			rep, ended := o.ended()
+			if status := rep.status; ended != tt.ended || status != tt.status || o.acked() != tt.acked {
+				t.Errorf("ended %v status %d acked %v, want %v %d %v", ended, status, o.acked(), tt.ended, tt.status, tt.acked)
+			}
+			if (caps > 0) != o.truncated() {
+				t.Errorf("onCap called %d times while truncated is %v", caps, o.truncated())
+			}
+			o.finish()
+			if string(o.stdout.buf) != tt.stdout || string(o.stderr.buf) != tt.stderr {
+				t.Errorf("stdout %q stderr %q, want %q %q", o.stdout.buf, o.stderr.buf, tt.stdout, tt.stderr)
+			}
+			if o.truncated() != tt.truncated {
+				t.Errorf("truncated %v, want %v", o.truncated(), tt.truncated)
+			}
+		})
 	}
 }
 

@@ -1,4 +1,4 @@
-package x402
+package x402_test
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	. "sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // hostileServer quotes terms (v2 header, or the v1 body when v1 is set)
@@ -34,7 +37,7 @@ func newHostileServer(t *testing.T, terms Requirements, v1 bool) *hostileServer 
 		}
 		if v1 {
 			w.WriteHeader(http.StatusPaymentRequired)
-			w.Write([]byte(mustWire(t, PaymentRequiredV1{X402Version: 1, Accepts: []RequirementsV1{{
+			w.Write([]byte(x402test.Wire(t, PaymentRequiredV1{X402Version: 1, Accepts: []RequirementsV1{{
 				Scheme: terms.Scheme, Network: V1Network(terms.Network), MaxAmountRequired: terms.Amount,
 				Resource: "http://x/v1/code", PayTo: terms.PayTo, MaxTimeoutSeconds: terms.MaxTimeoutSeconds,
 				Asset: terms.Asset, Extra: terms.Extra}}})))
@@ -64,21 +67,21 @@ func TestPayRefusesHostileTerms(t *testing.T) {
 		"another asset":        {terms: func(r *Requirements) { r.Asset = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" }, want: "--asset"},
 		"another network":      {terms: func(r *Requirements) { r.Network = "eip155:8453" }, want: "--network"},
 		"mainnet by v1 name":   {terms: func(r *Requirements) { r.Network = "base" }, want: "--network"},
-		"another payee":        {terms: func(r *Requirements) { r.PayTo = testAsset }, policy: func(p *PayPolicy) { p.PayTo = testPayTo }, want: "--pay-to"},
+		"another payee":        {terms: func(r *Requirements) { r.PayTo = x402test.Asset }, policy: func(p *PayPolicy) { p.PayTo = x402test.PayTo }, want: "--pay-to"},
 		"not an exact payment": {terms: func(r *Requirements) { r.Scheme = "upto" }, want: "not an exact EVM payment"},
 	}
 	for name, c := range cases {
 		for _, v1 := range []bool{false, true} {
 			t.Run(name+" v1="+strconv.FormatBool(v1), func(t *testing.T) {
-				terms := testRequirements(t)
+				terms := x402test.Requirements(t)
 				c.terms(&terms)
 				policy := DefaultPayPolicy()
 				if c.policy != nil {
 					c.policy(&policy)
 				}
 				srv := newHostileServer(t, terms, v1)
-				_, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), policy)
-				var qe *quoteRefusedError
+				_, err := Pay(context.Background(), srv.Client(), x402test.Key(t), srv.URL, []byte(`{}`), policy)
+				var qe *QuoteRefusedError
 				if !errors.As(err, &qe) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was signed") {
 					t.Fatalf("Pay = %v; want a refusal saying %q", err, c.want)
 				}
@@ -93,13 +96,13 @@ func TestPayRefusesHostileTerms(t *testing.T) {
 // TestPayNamedByFlags: the same terms pay once the network, asset and a
 // higher maximum are named.
 func TestPayNamedByFlags(t *testing.T) {
-	terms := testRequirements(t)
+	terms := x402test.Requirements(t)
 	terms.Network, terms.Asset, terms.Amount = "eip155:8453", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "20000"
 	policy := DefaultPayPolicy()
 	policy.Networks, policy.Assets = []string{"eip155:8453"}, []string{strings.ToLower(terms.Asset)}
 	policy.MaxAmount, _ = ParsePrice("0.02")
 	srv := newHostileServer(t, terms, false)
-	if _, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), policy); err != nil {
+	if _, err := Pay(context.Background(), srv.Client(), x402test.Key(t), srv.URL, []byte(`{}`), policy); err != nil {
 		t.Fatal(err)
 	}
 	if srv.paid.Load() != 1 {
@@ -111,15 +114,15 @@ func TestPayNamedByFlags(t *testing.T) {
 // authorization valid for at most the policy's window.
 func TestPayCapsTheWindow(t *testing.T) {
 	for _, v1 := range []bool{false, true} {
-		terms := testRequirements(t)
+		terms := x402test.Requirements(t)
 		terms.MaxTimeoutSeconds = 10 * 365 * 24 * 3600
 		srv := newHostileServer(t, terms, v1)
 		policy := DefaultPayPolicy()
 		started := time.Now()
-		if _, err := Pay(context.Background(), srv.Client(), mustKey(t), srv.URL, []byte(`{}`), policy); err != nil {
+		if _, err := Pay(context.Background(), srv.Client(), x402test.Key(t), srv.URL, []byte(`{}`), policy); err != nil {
 			t.Fatal(err)
 		}
-		p := mustDecode(t, *srv.last.Load())
+		p := x402test.Decode(t, *srv.last.Load())
 		before, _ := strconv.ParseInt(p.Exact.Authorization.ValidBefore, 10, 64)
 		if window := time.Until(time.Unix(before, 0)); window > policy.MaxWindow || before < started.Unix()+int64(policy.MaxWindow/time.Second)-5 {
 			t.Fatalf("v1=%v: signed a window of %s, want %s", v1, window, policy.MaxWindow)

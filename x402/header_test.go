@@ -1,4 +1,4 @@
-package x402
+package x402_test
 
 import (
 	"encoding/base64"
@@ -7,14 +7,17 @@ import (
 	"testing"
 
 	"sandboxd"
+
+	. "sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 func TestDecodePaymentHeader(t *testing.T) {
-	key := mustKey(t)
-	pp := mustPayload(t, key, testRequirements(t), nil)
+	key := x402test.Key(t)
+	pp := x402test.Payload(t, key, x402test.Requirements(t), nil)
 
 	t.Run("v2", func(t *testing.T) {
-		p := mustDecode(t, mustHeader(t, HeaderPaymentSignature, pp))
+		p := x402test.Decode(t, x402test.Header(t, HeaderPaymentSignature, pp))
 		if p.Version != 2 || p.Scheme != SchemeExact || p.Network != "eip155:84532" || p.Accepted == nil || p.Resource == nil {
 			t.Fatalf("decoded %+v", p)
 		}
@@ -23,16 +26,16 @@ func TestDecodePaymentHeader(t *testing.T) {
 		}
 	})
 	t.Run("v1", func(t *testing.T) {
-		p := mustDecode(t, mustHeader(t, HeaderXPayment, v1Of(pp)))
+		p := x402test.Decode(t, x402test.Header(t, HeaderXPayment, x402test.V1Of(pp)))
 		if p.Version != 1 || p.Network != "base-sepolia" || p.Accepted != nil || p.Exact != pp.Payload {
 			t.Fatalf("decoded %+v", p)
 		}
 	})
 	t.Run("v2 header wins over v1", func(t *testing.T) {
-		h := mustHeader(t, HeaderPaymentSignature, pp)
-		v1, _ := EncodeHeader(v1Of(pp))
+		h := x402test.Header(t, HeaderPaymentSignature, pp)
+		v1, _ := EncodeHeader(x402test.V1Of(pp))
 		h.Set(HeaderXPayment, v1)
-		if p := mustDecode(t, h); p.Version != 2 {
+		if p := x402test.Decode(t, h); p.Version != 2 {
 			t.Fatalf("version %d, want 2", p.Version)
 		}
 	})
@@ -40,7 +43,7 @@ func TestDecodePaymentHeader(t *testing.T) {
 		v, _ := EncodeHeader(pp)
 		h := http.Header{}
 		h.Set("payment-signature", strings.TrimRight(v, "="))
-		mustDecode(t, h)
+		x402test.Decode(t, h)
 	})
 	t.Run("absent", func(t *testing.T) {
 		p, err := DecodePaymentHeader(http.Header{})
@@ -55,7 +58,7 @@ func TestDecodePaymentHeader(t *testing.T) {
 		"JSON not object": base64.StdEncoding.EncodeToString([]byte(`"a string"`)),
 		"no version":      base64.StdEncoding.EncodeToString([]byte(`{"payload":{}}`)),
 		"wrong types":     base64.StdEncoding.EncodeToString([]byte(`{"x402Version":2,"payload":{"signature":5}}`)),
-		"too large":       strings.Repeat("A", maxHeaderBytes+4),
+		"too large":       strings.Repeat("A", MaxHeaderBytes+4),
 	}
 	for name, value := range bad {
 		for _, header := range []string{HeaderPaymentSignature, HeaderXPayment} {

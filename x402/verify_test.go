@@ -1,4 +1,4 @@
-package x402
+package x402_test
 
 import (
 	"errors"
@@ -9,15 +9,18 @@ import (
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+
+	. "sandboxd/x402"
+	"sandboxd/x402/x402test"
 )
 
 // secp256k1N is the curve order, for making high-s signatures.
 var secp256k1N, _ = new(big.Int).SetString("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141", 16)
 
 func TestVerify(t *testing.T) {
-	key, other := mustKey(t), mustKey(t)
-	now := strconv.FormatInt(testNow.Unix(), 10)
-	after := func(s int64) string { return strconv.FormatInt(testNow.Unix()+s, 10) }
+	key, other := x402test.Key(t), x402test.Key(t)
+	now := strconv.FormatInt(x402test.Now.Unix(), 10)
+	after := func(s int64) string { return strconv.FormatInt(x402test.Now.Unix()+s, 10) }
 	resign := func(p *PaymentPayload, mut func([]byte)) {
 		sig := hexutil.MustDecode(p.Payload.Signature)
 		mut(sig)
@@ -44,23 +47,23 @@ func TestVerify(t *testing.T) {
 		}},
 		{name: "valid v 0/1", payload: func(p *PaymentPayload) { resign(p, func(s []byte) { s[64] -= 27 }) }},
 		{name: "valid payTo in lower case", auth: func(a *Authorization) { a.To = strings.ToLower(a.To) }},
-		{name: "wrong version", payload: func(p *PaymentPayload) { p.X402Version = 3 }, want: reasonInvalidVersion},
-		{name: "wrong scheme", payload: func(p *PaymentPayload) { p.Accepted.Scheme = "upto" }, want: reasonUnsupportedScheme},
-		{name: "wrong network", payload: func(p *PaymentPayload) { p.Accepted.Network = "eip155:8453" }, want: reasonInvalidNetwork},
-		{name: "wrong v1 network name", payload: func(p *PaymentPayload) { p.Accepted.Network = "base" }, v1: true, want: reasonInvalidNetwork},
-		{name: "wrong asset", payload: func(p *PaymentPayload) { p.Accepted.Asset = testPayTo }, want: reasonAssetMismatch},
-		{name: "wrong payTo", auth: func(a *Authorization) { a.To = "0x2222222222222222222222222222222222222222" }, want: reasonRecipientMismatch},
+		{name: "wrong version", payload: func(p *PaymentPayload) { p.X402Version = 3 }, want: ReasonInvalidVersion},
+		{name: "wrong scheme", payload: func(p *PaymentPayload) { p.Accepted.Scheme = "upto" }, want: ReasonUnsupportedScheme},
+		{name: "wrong network", payload: func(p *PaymentPayload) { p.Accepted.Network = "eip155:8453" }, want: ReasonInvalidNetwork},
+		{name: "wrong v1 network name", payload: func(p *PaymentPayload) { p.Accepted.Network = "base" }, v1: true, want: ReasonInvalidNetwork},
+		{name: "wrong asset", payload: func(p *PaymentPayload) { p.Accepted.Asset = x402test.PayTo }, want: ReasonAssetMismatch},
+		{name: "wrong payTo", auth: func(a *Authorization) { a.To = "0x2222222222222222222222222222222222222222" }, want: ReasonRecipientMismatch},
 		{name: "value too low", auth: func(a *Authorization) { a.Value = "4999" }, want: ReasonValueMismatch},
 		{name: "value too high", auth: func(a *Authorization) { a.Value = "5001" }, want: ReasonValueMismatch},
 		{name: "not yet valid", auth: func(a *Authorization) { a.ValidAfter = after(1) }, want: ReasonValidAfter},
 		{name: "expired", auth: func(a *Authorization) { a.ValidBefore = after(-1) }, want: ReasonValidBefore},
 		{name: "validBefore under now+6", auth: func(a *Authorization) { a.ValidBefore = after(5) }, want: ReasonValidBefore},
-		{name: "missing domain name", req: func(r *Requirements) { r.Extra.Name = "" }, want: reasonMissingDomain},
-		{name: "missing domain version", req: func(r *Requirements) { r.Extra.Version = "" }, want: reasonMissingDomain},
+		{name: "missing domain name", req: func(r *Requirements) { r.Extra.Name = "" }, want: ReasonMissingDomain},
+		{name: "missing domain version", req: func(r *Requirements) { r.Extra.Version = "" }, want: ReasonMissingDomain},
 		{name: "wrong domain name", req: func(r *Requirements) { r.Extra.Name = "USD Coin" }, want: ReasonSignature},
 		{name: "bad signature", payload: func(p *PaymentPayload) { resign(p, func(s []byte) { s[10] ^= 1 }) }, want: ReasonSignature},
 		{name: "signature by another key", payload: func(p *PaymentPayload) {
-			signed, err := SignAuthorization(other, testRequirements(t), p.Payload.Authorization)
+			signed, err := SignAuthorization(other, x402test.Requirements(t), p.Payload.Authorization)
 			if err != nil {
 				panic(err)
 			}
@@ -78,29 +81,29 @@ func TestVerify(t *testing.T) {
 		{name: "short signature", payload: func(p *PaymentPayload) { p.Payload.Signature = p.Payload.Signature[:130] }, want: ReasonSignature},
 		{name: "malformed signature hex", payload: func(p *PaymentPayload) { p.Payload.Signature = "0xzz" + p.Payload.Signature[4:] }, want: ReasonSignature},
 		{name: "signature without 0x", payload: func(p *PaymentPayload) { p.Payload.Signature = p.Payload.Signature[2:] }, want: ReasonSignature},
-		{name: "malformed nonce hex", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x12zz" }, want: reasonInvalidPayload},
-		{name: "short nonce", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x1234" }, want: reasonInvalidPayload},
-		{name: "malformed from", payload: func(p *PaymentPayload) { p.Payload.Authorization.From = "0xnothex" }, want: reasonInvalidPayload},
-		{name: "malformed value", payload: func(p *PaymentPayload) { p.Payload.Authorization.Value = "5e3" }, want: reasonInvalidPayload},
-		{name: "negative validAfter", payload: func(p *PaymentPayload) { p.Payload.Authorization.ValidAfter = "-1" }, want: reasonInvalidPayload},
+		{name: "malformed nonce hex", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x12zz" }, want: ReasonInvalidPayload},
+		{name: "short nonce", payload: func(p *PaymentPayload) { p.Payload.Authorization.Nonce = "0x1234" }, want: ReasonInvalidPayload},
+		{name: "malformed from", payload: func(p *PaymentPayload) { p.Payload.Authorization.From = "0xnothex" }, want: ReasonInvalidPayload},
+		{name: "malformed value", payload: func(p *PaymentPayload) { p.Payload.Authorization.Value = "5e3" }, want: ReasonInvalidPayload},
+		{name: "negative validAfter", payload: func(p *PaymentPayload) { p.Payload.Authorization.ValidAfter = "-1" }, want: ReasonInvalidPayload},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := testRequirements(t)
+			req := x402test.Requirements(t)
 			signReq := req
 			if tt.req != nil {
 				tt.req(&req)
 			}
-			pp := mustPayload(t, key, signReq, tt.auth)
+			pp := x402test.Payload(t, key, signReq, tt.auth)
 			if tt.payload != nil {
 				tt.payload(&pp)
 			}
-			h := mustHeader(t, HeaderPaymentSignature, pp)
+			h := x402test.Header(t, HeaderPaymentSignature, pp)
 			if tt.v1 {
-				h = mustHeader(t, HeaderXPayment, v1Of(pp))
+				h = x402test.Header(t, HeaderXPayment, x402test.V1Of(pp))
 			}
-			p := mustDecode(t, h)
-			err := Verify(req, p, testNow)
+			p := x402test.Decode(t, h)
+			err := Verify(req, p, x402test.Now)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("Verify: %v", err)
@@ -129,19 +132,19 @@ func TestVerify(t *testing.T) {
 
 func TestTransferDigestDomain(t *testing.T) {
 	// The digest's domain must follow the network's chain id and the asset.
-	req := testRequirements(t)
-	a := Authorization{From: testPayTo, To: testPayTo, Value: "1", ValidAfter: "0", ValidBefore: "1",
+	req := x402test.Requirements(t)
+	a := Authorization{From: x402test.PayTo, To: x402test.PayTo, Value: "1", ValidAfter: "0", ValidBefore: "1",
 		Nonce: "0x" + "00000000000000000000000000000000000000000000000000000000000000ff"}
-	tr, err := parseAuthorization(a)
+	tr, err := ParseAuthorization(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d1, err := transferDigest(req, tr)
+	d1, err := TransferDigest(req, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Network = "eip155:8453"
-	d2, err := transferDigest(req, tr)
+	d2, err := TransferDigest(req, tr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,19 +6,12 @@
 // tests are in internal/testenv.
 package servicetest
 
-// Answer is the JSON of POST /v1/code: a delivered run, or an error in
-// Error. CPUMS and MaxRSSKB are null when the program did not end by itself.
+import "sandboxd/httpapi"
+
+// Answer is the JSON of POST /v1/code: a delivered run (the fields of
+// httpapi.CodeResponse, which the server encodes), or an error in Error.
+// CPUMS and MaxRSSKB are null when the program did not end by itself.
 type Answer struct {
-	Lang       string `json:"lang"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	ExitCode   int    `json:"exit_code"`
-	Status     string `json:"status"`
-	TimedOut   bool   `json:"timed_out"`
-	OOMKilled  bool   `json:"oom_killed"`
-	Truncated  bool   `json:"truncated"`
-	DurationMS int64  `json:"duration_ms"`
-	CPUMS      *int64 `json:"cpu_ms"`
-	MaxRSSKB   *int64 `json:"max_rss_kb"`
-	Error      string `json:"error"`
+	httpapi.CodeResponse
+	Error string `json:"error"`
 }

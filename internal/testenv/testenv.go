@@ -1,11 +1,14 @@
 // Package testenv is the one place that says what the tests of every package
 // may use of their environment: the gates of the integration, interop and
 // fault tests (with the CI=true rule: a test that cannot reach what it needs
-// fails there, never skips) and the sandbox image they run. It imports
-// nothing of the module, so any package's tests may use it.
+// fails there, never skips), the sandbox image they run and the logger of
+// the runners they start. It imports nothing of the module, so any
+// package's tests may use it.
 package testenv
 
 import (
+	"io"
+	"log/slog"
 	"os"
 	"testing"
 )
@@ -72,4 +75,13 @@ func Image() string {
 // Image.
 func ImageEnv() []string {
 	return []string{"SANDBOX_RUNTIME_IMAGE=" + Image()}
+}
+
+// Logger is the logger of the runners the tests start: debug to stderr when
+// SANDBOXD_TEST_LOG=1, else nowhere.
+func Logger() *slog.Logger {
+	if os.Getenv("SANDBOXD_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

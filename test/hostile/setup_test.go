@@ -3,8 +3,6 @@ package hostile
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -78,14 +76,6 @@ func baseConfig(v variant, timeout time.Duration) runtime.Config {
 	}
 }
 
-// testLogger logs to stderr when SANDBOXD_TEST_LOG=1, else nowhere.
-func testLogger() *slog.Logger {
-	if os.Getenv("SANDBOXD_TEST_LOG") == "1" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // mustRunner returns a runner for the OCI runtime with the timeout, closed
 // when the test ends. Outside integration runs it skips the test before
 // anything reaches Docker; inside them a missing Docker, image or OCI
@@ -93,7 +83,7 @@ func testLogger() *slog.Logger {
 func mustRunner(tb testing.TB, v variant, timeout time.Duration) *runtime.Docker {
 	tb.Helper()
 	testenv.RequireIntegration(tb)
-	d, err := runtime.New(baseConfig(v, timeout), testLogger())
+	d, err := runtime.New(baseConfig(v, timeout), testenv.Logger())
 	if err != nil {
 		tb.Fatalf("runtime.New: %v", err)
 	}
