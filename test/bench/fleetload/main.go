@@ -2,7 +2,7 @@
 // round-robin at a fixed concurrency for a while and prints the throughput
 // and latency, to compare one replica with several on one host:
 //
-//	go run ./bench/fleetload -urls http://127.0.0.1:8081,http://127.0.0.1:8082 -c 24 -d 20s
+//	go run ./test/bench/fleetload -urls http://127.0.0.1:8081,http://127.0.0.1:8082 -c 24 -d 20s
 package main
 
 import (
