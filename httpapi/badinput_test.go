@@ -90,6 +90,7 @@ func TestBadHTTPInputs(t *testing.T) {
 		{"object for language", post("application/json", `{"language":{},"code":"x"}`), 400, "must be a string"},
 		{"duplicate keys", post("application/json", `{"code":"print(1)","code":"print(2)"}`), 400, "more than once"},
 		{"duplicate keys, other case", post("application/json", `{"code":"print(1)","Code":"print(2)"}`), 400, "more than once"},
+		{"duplicate keys, folded long s", post("application/json", `{"code":"print(1)","stdin":"a","ſtdin":"b"}`), 400, "more than once"},
 		{"deep JSON", post("application/json", `{"code":`+deep+`}`), 413, "over the limit"},
 		{"deep JSON within the size", post("application/json", `{"code":`+strings.Repeat("[", 400)+strings.Repeat("]", 400)+`}`), 400, "must be a string"},
 		{"truncated JSON", post("application/json", `{"code":"print(`), 400, "ends too early"},

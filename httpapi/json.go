@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"sandboxd"
+	"sandboxd/internal/jsonkeys"
 )
 
 // writeJSON answers v as JSON with the status.
@@ -67,30 +68,13 @@ func decodeObject(body []byte, v any) error {
 	return nil
 }
 
-// checkDuplicateKeys refuses an object that names a field twice: the JSON
-// decoder would silently keep the last one, and the caller could not tell
-// which program ran. Field names match case-insensitively, as in decoding.
-// Syntax errors are left for the decoder to describe.
+// checkDuplicateKeys refuses an object that names a field twice, at any
+// depth: the JSON decoder would silently keep the last one, and the caller
+// could not tell which program ran. Field names match case-insensitively,
+// as in decoding. Syntax errors are left for the decoder to describe.
 func checkDuplicateKeys(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil {
-		return nil
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		key, _ := tok.(string)
-		if seen[strings.ToLower(key)] {
-			return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "field %q appears more than once", key)
-		}
-		seen[strings.ToLower(key)] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil
-		}
+	if e := jsonkeys.Check(body, nil); e != nil {
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "field %q appears more than once", e.Key)
 	}
 	return nil
 }

@@ -1,0 +1,179 @@
+// Package jsonkeys refuses JSON documents that two readers could read two
+// ways: an object naming a key twice (Go's decoder keeps the last, a
+// JavaScript reader the exact spelling), or, where the schema is closed, a
+// key it does not know or spells in another case. Both the request body of
+// httpapi and the x402 payment headers are checked here.
+package jsonkeys
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Shape is the key schema of one JSON value. A nil *Shape is open: any
+// value, whose objects are only checked for duplicate keys. A non-nil Shape
+// is a closed object: only the keys in its fields, spelled exactly.
+type Shape struct {
+	fields map[string]*Shape
+}
+
+// Closed returns the shape of an object taking exactly the named fields,
+// each with the given shape (nil: open).
+func Closed(fields map[string]*Shape) *Shape { return &Shape{fields: fields} }
+
+// Kind says why a key was refused.
+type Kind int
+
+// The kinds of refused key.
+const (
+	// Duplicate is a key named twice in one object, in any letter case.
+	Duplicate Kind = iota + 1
+	// Misspelled is a key a closed object takes, spelled in another case.
+	Misspelled
+	// Unknown is a key a closed object does not take.
+	Unknown
+)
+
+// Error is a document refused for its keys, not its syntax.
+type Error struct {
+	// Kind says why Key was refused.
+	Kind Kind
+	// Path is the dotted path of the object holding Key, "" at the top.
+	Path string
+	// Key is the refused key as sent.
+	Key string
+	// Other is, for Duplicate, the key's first spelling; for Misspelled,
+	// the right spelling.
+	Other string
+	// Known is, for Unknown, the keys the object takes, sorted.
+	Known []string
+}
+
+// Error describes the refusal in plain words.
+func (e *Error) Error() string { return e.Describe("the top object") }
+
+// Describe describes the refusal in plain words, naming the object at the
+// top of the document top.
+func (e *Error) Describe(top string) string {
+	where := top
+	if e.Path != "" {
+		where = fmt.Sprintf("%q", e.Path)
+	}
+	switch e.Kind {
+	case Duplicate:
+		return fmt.Sprintf("key %q appears twice in %s (as %q and %q)", e.Key, where, e.Other, e.Key)
+	case Misspelled:
+		return fmt.Sprintf("key %q in %s must be spelled %q", e.Key, where, e.Other)
+	}
+	return fmt.Sprintf("unknown key %q in %s, which takes only %s", e.Key, where, strings.Join(e.Known, ", "))
+}
+
+// Check walks the JSON document raw and returns the first refused key at
+// any depth, or nil. Two keys are the same if they are equal under Unicode
+// case folding, as Go's decoder matches struct fields. Syntax errors are
+// left to the decoder, which reads raw next.
+func Check(raw []byte, s *Shape) *Error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var w walker
+	w.value(dec, "", s)
+	return w.refused
+}
+
+// walker holds the first refused key; a syntax error just stops it.
+type walker struct {
+	refused *Error
+}
+
+// value consumes one value from dec, checking its objects' keys; it
+// returns false to stop.
+func (w *walker) value(dec *json.Decoder, path string, s *Shape) bool {
+	tok, err := dec.Token()
+	if err != nil {
+		return false
+	}
+	switch tok {
+	case json.Delim('{'):
+		return w.object(dec, path, s)
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if !w.value(dec, fmt.Sprintf("%s[%d]", path, i), nil) {
+				return false
+			}
+		}
+		_, err = dec.Token()
+		return err == nil
+	}
+	return true
+}
+
+// object consumes the members of an object whose '{' was read.
+func (w *walker) object(dec *json.Decoder, path string, s *Shape) bool {
+	seen := map[string]string{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := tok.(string)
+		if first, dup := seen[fold(key)]; dup {
+			w.refused = &Error{Kind: Duplicate, Path: path, Key: key, Other: first}
+			return false
+		}
+		seen[fold(key)] = key
+		var child *Shape
+		if s != nil {
+			c, ok := s.fields[key]
+			if !ok {
+				w.refused = s.unknown(path, key)
+				return false
+			}
+			child = c
+		}
+		if !w.value(dec, join(path, key), child) {
+			return false
+		}
+	}
+	_, err := dec.Token()
+	return err == nil
+}
+
+// unknown is the refusal of a key the closed shape s does not take.
+func (s *Shape) unknown(path, key string) *Error {
+	names := make([]string, 0, len(s.fields))
+	for name := range s.fields {
+		if strings.EqualFold(name, key) {
+			return &Error{Kind: Misspelled, Path: path, Key: key, Other: name}
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return &Error{Kind: Unknown, Path: path, Key: key, Known: names}
+}
+
+// fold maps every rune of key to the smallest rune of its case-folding
+// orbit, so fold(a) == fold(b) exactly when strings.EqualFold(a, b): "K",
+// "k" and the Kelvin sign, or "s" and "ſ", are one key.
+func fold(key string) string {
+	return strings.Map(func(r rune) rune {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		return min
+	}, key)
+}
+
+// join is the path of key inside the object at path.
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
