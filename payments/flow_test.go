@@ -174,8 +174,8 @@ func TestResolverResolvesPendingRows(t *testing.T) {
 	out, err := c.Settle(ctx, sandboxd.Result{})
 	entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 	wantPending(t, l, entry, out, err, "")
-	stop := g.startResolver(10 * time.Millisecond)
-	defer stop()
+	resolver := g.startResolver(10 * time.Millisecond)
+	defer resolver.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		row, err := l.Get(ctx, entry.Payer, entry.Nonce)

@@ -30,8 +30,6 @@ type Gate struct {
 	window time.Duration
 	// drain bounds how long Close waits for the charges in flight.
 	drain time.Duration
-	// stopResolver stops the loop NewGate starts; nil when none runs.
-	stopResolver func()
 }
 
 var _ sandboxd.PaymentGate = (*Gate)(nil)
@@ -126,8 +124,9 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if err != nil {
 		return fail(err)
 	}
-	g.closers = append(closers, startKeepAlive(ledger, cfg.lease(), settler, log))
-	g.stopResolver = g.startResolver(resolveEvery)
+	// Closed in reverse: the resolver, the keep-alive, then the settler
+	// and the ledger under them.
+	g.closers = append(closers, startKeepAlive(ledger, cfg.lease(), settler, log), g.startResolver(resolveEvery))
 	log.Info("gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
 		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", RedactLedger(cfg.Ledger), "replica", ledger.Replica(),
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
@@ -162,10 +161,6 @@ func (g *Gate) Close() error {
 	if left := g.flight.close(g.drain); left > 0 {
 		g.log.Error("settlements still in flight after the drain bound; closing under them, "+
 			"Recover resolves their rows at the next start", "in_flight", left, "drain", g.drain)
-	}
-	if g.stopResolver != nil {
-		g.stopResolver()
-		g.stopResolver = nil
 	}
 	var errs []error
 	for i := len(g.closers) - 1; i >= 0; i-- {

@@ -63,54 +63,28 @@ func (l *SQLLedger) RecoverStale(ctx context.Context, s Settler, log *slog.Logge
 	return l.resolve(ctx, s, claimed, log)
 }
 
-// keepAlive beats l's heartbeat every lease/3 and resolves the rows of
-// silent replicas, until ctx ends. done is closed when it returns.
-func keepAlive(ctx context.Context, l Ledger, lease time.Duration, s Settler, log *slog.Logger, done chan<- struct{}) {
-	defer close(done)
-	t := time.NewTicker(lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := l.Heartbeat(ctx); err != nil {
-			log.Error("cannot record this replica's heartbeat; after the lease others resolve its open payments", "err", err)
-			continue
-		}
-		rep, err := l.RecoverStale(ctx, s, log)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Error("cannot resolve the payments of silent replicas", "err", err)
-		case rep != RecoverReport{}:
-			log.Info("resolved the payments of silent replicas", "settled", rep.Settled,
-				"released", rep.Released, "failed", rep.Failed, "left_settling", rep.Left)
-		}
+// keepAlive beats l's heartbeat and resolves the rows of silent replicas
+// once: one pass of the loop startKeepAlive runs.
+func keepAlive(ctx context.Context, l Ledger, s Settler, log *slog.Logger) {
+	if err := l.Heartbeat(ctx); err != nil {
+		log.Error("cannot record this replica's heartbeat; after the lease others resolve its open payments", "err", err)
+		return
+	}
+	rep, err := l.RecoverStale(ctx, s, log)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Error("cannot resolve the payments of silent replicas", "err", err)
+	case rep != RecoverReport{}:
+		log.Info("resolved the payments of silent replicas", "settled", rep.Settled,
+			"released", rep.Released, "failed", rep.Failed, "left_settling", rep.Left)
 	}
 }
 
-// keeper stops a keepAlive loop when closed.
-type keeper struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startKeepAlive runs keepAlive in the background; Close stops it. A nil
-// log discards the events.
-func startKeepAlive(l Ledger, lease time.Duration, s Settler, log *slog.Logger) *keeper {
+// startKeepAlive runs keepAlive every lease/3 in the background until the
+// returned loop is closed. A nil log discards the events.
+func startKeepAlive(l Ledger, lease time.Duration, s Settler, log *slog.Logger) *loop {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	k := &keeper{cancel: cancel, done: make(chan struct{})}
-	go keepAlive(ctx, l, lease, s, log, k.done)
-	return k
-}
-
-// Close stops the loop and waits for it.
-func (k *keeper) Close() error {
-	k.cancel()
-	<-k.done
-	return nil
+	return startLoop(lease/3, func(ctx context.Context) { keepAlive(ctx, l, s, log) })
 }

@@ -56,31 +56,15 @@ func (g *Gate) ResolvePending(ctx context.Context) (RecoverReport, error) {
 	return g.ledger.ResolvePending(ctx, g.settler, g.log)
 }
 
-// startResolver runs ResolvePending every interval until the returned stop
-// function is called; stop waits for a pass under way to end.
-func (g *Gate) startResolver(every time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if rep, err := g.ResolvePending(ctx); err != nil {
-				g.log.Warn("resolving pending settlements failed; trying again later", "err", err)
-			} else if rep != (RecoverReport{}) {
-				g.log.Info("pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
-					"failed", rep.Failed, "left", rep.Left)
-			}
+// startResolver runs ResolvePending every interval until the returned
+// loop is closed.
+func (g *Gate) startResolver(every time.Duration) *loop {
+	return startLoop(every, func(ctx context.Context) {
+		if rep, err := g.ResolvePending(ctx); err != nil {
+			g.log.Warn("resolving pending settlements failed; trying again later", "err", err)
+		} else if rep != (RecoverReport{}) {
+			g.log.Info("pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
+				"failed", rep.Failed, "left", rep.Left)
 		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	})
 }

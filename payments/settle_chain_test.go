@@ -65,24 +65,13 @@ func newTestChain(t *testing.T) *testChain {
 	t.Cleanup(func() { c.sim.Close() })
 	c.client = c.sim.Client()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if c.pending(ctx) {
-					c.sim.Commit()
-				}
-			}
+	// The miner: a block whenever a transaction waits.
+	miner := startLoop(10*time.Millisecond, func(ctx context.Context) {
+		if c.pending(ctx) {
+			c.sim.Commit()
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	})
+	t.Cleanup(func() { miner.Close() })
 
 	receipt := c.send(t, nil, hexutil.MustDecode(artifact.Bytecode))
 	c.token = receipt.ContractAddress
