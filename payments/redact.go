@@ -83,9 +83,12 @@ type redactedClient struct {
 	r redactor
 }
 
+// The settler's optional interfaces too: without them it would quietly
+// stop preferring pending state or bumping stuck transactions.
 var (
 	_ chainBackend  = redactedClient{}
 	_ pendingCaller = redactedClient{}
+	_ nonceReader   = redactedClient{}
 )
 
 func (b redactedClient) ChainID(ctx context.Context) (*big.Int, error) {
