@@ -58,6 +58,8 @@ func TestDecodeRefusesTwoReadings(t *testing.T) {
 			replace(v2, auth, withMember(auth, "nonce", `"`+decoy.Payload.Authorization.Nonce+`"`)), "nonce"},
 		{"duplicate in accepted", x402.HeaderPaymentSignature, replace(v2, `"payTo":`, `"PayTo":"0x0000000000000000000000000000000000000001","payTo":`), "payTo"},
 		{"duplicate in open extensions", x402.HeaderPaymentSignature, withMember(v2, "extensions", `{"a":1,"A":2}`), "A"},
+		{"duplicate folded in open extensions", x402.HeaderPaymentSignature, withMember(v2, "extensions", `{"s":1,"ſ":2}`), "ſ"},
+		{"long s for s in accepted", x402.HeaderPaymentSignature, replace(v2, `"scheme":`, `"ſcheme":`), "ſcheme"},
 		{"duplicate deep in an extension array", x402.HeaderPaymentSignature, withMember(v2, "extensions", `{"a":[{"k":1,"K":2}]}`), "K"},
 		{"duplicate in open extra", x402.HeaderPaymentSignature, replace(v2, `"extra":{`, `"extra":{"x":1,"x":2,`), "x"},
 		{"unknown top-level key", x402.HeaderPaymentSignature, withMember(v2, "amount", `"1"`), "amount"},
