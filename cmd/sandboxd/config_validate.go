@@ -89,4 +89,5 @@ func validMetricsAddr(a string) bool {
 	return ip == nil || !ip.IsUnspecified()
 }
 
+// inRange reports whether lo <= n <= hi.
 func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }
