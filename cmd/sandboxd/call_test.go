@@ -83,3 +83,32 @@ func TestCallPolicyFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestCallPrintsNoTerminalControls: a hostile server's answer (a body that
+// is not JSON, settlement fields) carrying terminal escapes and forged lines
+// reaches the operator's terminal escaped, never as control characters.
+func TestCallPrintsNoTerminalControls(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("{\"stdout\":\"\x1b]0;owned\x07\x1b[2J\r\"}\n"))
+	}))
+	defer srv.Close()
+	key := filepath.Join(t.TempDir(), "payer.key")
+	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := callCommand([]string{"--key-file", key, "--url", srv.URL, "-c", "print(1)"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if strings.ContainsAny(stdout.String(), "\x1b\x07\r") || !strings.Contains(stdout.String(), `\x1b]0;owned`) {
+		t.Fatalf("stdout %q: want the controls escaped", stdout.String())
+	}
+
+	var out bytes.Buffer
+	printAnswer(&out, &x402.PaidResponse{StatusCode: 200, Body: []byte(`{}`), Settlement: &x402.SettleResponse{
+		Success: true, Payer: "0xabc\npaid: payer 0xforged", Network: "eip155:8453\x1b[31m", Transaction: "0x1"}})
+	if strings.Count(out.String(), "\npaid:") != 1 || strings.Contains(out.String(), "\x1b") {
+		t.Fatalf("settlement printed as %q: want one line, no controls", out.String())
+	}
+}
