@@ -40,7 +40,9 @@ type Metrics struct {
 	settledAmount prometheus.Counter
 }
 
-// PoolStats is what the pool gauges read at each scrape.
+// PoolStats is what the pool gauges read at each scrape. It has the fields
+// of runtime.PoolStats, which cmd/sandboxd converts to it: a field added to
+// one and not the other breaks that build instead of a series.
 type PoolStats struct {
 	Target, Idle, Starting int
 	Hits, Misses           int64
