@@ -64,8 +64,8 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	resp, err := x402.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body, policy)
 	switch {
-	case err != nil:
-		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+	case err != nil: // may quote the server's "error" field
+		fmt.Fprintf(stderr, "sandboxd call: %s\n", printable(err.Error(), true))
 		return 1
 	}
 	printAnswer(stdout, resp)
@@ -112,7 +112,7 @@ func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 }
 
 // printable escapes the control characters of what the server sent (a body
-// that is not JSON, settlement fields) before it reaches the operator's
+// that is not JSON, settlement fields, its refusal's message) before it reaches the operator's
 // terminal, where escapes could retitle, clear or rewrite it; newlines and
 // tabs stay when multiline.
 func printable(s string, multiline bool) string {

@@ -112,3 +112,29 @@ func TestCallPrintsNoTerminalControls(t *testing.T) {
 		t.Fatalf("settlement printed as %q: want one line, no controls", out.String())
 	}
 }
+
+// TestCallRefusalPrintsNoTerminalControls: the "error" a hostile server
+// answers to the paid retry reaches stderr escaped.
+func TestCallRefusalPrintsNoTerminalControls(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, _ := x402.EncodeHeader(x402.PaymentRequired{X402Version: 2, Accepts: []x402.Requirements{{
+			Scheme: "exact", Network: x402.DefaultClientNetwork, Amount: "5000", Asset: x402.DefaultClientAsset,
+			PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", MaxTimeoutSeconds: 60,
+			Extra: x402.Extra{Name: "USDC", Version: "2"}}}})
+		w.Header().Set(x402.HeaderPaymentRequired, v)
+		w.WriteHeader(http.StatusPaymentRequired)
+		_, _ = w.Write([]byte(`{"error":"\u001b]0;owned\u0007\u001b[2Jpaid in full"}`))
+	}))
+	defer srv.Close()
+	key := filepath.Join(t.TempDir(), "payer.key")
+	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := callCommand([]string{"--key-file", key, "--url", srv.URL, "-c", "print(1)"}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if strings.ContainsAny(stderr.String(), "\x1b\x07") || !strings.Contains(stderr.String(), "paid in full") {
+		t.Fatalf("stderr %q: want the server's message with its controls escaped", stderr.String())
+	}
+}
