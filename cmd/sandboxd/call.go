@@ -111,10 +111,11 @@ func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 	}
 }
 
-// printable escapes the control characters of what the server sent (a body
-// that is not JSON, settlement fields, its refusal's message) before it reaches the operator's
-// terminal, where escapes could retitle, clear or rewrite it; newlines and
-// tabs stay when multiline.
+// printable escapes the control characters of text from outside (a
+// server's body that is not JSON, its settlement fields and refusal
+// message, a facilitator's reason in the ledger) before it reaches the
+// operator's terminal, where escapes could retitle, clear or rewrite it;
+// newlines and tabs stay when multiline.
 func printable(s string, multiline bool) string {
 	var b strings.Builder
 	for _, r := range s {
