@@ -13,6 +13,16 @@ import (
 	"sandboxd/x402"
 )
 
+// mustPayerKey writes a test payer's key file and returns its path.
+func mustPayerKey(tb testing.TB) string {
+	tb.Helper()
+	key := filepath.Join(tb.TempDir(), "payer.key")
+	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
 // TestCallRefusesHostileQuote runs `sandboxd call` against a server quoting
 // a thousand times the price in another asset on another network: it says
 // why, exits 1, and sends no payment.
@@ -31,10 +41,7 @@ func TestCallRefusesHostileQuote(t *testing.T) {
 		w.WriteHeader(http.StatusPaymentRequired)
 	}))
 	defer srv.Close()
-	key := filepath.Join(t.TempDir(), "payer.key")
-	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := mustPayerKey(t)
 	for _, args := range [][]string{
 		{},
 		{"--network", "eip155:8453"},
@@ -93,10 +100,7 @@ func TestCallPrintsNoTerminalControls(t *testing.T) {
 		_, _ = w.Write([]byte("{\"stdout\":\"\x1b]0;owned\x07\x1b[2J\r\"}\n"))
 	}))
 	defer srv.Close()
-	key := filepath.Join(t.TempDir(), "payer.key")
-	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := mustPayerKey(t)
 	var stdout, stderr bytes.Buffer
 	if code := callCommand([]string{"--key-file", key, "--url", srv.URL, "-c", "print(1)"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
@@ -126,10 +130,7 @@ func TestCallRefusalPrintsNoTerminalControls(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":"\u001b]0;owned\u0007\u001b[2Jpaid in full"}`))
 	}))
 	defer srv.Close()
-	key := filepath.Join(t.TempDir(), "payer.key")
-	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := mustPayerKey(t)
 	var stdout, stderr bytes.Buffer
 	if code := callCommand([]string{"--key-file", key, "--url", srv.URL, "-c", "print(1)"}, &stdout, &stderr); code != 1 {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
