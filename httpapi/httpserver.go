@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -16,7 +15,7 @@ type Timeouts struct {
 	Read time.Duration
 	// Write bounds reading the body, the handler and the answer, from the
 	// end of the headers; it must exceed Read plus the longest handler:
-	// queue wait, payment check, run and settlement (see Check).
+	// queue wait, payment check, run and settlement (see DefaultTimeouts).
 	Write time.Duration
 	// Idle bounds a kept-alive connection between requests.
 	Idle time.Duration
@@ -40,16 +39,6 @@ func DefaultTimeouts(handler time.Duration) Timeouts {
 	}
 	t.Write = t.Read + handler + writeMargin
 	return t
-}
-
-// Check reports an error when the write deadline cannot cover reading the
-// body and a handler that takes handler.
-func (t Timeouts) Check(handler time.Duration) error {
-	if t.Write < t.Read+handler {
-		return fmt.Errorf("the HTTP write deadline %s is shorter than reading a request (%s) plus the longest request (%s)",
-			t.Write, t.Read, handler)
-	}
-	return nil
 }
 
 // NewHTTPServer returns an http.Server for h with the timeouts and a 64 KiB

@@ -40,7 +40,9 @@ type Metrics struct {
 	settledAmount prometheus.Counter
 }
 
-// PoolStats is what the pool gauges read at each scrape.
+// PoolStats is what the pool gauges read at each scrape. It has the fields
+// of runtime.PoolStats, which cmd/sandboxd converts to it: a field added to
+// one and not the other breaks that build instead of a series.
 type PoolStats struct {
 	Target, Idle, Starting int
 	Hits, Misses           int64
@@ -99,15 +101,15 @@ func (m *Metrics) registerPool(pool func() PoolStats) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return v(pool()) }))
 	}
-	gauge("sandboxd_pool_target_containers", "Idle containers the warm pool keeps ready (runtime.pool_size).",
+	gauge("sandboxd_pool_target_containers", "Containers (idle and starting) the warm pool holds now: it follows the load between runtime.pool_size and runtime.pool_max.",
 		func(s PoolStats) float64 { return float64(s.Target) })
 	gauge("sandboxd_pool_idle_containers", "Containers waiting for a program.",
 		func(s PoolStats) float64 { return float64(s.Idle) })
 	gauge("sandboxd_pool_starting_containers", "Containers being created for the pool.",
 		func(s PoolStats) float64 { return float64(s.Starting) })
-	counter("sandboxd_pool_hits_total", "Runs served by a warm container.",
+	counter("sandboxd_pool_hits_total", "Runs served by a warm container (idle, or starting when the run came).",
 		func(s PoolStats) float64 { return float64(s.Hits) })
-	counter("sandboxd_pool_misses_total", "Runs that had to wait for a new container.",
+	counter("sandboxd_pool_misses_total", "Runs that started a container of their own: the pool had none idle or starting for them.",
 		func(s PoolStats) float64 { return float64(s.Misses) })
 }
 

@@ -91,8 +91,10 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// inRange reports whether lo <= n <= hi.
 func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }
 
+// oneOf reports whether s is one of allowed.
 func oneOf(s string, allowed ...string) bool {
 	return slices.Contains(allowed, s)
 }

@@ -388,8 +388,8 @@ func (p *pool) close(ctx context.Context) error {
 
 // PoolStats is a snapshot of the warm pool, for metrics.
 type PoolStats struct {
-	// Target is the number of idle containers the pool keeps ready now
-	// (it follows the load between pool_size and pool_max).
+	// Target is the number of containers, idle and starting, the pool
+	// holds now (it follows the load between pool_size and pool_max).
 	Target int
 	// Idle containers wait for a program; Starting ones are being made.
 	Idle, Starting int

@@ -26,17 +26,14 @@ payments:
 	if err != nil {
 		t.Fatal(err)
 	}
-	to, err := cfg.httpTimeouts()
-	if err != nil {
-		t.Fatal(err)
-	}
+	to := cfg.httpTimeouts()
 	longest := to.Read + 30*time.Second + 20*time.Second + 30*time.Second + 20*time.Second + 5*time.Minute
 	if to.Write < longest {
 		t.Fatalf("write deadline %s, shorter than a paid request can take (%s)", to.Write, longest)
 	}
 	free := cfg
 	free.Payments.Enabled = false
-	if to, _ := free.httpTimeouts(); to.Write < to.Read+30*time.Second+20*time.Second {
+	if to := free.httpTimeouts(); to.Write < to.Read+30*time.Second+20*time.Second {
 		t.Fatalf("free: write deadline %s", to.Write)
 	}
 }

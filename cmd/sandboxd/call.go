@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
+	"unicode"
 
 	"sandboxd/x402"
 )
@@ -62,8 +64,8 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	resp, err := x402.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body, policy)
 	switch {
-	case err != nil:
-		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+	case err != nil: // may quote the server's "error" field
+		fmt.Fprintf(stderr, "sandboxd call: %s\n", printable(err.Error(), true))
 		return 1
 	}
 	printAnswer(stdout, resp)
@@ -92,18 +94,39 @@ func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 		pretty.Reset()
 		pretty.Write(resp.Body)
 	}
-	fmt.Fprintf(w, "HTTP %d\n%s\n", resp.StatusCode, bytes.TrimSpace(pretty.Bytes()))
+	fmt.Fprintf(w, "HTTP %d\n%s\n", resp.StatusCode, printable(string(bytes.TrimSpace(pretty.Bytes())), true))
 	switch {
 	case resp.Settlement != nil && resp.Settlement.Success:
 		amount := ""
 		if resp.Requirements != nil {
 			amount = resp.Requirements.Amount + " atomic units of " + resp.Requirements.Asset
 		}
-		fmt.Fprintf(w, "paid: payer %s, amount %s, network %s, transaction %s\n",
+		line := fmt.Sprintf("paid: payer %s, amount %s, network %s, transaction %s",
 			resp.Settlement.Payer, amount, resp.Settlement.Network, resp.Settlement.Transaction)
+		fmt.Fprintln(w, printable(line, false))
 	case resp.Requirements == nil:
 		fmt.Fprintln(w, "paid: nothing (the service asked for no payment)")
 	default:
 		fmt.Fprintln(w, "paid: nothing was settled")
 	}
+}
+
+// printable escapes the control characters of text from outside (a
+// server's body that is not JSON, its settlement fields and refusal
+// message, a facilitator's reason in the ledger) before it reaches the
+// operator's terminal, where escapes could retitle, clear or rewrite it;
+// newlines and tabs stay when multiline.
+func printable(s string, multiline bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case multiline && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

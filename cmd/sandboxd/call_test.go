@@ -13,6 +13,16 @@ import (
 	"sandboxd/x402"
 )
 
+// mustPayerKey writes a test payer's key file and returns its path.
+func mustPayerKey(tb testing.TB) string {
+	tb.Helper()
+	key := filepath.Join(tb.TempDir(), "payer.key")
+	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
 // TestCallRefusesHostileQuote runs `sandboxd call` against a server quoting
 // a thousand times the price in another asset on another network: it says
 // why, exits 1, and sends no payment.
@@ -31,10 +41,7 @@ func TestCallRefusesHostileQuote(t *testing.T) {
 		w.WriteHeader(http.StatusPaymentRequired)
 	}))
 	defer srv.Close()
-	key := filepath.Join(t.TempDir(), "payer.key")
-	if err := os.WriteFile(key, []byte("0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := mustPayerKey(t)
 	for _, args := range [][]string{
 		{},
 		{"--network", "eip155:8453"},
@@ -81,5 +88,54 @@ func TestCallPolicyFlags(t *testing.T) {
 		if code := callCommand(append(args, "--key-file", "x", "-c", "1"), &stdout, &stderr); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr.String())
 		}
+	}
+}
+
+// TestCallPrintsNoTerminalControls: a hostile server's answer (a body that
+// is not JSON, settlement fields) carrying terminal escapes and forged lines
+// reaches the operator's terminal escaped, never as control characters.
+func TestCallPrintsNoTerminalControls(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("{\"stdout\":\"\x1b]0;owned\x07\x1b[2J\r\"}\n"))
+	}))
+	defer srv.Close()
+	key := mustPayerKey(t)
+	var stdout, stderr bytes.Buffer
+	if code := callCommand([]string{"--key-file", key, "--url", srv.URL, "-c", "print(1)"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if strings.ContainsAny(stdout.String(), "\x1b\x07\r") || !strings.Contains(stdout.String(), `\x1b]0;owned`) {
+		t.Fatalf("stdout %q: want the controls escaped", stdout.String())
+	}
+
+	var out bytes.Buffer
+	printAnswer(&out, &x402.PaidResponse{StatusCode: 200, Body: []byte(`{}`), Settlement: &x402.SettleResponse{
+		Success: true, Payer: "0xabc\npaid: payer 0xforged", Network: "eip155:8453\x1b[31m", Transaction: "0x1"}})
+	if strings.Count(out.String(), "\npaid:") != 1 || strings.Contains(out.String(), "\x1b") {
+		t.Fatalf("settlement printed as %q: want one line, no controls", out.String())
+	}
+}
+
+// TestCallRefusalPrintsNoTerminalControls: the "error" a hostile server
+// answers to the paid retry reaches stderr escaped.
+func TestCallRefusalPrintsNoTerminalControls(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, _ := x402.EncodeHeader(x402.PaymentRequired{X402Version: 2, Accepts: []x402.Requirements{{
+			Scheme: "exact", Network: x402.DefaultClientNetwork, Amount: "5000", Asset: x402.DefaultClientAsset,
+			PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", MaxTimeoutSeconds: 60,
+			Extra: x402.Extra{Name: "USDC", Version: "2"}}}})
+		w.Header().Set(x402.HeaderPaymentRequired, v)
+		w.WriteHeader(http.StatusPaymentRequired)
+		_, _ = w.Write([]byte(`{"error":"\u001b]0;owned\u0007\u001b[2Jpaid in full"}`))
+	}))
+	defer srv.Close()
+	key := mustPayerKey(t)
+	var stdout, stderr bytes.Buffer
+	if code := callCommand([]string{"--key-file", key, "--url", srv.URL, "-c", "print(1)"}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if strings.ContainsAny(stderr.String(), "\x1b\x07") || !strings.Contains(stderr.String(), "paid in full") {
+		t.Fatalf("stderr %q: want the server's message with its controls escaped", stderr.String())
 	}
 }

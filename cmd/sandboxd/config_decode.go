@@ -21,8 +21,10 @@ type badValue struct {
 	want string
 }
 
+// Error names the key, the value and what it should be.
 func (e *badValue) Error() string { return fmt.Sprintf("%s: %s is not %s", e.key, e.val, e.want) }
 
+// durationType is the type of the duration fields, told apart from int64.
 var durationType = reflect.TypeFor[time.Duration]()
 
 // decodeHook converts the values of one section (a map decoded into a

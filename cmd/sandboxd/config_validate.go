@@ -31,7 +31,7 @@ func (c Config) Validate() error {
 	check(inRange(s.MaxBodyBytes, kib, 16*mib), "server.max_body_bytes", "%d is outside 1 KiB..16 MiB", s.MaxBodyBytes)
 	check(s.ShutdownTimeout >= 0 && s.ShutdownTimeout <= 10*time.Minute, "server.shutdown_timeout", "%v is outside 0s..10m", s.ShutdownTimeout)
 	check(validMetricsAddr(s.MetricsAddr), "server.metrics_addr",
-		"%q is not empty (off) or host:port on a loopback or private address; /metrics shows revenue, keep it off the public listener", s.MetricsAddr)
+		"%q is not empty (off) or host:port with a host that is not every interface; /metrics shows revenue: keep it on loopback or a private address", s.MetricsAddr)
 	check(s.MetricsAddr == "" || s.MetricsAddr != s.Addr || strings.HasSuffix(s.Addr, ":0"), "server.metrics_addr", "%q is server.addr; /metrics must not be on the public listener", s.MetricsAddr)
 	check(slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
 
@@ -74,14 +74,20 @@ func configErrors(err error) []error {
 	return errs
 }
 
-// validMetricsAddr: empty, or host:port with an explicit host (an empty
-// host would listen on every interface).
+// validMetricsAddr: empty, or host:port with an explicit host that is no
+// unspecified address in any spelling (0.0.0.0, ::, ::0, ::ffff:0.0.0.0):
+// those, like an empty host, listen on every interface.
 func validMetricsAddr(a string) bool {
 	if a == "" {
 		return true
 	}
 	host, _, err := net.SplitHostPort(a)
-	return err == nil && host != "" && host != "0.0.0.0" && host != "::"
+	if err != nil || host == "" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsUnspecified()
 }
 
+// inRange reports whether lo <= n <= hi.
 func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }

@@ -113,10 +113,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is not a date (2026-11-30), an RFC 3339 time or a duration (24h)", s)
 }
 
-// dash stands in for an empty column.
+// dash stands in for an empty column, and escapes the control characters
+// of a value that came from outside (a facilitator's transaction hash or
+// reason), which could rewrite the operator's terminal or forge a row.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return printable(s, false)
 }

@@ -111,3 +111,36 @@ func TestLedgerCommandErrors(t *testing.T) {
 		t.Fatalf("unreachable database: exit %d %s", code, errb.String())
 	}
 }
+
+// TestLedgerListPrintsNoTerminalControls: a transaction hash and a reason
+// that came from a hostile facilitator are listed with their control
+// characters escaped, one row per line.
+func TestLedgerListPrintsNoTerminalControls(t *testing.T) {
+	location := filepath.Join(t.TempDir(), "ledger.db")
+	ctx := context.Background()
+	l, err := payments.OpenLedgerConfig(ctx, payments.LedgerConfig{Ledger: location, Replica: "host-a/default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payer, nonce := "0x00000000000000000000000000000000000000a1", fmt.Sprintf("0x%064x", 1)
+	for _, step := range []func() error{
+		func() error {
+			return l.Reserve(ctx, payments.Entry{Payer: payer, Nonce: nonce, Amount: "5000", Network: "eip155:84532", Asset: "0xa"})
+		},
+		func() error { return l.MarkSettling(ctx, payer, nonce) },
+		func() error { return l.MarkFailed(ctx, payer, nonce, "0x\x1b]0;owned\x07", "bad\x1b[2J\nforged row") },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	var out, errb bytes.Buffer
+	cfg := writeConfig(t, fmt.Sprintf("payments:\n  ledger: %q\n", location))
+	if code := run([]string{"ledger", "list", "--config", cfg}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if strings.ContainsAny(out.String(), "\x1b\x07") || strings.Count(strings.TrimSpace(out.String()), "\n") != 1 {
+		t.Fatalf("list %q: want one row, controls escaped", out.String())
+	}
+}

@@ -16,14 +16,13 @@ import (
 )
 
 // newMetrics builds the service's series; the pool's are read from the
-// runner set later in m.runner.
+// runner set later in m.runner, its PoolStats converted whole.
 func (m *Main) newMetrics() *metrics.Metrics {
 	return metrics.New(func() metrics.PoolStats {
 		if m.runner == nil {
 			return metrics.PoolStats{}
 		}
-		st := m.runner.PoolStats()
-		return metrics.PoolStats{Target: st.Target, Idle: st.Idle, Starting: st.Starting, Hits: st.Hits, Misses: st.Misses}
+		return metrics.PoolStats(m.runner.PoolStats())
 	})
 }
 

@@ -103,15 +103,11 @@ func (m *Main) Open(ctx context.Context) error {
 		RunLimit:      rt.runLimit(),
 		Version:       httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
 	}
-	timeouts, err := m.Config.httpTimeouts()
-	if err != nil {
-		return err
-	}
 	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
 	}
-	m.server = httpapi.NewHTTPServer(api.Handler(), timeouts, m.Log.With("component", "http"))
+	m.server = httpapi.NewHTTPServer(api.Handler(), m.Config.httpTimeouts(), m.Log.With("component", "http"))
 	m.served = make(chan struct{})
 	go func() {
 		defer close(m.served)
