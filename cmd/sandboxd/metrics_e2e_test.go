@@ -2,11 +2,12 @@ package main
 
 import (
 	"net/http"
-	"sandboxd/internal/testenv"
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"sandboxd/internal/testenv"
 )
 
 // TestServeMetrics: GET /metrics answers on server.metrics_addr in the
