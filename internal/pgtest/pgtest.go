@@ -21,12 +21,13 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sandboxd/internal/testenv"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"sandboxd/internal/testenv"
 )
 
 // binDir is where Debian's postgresql package puts the server's binaries:

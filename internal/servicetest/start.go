@@ -3,10 +3,11 @@ package servicetest
 import (
 	"context"
 	"path/filepath"
-	"sandboxd/internal/testenv"
 	"strings"
 	"testing"
 	"time"
+
+	"sandboxd/internal/testenv"
 )
 
 // StopWithin bounds a test service's graceful stop before it is killed.

@@ -28,9 +28,9 @@ func Integration() bool { return ci() || os.Getenv("SANDBOXD_INTEGRATION") == "1
 // run: SANDBOXD_INTEROP=1 or CI=true.
 func Interop() bool { return ci() || os.Getenv("SANDBOXD_INTEROP") == "1" }
 
-// Faults reports whether the fault tests, which stop and restart dockerd,
+// faults reports whether the fault tests, which stop and restart dockerd,
 // may run: only with SANDBOXD_FAULTS=1.
-func Faults() bool { return os.Getenv("SANDBOXD_FAULTS") == "1" }
+func faults() bool { return os.Getenv("SANDBOXD_FAULTS") == "1" }
 
 // RequireIntegration skips the test outside integration runs.
 func RequireIntegration(tb testing.TB) {
@@ -52,7 +52,7 @@ func RequireInterop(tb testing.TB) {
 // where `make test` must have set it.
 func RequireFaults(tb testing.TB) {
 	tb.Helper()
-	if Faults() {
+	if faults() {
 		return
 	}
 	if ci() {

@@ -9,12 +9,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
-	"sandboxd/internal/servicetest"
-	"sandboxd/test/bench/load"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"sandboxd/internal/servicetest"
+	"sandboxd/test/bench/load"
 )
 
 const hello = `{"language":"python","code":"print('hello')"}`

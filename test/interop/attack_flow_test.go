@@ -42,7 +42,7 @@ func runAttackFlow(t *testing.T, c *chain, name string, modeEnv []string) {
 	// would lock out everyone else.
 	env := append(paymentEnv(modeEnv), "SANDBOX_RUNTIME_MAX_CONCURRENCY=2")
 	svc := startService(t, instance(name), true, env...)
-	url := svc.url + "/v1/code"
+	url := svc.URL + "/v1/code"
 	payerKey := writeKey(t, "payer.key", payer.key)
 	t.Run("hang-up mid-run, then replay", func(t *testing.T) { testHangUpThenReplay(t, c, url, payerKey) })
 	t.Run("window too short for the run", func(t *testing.T) { testShortWindow(t, c, url, payerKey) })

@@ -46,7 +46,7 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.db")
 	env := append(paymentEnv(modeEnv), "SANDBOX_PAYMENTS_SETTLE_TIMEOUT=3s", "SANDBOX_PAYMENTS_LEDGER="+ledgerPath)
 	svc := startService(t, instance(name), true, env...)
-	url := svc.url + "/v1/code"
+	url := svc.URL + "/v1/code"
 	before := snapshot(t, c)
 	h := signPayments(t, url, "--key-file", writeKey(t, "payer.key", payer.key))[0]
 	status, body, header := paidPost(t, url, h, "print(6*7)", 60*time.Second)

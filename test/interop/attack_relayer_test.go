@@ -67,11 +67,9 @@ func TestRelayerReplacesAStuckSettlement(t *testing.T) {
 func settlementInPool(t *testing.T, name string) (*chain, string, string, chan string) {
 	t.Helper()
 	mustInterop(t)
-	c := startAnvil(t)
-	c.setup(t, map[string]int64{payer.address: 10_000_000})
-	svc := startService(t, instance(name), true,
-		append(paymentEnv(settlementEnv(t, c, "onchain")), "SANDBOX_PAYMENTS_SETTLE_TIMEOUT=20s")...)
-	url := svc.url + "/v1/code"
+	c, env := startMode(t, "onchain", nil)
+	svc := startService(t, instance(name), true, append(paymentEnv(env), "SANDBOX_PAYMENTS_SETTLE_TIMEOUT=20s")...)
+	url := svc.URL + "/v1/code"
 	payerKey := writeKey(t, "payer.key", payer.key)
 	var first clientSigned
 	runClient(t, &first, "sign", url, payerKey)

@@ -30,7 +30,7 @@ func TestShutdownFinishesSettlement(t *testing.T) {
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.db")
 	env := append(paymentEnv(modeEnv), "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=1s", "SANDBOX_PAYMENTS_LEDGER="+ledgerPath)
 	svc := startService(t, instance("shutdown"), true, env...)
-	url := svc.url + "/v1/code"
+	url := svc.URL + "/v1/code"
 	before := snapshot(t, c)
 	h := signPayments(t, url, "--key-file", writeKey(t, "payer.key", payer.key))[0]
 	type answer struct {

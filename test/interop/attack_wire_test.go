@@ -21,31 +21,13 @@ func TestWireAttacks(t *testing.T) {
 	mustInterop(t)
 	for _, mode := range []string{"onchain", "facilitator"} {
 		t.Run(mode, func(t *testing.T) {
-			c := startAnvil(t)
-			c.setup(t, map[string]int64{payer.address: 10_000_000})
-			svc := startService(t, instance("wire-"+mode), true, paymentEnv(settlementEnv(t, c, mode))...)
-			url := svc.url + "/v1/code"
+			c, env := startMode(t, mode, nil)
+			svc := startService(t, instance("wire-"+mode), true, paymentEnv(env)...)
+			url := svc.URL + "/v1/code"
 			payerKey := writeKey(t, "payer.key", payer.key)
 			decoyKey := writeKey(t, "decoy.key", unfunded.key)
 			t.Run("decoy-payload", func(t *testing.T) { testDecoyPayload(t, c, url, payerKey, decoyKey) })
 		})
-	}
-}
-
-// settlementEnv configures the service for mode on c, starting the official facilitator
-// for the facilitator mode.
-func settlementEnv(t *testing.T, c *chain, mode string) []string {
-	t.Helper()
-	if mode == "facilitator" {
-		return []string{
-			"SANDBOX_PAYMENTS_SETTLEMENT=facilitator",
-			"SANDBOX_PAYMENTS_FACILITATOR_URL=" + startFacilitator(t, c, writeKey(t, "facilitator.key", facilitator.key)),
-		}
-	}
-	return []string{
-		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
-		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
-		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
 	}
 }
 

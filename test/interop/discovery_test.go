@@ -41,8 +41,8 @@ func TestDiscovery(t *testing.T) {
 	})...)
 	key := writeKey(t, "payer.key", payer.key)
 	for _, tc := range []struct{ kind, url, inputType string }{
-		{"http", svc.url + "/v1/code", "http"},
-		{"mcp", svc.url + "/mcp", "mcp"},
+		{"http", svc.URL + "/v1/code", "http"},
+		{"mcp", svc.URL + "/mcp", "mcp"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			var r discoveryResult

@@ -60,7 +60,7 @@ func (f *fleet) start(t *testing.T, i int) *service {
 }
 
 // url is replica i's /v1/code.
-func (f *fleet) url(i int) string { return f.nodes[i].url + "/v1/code" }
+func (f *fleet) url(i int) string { return f.nodes[i].URL + "/v1/code" }
 
 // rows returns the ledger's rows in state (all when empty).
 func (f *fleet) rows(t *testing.T, state string) []payments.Entry {

@@ -109,7 +109,7 @@ func instance(name string) string {
 func runScenarios(t *testing.T, c *chain, mode string, modeEnv []string) {
 	env := paymentEnv(modeEnv)
 	svc := startService(t, instance(mode), true, env...)
-	url := svc.url + "/v1/code"
+	url := svc.URL + "/v1/code"
 	payerKey := writeKey(t, "payer.key", payer.key)
 	unfundedKey := writeKey(t, "unfunded.key", unfunded.key)
 
@@ -123,7 +123,7 @@ func runScenarios(t *testing.T, c *chain, mode string, modeEnv []string) {
 	t.Run("docker-down", func(t *testing.T) {
 		down := startService(t, instance(mode+"-nodocker"), false,
 			append(env, "DOCKER_HOST=unix:///nonexistent.sock")...)
-		testDockerDown(t, c, down.url+"/v1/code", payerKey)
+		testDockerDown(t, c, down.URL+"/v1/code", payerKey)
 	})
 	if got := c.balance(t, payee.address); got != 3*price {
 		t.Errorf("payee holds %d after three paid runs, want %d", got, 3*price)

@@ -25,11 +25,7 @@ func TestPaidLatency(t *testing.T) {
 	}
 	c := startAnvil(t)
 	c.setup(t, map[string]int64{payer.address: int64(n+10) * price})
-	paid := startService(t, instance("latency-paid"), true, paymentEnv([]string{
-		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
-		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
-		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
-	})...)
+	paid := startService(t, instance("latency-paid"), true, paymentEnv(settlementEnv(t, c, "onchain", nil))...)
 	free := startService(t, instance("latency-free"), true, "SANDBOX_PAYMENTS_ENABLED=false")
 	var r struct {
 		N             int     `json:"n"`
@@ -41,7 +37,7 @@ func TestPaidLatency(t *testing.T) {
 		Error         string  `json:"error"`
 	}
 	runNode(t, time.Duration(n)*4*time.Second+time.Minute, &r, "client.mjs", "latency",
-		"--url", paid.url+"/v1/code", "--free-url", free.url+"/v1/code",
+		"--url", paid.URL+"/v1/code", "--free-url", free.URL+"/v1/code",
 		"--key-file", writeKey(t, "payer.key", payer.key), "--n", strconv.Itoa(n))
 	if r.Error != "" {
 		t.Fatal(r.Error)
@@ -79,7 +75,7 @@ func TestMCPLatency(t *testing.T) {
 		Error         string  `json:"error"`
 	}
 	runNode(t, time.Duration(n)*4*time.Second+time.Minute, &r, "mcp.mjs", "latency",
-		"--url", svc.url+"/mcp", "--http-url", svc.url+"/v1/code", "--n", strconv.Itoa(n))
+		"--url", svc.URL+"/mcp", "--http-url", svc.URL+"/v1/code", "--n", strconv.Itoa(n))
 	if r.Error != "" {
 		t.Fatal(r.Error)
 	}

@@ -22,7 +22,7 @@ func TestNoSecretsInAnswersOrLogs(t *testing.T) {
 			{http.MethodGet, "/v1/health", ""},
 			{http.MethodPost, "/v1/code", `{"language":"python","code":"print(1)"}`},
 		} {
-			status, body := do(t, req.method, svc.url+req.path, req.body)
+			status, body := do(t, req.method, svc.URL+req.path, req.body)
 			if status != http.StatusServiceUnavailable || strings.Contains(body, "secret-dir") || strings.Contains(body, "docker.sock") {
 				t.Errorf("%s %s: %d %s; want 503 naming no socket", req.method, req.path, status, body)
 			}
@@ -32,15 +32,15 @@ func TestNoSecretsInAnswersOrLogs(t *testing.T) {
 		}
 	})
 	t.Run("rpc url", func(t *testing.T) {
-		c := startAnvil(t)
-		c.setup(t, map[string]int64{payer.address: 10_000_000})
-		target, _ := url.Parse(c.rpc)
-		proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
-		defer proxy.Close()
-		secretRPC := strings.Replace(proxy.URL, "http://", "http://user:pa55word@", 1) + "/?apikey=QUERYSECRET"
-		svc := startService(t, instance("leak-rpc"), true,
-			append(paymentEnv(settlementEnv(t, c, "onchain")), "SANDBOX_PAYMENTS_RPC_URL="+secretRPC)...)
-		url := svc.url + "/v1/code"
+		var proxy *httptest.Server
+		c, env := startMode(t, "onchain", func(t testing.TB, rpc string) string {
+			target, _ := url.Parse(rpc)
+			proxy = httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+			t.Cleanup(proxy.Close)
+			return strings.Replace(proxy.URL, "http://", "http://user:pa55word@", 1) + "/?apikey=QUERYSECRET"
+		})
+		svc := startService(t, instance("leak-rpc"), true, paymentEnv(env)...)
+		url := svc.URL + "/v1/code"
 		payerKey := writeKey(t, "payer.key", payer.key)
 		testPaid(t, c, url, payerKey)
 		var next clientSigned

@@ -90,7 +90,7 @@ func checkRun(t *testing.T, r mcpResult) {
 func TestMCPOfficialClient(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("mcp-free"), true)
-	out := runMCP(t, "call", svc.url+"/mcp")
+	out := runMCP(t, "call", svc.URL+"/mcp")
 	checkTools(t, out.Tools)
 	checkRun(t, out.Result)
 	if out.Result.Meta["x402/payment-response"] != nil {
@@ -106,15 +106,10 @@ func TestMCPOfficialClient(t *testing.T) {
 // moves. The same payment replayed over HTTP afterwards is refused.
 func TestMCPPaid(t *testing.T) {
 	mustInterop(t)
-	c := startAnvil(t)
-	c.setup(t, map[string]int64{payer.address: 10_000_000})
-	svc := startService(t, instance("mcp-paid"), true, paymentEnv([]string{
-		"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
-		"SANDBOX_PAYMENTS_RPC_URL=" + c.rpc,
-		"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
-	})...)
+	c, env := startMode(t, "onchain", nil)
+	svc := startService(t, instance("mcp-paid"), true, paymentEnv(env)...)
 	before := snapshot(t, c)
-	out := runMCP(t, "pay", svc.url+"/mcp", "--key-file", writeKey(t, "payer.key", payer.key))
+	out := runMCP(t, "pay", svc.URL+"/mcp", "--key-file", writeKey(t, "payer.key", payer.key))
 	checkTools(t, out.Tools)
 
 	unpaid := out.Unpaid
@@ -153,7 +148,7 @@ func TestMCPPaid(t *testing.T) {
 	replay := payResult{}
 	replay.SentHeader.Name = "PAYMENT-SIGNATURE"
 	replay.SentHeader.Value = base64.StdEncoding.EncodeToString(out.Payload)
-	t.Run("replay over HTTP", func(t *testing.T) { testReplay(t, c, svc.url+"/v1/code", replay) })
+	t.Run("replay over HTTP", func(t *testing.T) { testReplay(t, c, svc.URL+"/v1/code", replay) })
 }
 
 // jsonEqual reports whether a and b encode to the same JSON.

@@ -2,26 +2,33 @@ package interop
 
 import "testing"
 
-// startMode starts a chain (anvil, the payer funded) and, in facilitator mode, the
-// official facilitator on it; it returns the chain and the settlement env of mode
-// ("onchain" or "facilitator") for a sandboxd. wrap, when non-nil, is put between sandboxd
-// and the endpoint it talks to (the RPC node, or the facilitator) and returns its URL.
+// startMode starts a chain (anvil, the payer funded) and returns it with the settlement
+// env of mode on it (see settlementEnv).
 func startMode(t *testing.T, mode string, wrap func(testing.TB, string) string) (*chain, []string) {
+	t.Helper()
+	c := startAnvil(t)
+	c.setup(t, map[string]int64{payer.address: 10_000_000})
+	return c, settlementEnv(t, c, mode, wrap)
+}
+
+// settlementEnv configures a sandboxd for mode ("onchain" or "facilitator") on c,
+// starting the official facilitator for the facilitator mode. wrap, when non-nil, is put
+// between sandboxd and the endpoint it talks to (the RPC node, or the facilitator) and
+// returns its URL.
+func settlementEnv(t *testing.T, c *chain, mode string, wrap func(testing.TB, string) string) []string {
 	t.Helper()
 	if wrap == nil {
 		wrap = func(_ testing.TB, url string) string { return url }
 	}
-	c := startAnvil(t)
-	c.setup(t, map[string]int64{payer.address: 10_000_000})
 	if mode == "onchain" {
-		return c, []string{
+		return []string{
 			"SANDBOX_PAYMENTS_SETTLEMENT=onchain",
 			"SANDBOX_PAYMENTS_RPC_URL=" + wrap(t, c.rpc),
 			"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
 		}
 	}
 	url := startFacilitator(t, c, writeKey(t, "facilitator.key", facilitator.key))
-	return c, []string{
+	return []string{
 		"SANDBOX_PAYMENTS_SETTLEMENT=facilitator",
 		"SANDBOX_PAYMENTS_FACILITATOR_URL=" + wrap(t, url),
 	}

@@ -16,7 +16,7 @@ func TestOpenAPIValidates(t *testing.T) {
 		OpenAPI string   `json:"openapi"`
 		Paths   []string `json:"paths"`
 	}
-	runNode(t, time.Minute, &r, "openapi.mjs", "--url", svc.url+"/v1/openapi.json")
+	runNode(t, time.Minute, &r, "openapi.mjs", "--url", svc.URL+"/v1/openapi.json")
 	if !r.Valid || r.OpenAPI != "3.1.0" || len(r.Paths) != 5 {
 		t.Fatalf("swagger-parser: valid %v (%s), openapi %q, paths %v", r.Valid, r.Error, r.OpenAPI, r.Paths)
 	}

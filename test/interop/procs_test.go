@@ -23,7 +23,8 @@ import (
 	"sandboxd/internal/servicetest"
 )
 
-// proc is a child process a test started: anvil, the facilitator or sandboxd. Its output
+// proc is a child process a test started: anvil or the facilitator (sandboxd is
+// started by servicetest). Its output
 // is kept for failure messages; it is stopped when the test ends, on every path.
 type proc struct {
 	name   string
@@ -202,8 +203,6 @@ func startFacilitator(t testing.TB, c *chain, keyFile string) string {
 // service is a sandboxd process started by a test.
 type service struct {
 	*servicetest.Service
-	name string
-	url  string
 }
 
 // startService starts the sandboxd binary with env overrides and its own ledger file,
@@ -214,7 +213,7 @@ func startService(t testing.TB, instance string, healthy bool, env ...string) *s
 	t.Helper()
 	env = append([]string{"SANDBOX_PAYMENTS_LEDGER=" + filepath.Join(t.TempDir(), "ledger.db")}, env...)
 	sv := servicetest.Start(t, servicetest.Options{Binary: binary, Instance: instance, Env: env})
-	s := &service{Service: sv, name: "sandboxd " + instance, url: sv.URL}
+	s := &service{sv}
 	if healthy {
 		s.waitHealthy(t, 60*time.Second)
 	}
@@ -230,7 +229,7 @@ func (s *service) waitHealthy(t testing.TB, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	last := ""
 	for time.Now().Before(deadline) {
-		res, err := httpClient.Get(s.url + "/v1/health")
+		res, err := httpClient.Get(s.URL + "/v1/health")
 		if err == nil {
 			body, _ := io.ReadAll(res.Body)
 			res.Body.Close()
@@ -243,8 +242,8 @@ func (s *service) waitHealthy(t testing.TB, timeout time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s not healthy within %s (last: %s); is Docker running (scripts/docker-up.sh) and the image built (make image)?\n%s",
-		s.name, timeout, last, s.Log())
+	t.Fatalf("sandboxd %s not healthy within %s (last: %s); is Docker running (scripts/docker-up.sh) and the image built (make image)?\n%s",
+		s.Instance, timeout, last, s.Log())
 }
 
 // httpClient bounds every request the Go side makes itself.

@@ -18,9 +18,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sandboxd/internal/servicetest"
 	"syscall"
 	"time"
+
+	"sandboxd/internal/servicetest"
 )
 
 // options are the knobs of a soak run.
@@ -76,16 +77,16 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	defer svc.stop()
 	r := &report{opts: o, instance: instance}
-	progress("service pid %d at %s, instance %s", svc.pid(), svc.url, instance)
+	progress("service pid %d at %s, instance %s", svc.pid(), svc.URL, instance)
 
-	if err := warmUp(ctx, svc.url); err != nil {
+	if err := warmUp(ctx, svc.URL); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	r.before = sample(svc.pid())
 	loadCtx, cancel := context.WithTimeout(ctx, o.deadline)
 	defer cancel()
 	progress("sending %d requests at concurrency %d (stops by %s at the latest)", o.requests, o.concurrency, o.deadline)
-	r.load = load(loadCtx, svc.url, o.requests, o.concurrency)
+	r.load = load(loadCtx, svc.URL, o.requests, o.concurrency)
 	progress("load done in %s; settling %s", r.load.elapsed.Round(time.Millisecond), o.settle)
 	time.Sleep(o.settle)
 	r.after = sample(svc.pid())

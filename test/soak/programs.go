@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	"sandboxd/internal/servicetest"
 	"strings"
+
+	"sandboxd/internal/servicetest"
 )
 
 // answer is the JSON of a delivered run (and of an error, in Error).

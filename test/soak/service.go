@@ -14,7 +14,6 @@ import (
 // error lines it logged.
 type service struct {
 	*servicetest.Service
-	url string
 
 	mu     sync.Mutex
 	errors []string
@@ -40,7 +39,7 @@ func startService(ctx context.Context, o options, instance string) (*service, er
 	if err != nil {
 		return nil, err
 	}
-	s.Service, s.url = sv, sv.URL
+	s.Service = sv
 	return s, nil
 }
 

@@ -13,12 +13,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sandboxd/test/bench/load"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"sandboxd/test/bench/load"
 )
 
 func main() {
