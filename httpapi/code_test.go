@@ -81,7 +81,7 @@ func TestCodeErrors(t *testing.T) {
 		{name: "trailing brackets", body: `{"code":"x"}]]]`, status: 400, inError: "after the JSON"},
 		{name: "number for code", body: `{"code":5}`, status: 400, inError: `"code" must be a string`},
 		{name: "null code", body: `{"code":null}`, status: 400, inError: "missing"},
-		{name: "unknown field", body: `{"code":"x","argv":"y"}`, status: 400, inError: "unknown field"},
+		{name: "unknown field", body: `{"code":"x","argv":"y"}`, status: 400, inError: "unknown field \"argv\"; the fields are language, code and stdin"},
 		{name: "stdin at limit", body: `{"code":"x","stdin":"` + strings.Repeat("i", 10) + `"}`, status: 200, ran: true},
 		{name: "stdin over limit", body: `{"code":"x","stdin":"` + strings.Repeat("i", 11) + `"}`, status: 413, inError: "stdin is 11 bytes, over the limit of 10"},
 		{name: "number for stdin", body: `{"code":"x","stdin":1}`, status: 400, inError: `"stdin" must be a string`},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"sandboxd"
@@ -60,7 +61,7 @@ func decodeObject(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.decode", err, "request body is not valid JSON: "+describeJSONError(err))
+		return sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.decode", err, "request body is not valid JSON: "+describeJSONError(err, v))
 	}
 	if rest := trimmed[dec.InputOffset():]; len(bytes.TrimSpace(rest)) > 0 {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
@@ -79,8 +80,8 @@ func checkDuplicateKeys(body []byte) error {
 	return nil
 }
 
-// describeJSONError turns a decoding error into a sentence for the caller.
-func describeJSONError(err error) string {
+// describeJSONError turns a decoding error into v's sentence for the caller.
+func describeJSONError(err error, v any) string {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
@@ -91,7 +92,26 @@ func describeJSONError(err error) string {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "the JSON ends too early"
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return strings.TrimPrefix(err.Error(), "json: ") + "; the fields are language, code and stdin"
+		return strings.TrimPrefix(err.Error(), "json: ") + "; the fields are " + fieldNames(v)
 	}
 	return err.Error()
+}
+
+// fieldNames lists the JSON names of the fields of the struct v points to,
+// as "a, b and c": the fields a request of that kind may have.
+func fieldNames(v any) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var names []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
