@@ -63,3 +63,21 @@ func TestConfigFileIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeEnvironmentValueIsQuotedShort: a SANDBOX_* variable as long as
+// the kernel allows (128 KiB) with a bad value is refused by an error of a
+// line, not one that copies the value into the log.
+func TestHugeEnvironmentValueIsQuotedShort(t *testing.T) {
+	t.Setenv("SANDBOX_RUNTIME_TIMEOUT", strings.Repeat("9", 128<<10-len("SANDBOX_RUNTIME_TIMEOUT=")-1))
+	path := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(path, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path)
+	if err == nil {
+		t.Fatal("a 128 KiB timeout was accepted")
+	}
+	if msg := err.Error(); len(msg) > 512 || !strings.Contains(msg, "runtime.timeout") || !strings.Contains(msg, "bytes)") {
+		t.Fatalf("error of %d bytes (%.200s...), want a short one naming runtime.timeout and the value's length", len(msg), msg)
+	}
+}
