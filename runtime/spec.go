@@ -87,10 +87,30 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 					// No core dumps, and no raising the limit back: a hard
 					// limit only goes down.
 					{Name: "core", Soft: 0, Hard: 0},
+					{Name: "data", Soft: dataLimit(cfg.MemoryBytes), Hard: dataLimit(cfg.MemoryBytes)},
 				},
 			},
 		},
 	}
+}
+
+// dataHeadroom is the most memory the data limit leaves below the
+// container's memory limit, for what the limit does not count but the
+// cgroup does: the interpreter's code and libraries, page tables, the
+// kernel's own memory, and room for the rest to stay in memory.
+const dataHeadroom = 32 * mib
+
+// dataLimit is the RLIMIT_DATA of every process of a container with the
+// given memory limit: the limit less a quarter of it, at most dataHeadroom.
+// RLIMIT_DATA counts a process's heap and private writable mappings, so an
+// allocation past it fails at once (Python raises MemoryError), instead of
+// pushing the cgroup to its limit where, on a busy host, the kernel
+// reclaims and refaults the interpreter's own pages for seconds before its
+// OOM killer acts (BENCHMARKS.md, "Memory bombs"). It bounds one process:
+// a program that forks, or fills /tmp and /dev/shm, still meets the
+// cgroup's limit and its OOM killer. gVisor (runsc) does not enforce it.
+func dataLimit(memory int64) int64 {
+	return memory - min(memory/4, dataHeadroom)
 }
 
 // labels returns the labels of a container of the instance running the job.
