@@ -157,3 +157,35 @@ func TestKillsTimeoutVersusOutputLimitUnderLoad(t *testing.T) {
 		})
 	}
 }
+
+// crashWithin bounds the answer to a program that crashes by a signal no
+// one but itself sends (SIGSEGV, SIGABRT): answered once its exit is known,
+// with no wait for a shutdown of Docker that could not have caused it.
+const crashWithin = time.Second
+
+func TestKillsCrashesAnsweredAtOnce(t *testing.T) {
+	segv := mixedCase{"segfault", "import ctypes\nprint('before', flush=True)\nctypes.string_at(0)\n", func(r sandboxd.Result) error {
+		if r.Status != sandboxd.StatusError || r.ExitCode != 139 || r.OOMKilled || r.TimedOut || r.Stdout != "before\n" {
+			return fmt.Errorf("want error 139")
+		}
+		return nil
+	}, crashWithin}
+	abort := mixedCase{"abort", "import os\nprint('before', flush=True)\nos.abort()\n", func(r sandboxd.Result) error {
+		if r.Status != sandboxd.StatusError || r.ExitCode != 134 || r.OOMKilled || r.TimedOut || r.Stdout != "before\n" {
+			return fmt.Errorf("want error 134")
+		}
+		return nil
+	}, crashWithin}
+	// Its own SIGKILL: no OOM, and no wait for Docker's OOM event beyond
+	// the shutdown check that runs beside it.
+	selfKill := mixedCase{"own-sigkill", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", func(r sandboxd.Result) error {
+		if r.Status != sandboxd.StatusError || r.ExitCode != exitKilled || r.OOMKilled || r.TimedOut {
+			return fmt.Errorf("want error 137, no OOM")
+		}
+		return nil
+	}, shutdownWindow + crashWithin}
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		runMixed(t, d, "runc", 4, segv, abort, selfKill, helloCase)
+	})
+}

@@ -82,6 +82,7 @@ func TestSpecHostConfig(t *testing.T) {
 		{Name: "nofile", Soft: 256, Hard: 256},
 		{Name: "fsize", Soft: 16 << 20, Hard: 16 << 20},
 		{Name: "core", Soft: 0, Hard: 0},
+		{Name: "data", Soft: 96 << 20, Hard: 96 << 20},
 	})
 	for _, u := range r.Ulimits {
 		if u.Name == "nproc" {
@@ -176,5 +177,18 @@ func TestInflightRefusesAfterClose(t *testing.T) {
 	end()
 	if err := in.wait(context.Background()); err != nil {
 		t.Errorf("wait after the run ended: %v", err)
+	}
+}
+
+func TestDataLimitLeavesHeadroom(t *testing.T) {
+	for _, c := range []struct{ memory, want int64 }{
+		{16 * mib, 12 * mib},  // a quarter of a small limit
+		{128 * mib, 96 * mib}, // the default: 32 MiB below
+		{1 * gib, 992 * mib},  // never more than dataHeadroom below
+		{64 * gib, 64*gib - 32*mib},
+	} {
+		if got := dataLimit(c.memory); got != c.want {
+			t.Errorf("dataLimit(%d MiB) = %d MiB, want %d MiB", c.memory/mib, got/mib, c.want/mib)
+		}
 	}
 }

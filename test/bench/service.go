@@ -66,10 +66,10 @@ type service struct {
 }
 
 // withService starts sandboxd with its default configuration (free mode,
-// on a free loopback port), warms it up, runs f, stops it, and adds the
-// pool's counts to f's phase.
-func withService(ctx context.Context, o *options, f func(*service) phase) (phase, error) {
-	s, err := startService(ctx, o)
+// on a free loopback port) changed by env, warms it up, runs f, stops it,
+// and adds the pool's counts to f's phase.
+func withService(ctx context.Context, o *options, f func(*service) phase, env ...string) (phase, error) {
+	s, err := startService(ctx, o, env)
 	if err != nil {
 		return phase{}, err
 	}
@@ -86,13 +86,14 @@ func withService(ctx context.Context, o *options, f func(*service) phase) (phase
 	return p, nil
 }
 
-// startService starts the binary and waits for it to listen.
-func startService(ctx context.Context, o *options) (*service, error) {
+// startService starts the binary, its environment added to by env, and
+// waits for it to listen.
+func startService(ctx context.Context, o *options, env []string) (*service, error) {
 	s := &service{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}}
 	sv, err := servicetest.Launch(ctx, servicetest.Options{
 		Binary:      o.binary,
 		Instance:    "bench",
-		Env:         []string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image},
+		Env:         append([]string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image}, env...),
 		OnLine:      s.readPool,
 		StartWithin: 30 * time.Second,
 	})
