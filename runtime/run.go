@@ -13,9 +13,12 @@ import (
 )
 
 // drainGrace bounds how long output is still read after a kill (cap or
-// deadline): long enough for what the program printed before it died, short
-// enough that a timeout answers within a second of the limit.
-const drainGrace = 500 * time.Millisecond
+// deadline): long enough for what the program printed before it died to
+// come through, short enough that a deadline kill is answered within
+// timeout + 0.5 s and a cap kill within 1 s of the program's start on a
+// busy host (README, "Timing under load"). The stream usually ends sooner,
+// once the kill has gone through.
+const drainGrace = 250 * time.Millisecond
 
 // exitKilled is the exit status of a process ended by SIGKILL (128 + 9).
 const exitKilled = 137
