@@ -94,6 +94,18 @@ func TestLimitMemory(t *testing.T) {
 	})
 }
 
+func TestLimitDataSetByTheRunner(t *testing.T) {
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		// Soft and hard (the program cannot raise it), inherited by a
+		// child, and the variable that carried it is gone.
+		code := "import os, resource\nprint(resource.getrlimit(resource.RLIMIT_DATA), 'SANDBOX_DATA_LIMIT' in os.environ)\n" +
+			"if os.fork() == 0:\n    try:\n        b = bytearray(1 << 30)\n    except MemoryError:\n        print('child: MemoryError', flush=True)\n" +
+			"    os._exit(0)\nos.wait()\n"
+		check(t, mustRun(t, d, code), want{stdout: "(100663296, 100663296) False\nchild: MemoryError\n", status: sandboxd.StatusOK})
+	})
+}
+
 func TestLimitExit137IsNotOOM(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode func(*Config)) {
 		d := mustDocker(t, mode)

@@ -46,6 +46,7 @@ func TestSpecContainerConfig(t *testing.T) {
 	eq("stdin and attach flags", []bool{c.OpenStdin, c.StdinOnce, c.AttachStdin, c.AttachStdout, c.AttachStderr, c.Tty},
 		[]bool{true, true, true, true, true, false})
 	eq("NetworkDisabled", c.NetworkDisabled, true)
+	eq("Env", c.Env, []string{"SANDBOX_DATA_LIMIT=100663296"}) // 96 MiB of 128, set by the runner
 	eq("Cmd", len(c.Cmd), 0) // the image's runner, nothing else
 	eq("Entrypoint", len(c.Entrypoint), 0)
 }
@@ -82,7 +83,6 @@ func TestSpecHostConfig(t *testing.T) {
 		{Name: "nofile", Soft: 256, Hard: 256},
 		{Name: "fsize", Soft: 16 << 20, Hard: 16 << 20},
 		{Name: "core", Soft: 0, Hard: 0},
-		{Name: "data", Soft: 96 << 20, Hard: 96 << 20},
 	})
 	for _, u := range r.Ulimits {
 		if u.Name == "nproc" {
