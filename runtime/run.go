@@ -12,13 +12,16 @@ import (
 	"sandboxd"
 )
 
-// drainGrace bounds how long output is still read after a kill (cap or
-// deadline): long enough for what the program printed before it died to
-// come through, short enough that a deadline kill is answered within
-// timeout + 0.5 s and a cap kill within 1 s of the program's start on a
-// busy host (README, "Timing under load"). The stream usually ends sooner,
-// once the kill has gone through.
+// drainGrace bounds how long output is still read after a deadline kill:
+// long enough for what the program printed before it died to come through,
+// short enough that the kill is answered within timeout + 0.5 s on a busy
+// host (README, "Timing under load"). The stream usually ends sooner, once
+// the kill has gone through.
 const drainGrace = 250 * time.Millisecond
+
+// capDrainGrace is drainGrace after an output-cap kill: the capped stream
+// is complete already, only the other one may still bring a few lines.
+const capDrainGrace = 100 * time.Millisecond
 
 // exitKilled is the exit status of a process ended by SIGKILL (128 + 9).
 const exitKilled = 137
@@ -264,10 +267,10 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 			r.kill(ctx) // the stream ended right after the cap: it is done
 		}
 	case <-s.capHit:
-		r.killAndDrain(ctx)
+		r.killAndDrain(ctx, capDrainGrace)
 	case <-deadline:
 		r.res.TimedOut = true
-		r.killAndDrain(ctx)
+		r.killAndDrain(ctx, drainGrace)
 		// Output the drain found over the cap was written before the kill:
 		// the program reached the output limit first, and only reading it
 		// lagged (a loaded host). It is an output_limit, not a timeout.
@@ -284,12 +287,12 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 
 // killAndDrain kills the container while reading on: what the program
 // wrote before it died is kept; reading stops at the end of the stream (the
-// kill has gone through) or after drainGrace, whichever comes first. The
+// kill has gone through) or after grace, whichever comes first. The
 // kill runs on in the background: the answer does not wait for the
 // container to stop, only its removal does.
-func (r *run) killAndDrain(ctx context.Context) {
+func (r *run) killAndDrain(ctx context.Context, grace time.Duration) {
 	r.killLater(ctx)
-	r.b.s.drain(drainGrace)
+	r.b.s.drain(grace)
 	<-r.b.s.done
 	r.b.s.close()
 }

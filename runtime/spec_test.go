@@ -46,7 +46,8 @@ func TestSpecContainerConfig(t *testing.T) {
 	eq("stdin and attach flags", []bool{c.OpenStdin, c.StdinOnce, c.AttachStdin, c.AttachStdout, c.AttachStderr, c.Tty},
 		[]bool{true, true, true, true, true, false})
 	eq("NetworkDisabled", c.NetworkDisabled, true)
-	eq("Env", c.Env, []string{"SANDBOX_DATA_LIMIT=100663296"}) // 96 MiB of 128, set by the runner
+	// The data limit for the runner to set: 96 MiB of 128.
+	eq("Env", c.Env, []string{"SANDBOX_DATA_LIMIT=100663296"})
 	eq("Cmd", len(c.Cmd), 0) // the image's runner, nothing else
 	eq("Entrypoint", len(c.Entrypoint), 0)
 }
