@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"regexp"
@@ -18,7 +15,8 @@ import (
 	"sandboxd/test/bench/load"
 )
 
-const hello = `{"language":"python","code":"print('hello')"}`
+// hello is the program of every call but the kills phase's.
+const hello = "print('hello')"
 
 // poolLine is the service's log line with the pool's counts at close.
 var poolLine = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) misses=(\d+)`)
@@ -121,23 +119,12 @@ func (s *service) stop() { _ = s.Stop(60 * time.Second) }
 
 // call posts hello world and checks the answer.
 func (s *service) call() (time.Duration, error) {
-	start := time.Now()
-	resp, err := s.client.Post(s.url, "application/json", strings.NewReader(hello))
+	a, d, err := s.run(hello)
 	if err != nil {
 		return 0, err
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
-	}
-	var a servicetest.Answer
-	if err := json.Unmarshal(body, &a); err != nil || a.Stdout != "hello\n" || a.Status != "ok" {
-		return 0, fmt.Errorf("wrong answer: %s", body)
+	if a.Stdout != "hello\n" || a.Status != "ok" {
+		return 0, fmt.Errorf("wrong answer: status %q stdout %q", a.Status, a.Stdout)
 	}
 	return d, nil
 }
