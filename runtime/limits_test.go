@@ -74,12 +74,35 @@ func TestLimitOutput(t *testing.T) {
 	})
 }
 
+// sharedBomb fills a shared anonymous mapping, which RLIMIT_DATA does not
+// count but the cgroup does: a bomb only the kernel's OOM killer stops.
+const sharedBomb = "import mmap\nprint('allocating', flush=True)\nm = mmap.mmap(-1, 1 << 30)\n" +
+	"for i in range(0, len(m), 4096):\n    m[i] = 1\nprint('survived')\n"
+
 func TestLimitMemory(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode func(*Config)) {
 		d := mustDocker(t, mode)
+		// One process's allocation past the data limit fails at once.
 		res := mustRun(t, d, "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n")
+		if err := oomOrMemoryError(res); err != nil || res.Status != sandboxd.StatusError || res.Stdout != "allocating\n" {
+			t.Errorf("bomb: status %q exit %d stdout %q stderr %.200q, want MemoryError", res.Status, res.ExitCode, res.Stdout, res.Stderr)
+		}
+		// Memory the data limit does not count meets the cgroup's limit.
+		res = mustRun(t, d, sharedBomb)
 		check(t, res, want{stdout: "allocating\n", exit: 137, status: sandboxd.StatusOOM, oom: true})
 		check(t, mustRun(t, d, "print(1)"), want{stdout: "1\n", status: sandboxd.StatusOK})
+	})
+}
+
+func TestLimitDataSetByTheRunner(t *testing.T) {
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		// Soft and hard (the program cannot raise it), inherited by a
+		// child, and the variable that carried it is gone.
+		code := "import os, resource\nprint(resource.getrlimit(resource.RLIMIT_DATA), 'SANDBOX_DATA_LIMIT' in os.environ)\n" +
+			"if os.fork() == 0:\n    try:\n        b = bytearray(1 << 30)\n    except MemoryError:\n        print('child: MemoryError', flush=True)\n" +
+			"    os._exit(0)\nos.wait()\n"
+		check(t, mustRun(t, d, code), want{stdout: "(100663296, 100663296) False\nchild: MemoryError\n", status: sandboxd.StatusOK})
 	})
 }
 

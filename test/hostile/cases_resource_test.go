@@ -30,12 +30,16 @@ func resourceCases() []hostileCase {
 		{
 			name: "memory-bomb-at-once",
 			code: "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n",
-			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}},
+			// The data limit refuses the allocation; runsc does not enforce
+			// it, and the cgroup's OOM killer ends the bomb there.
+			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stdout: []string{"allocating\n"}, stderrHas: "MemoryError"},
+			per:  map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}}}},
 		},
 		{
 			name: "memory-bomb-growing",
 			code: "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n",
-			want: answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}},
+			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stderrHas: "MemoryError"},
+			per:  map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOOM), exit: []int{137}}}},
 		},
 		{
 			name: "flood-lines",
@@ -69,8 +73,10 @@ func resourceCases() []hostileCase {
 			name: "deep-recursion-unlimited",
 			code: "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return f(n + 1)\nf(0)\n",
 			// The C stack overflows: SIGSEGV (139), or the frames eat the
-			// memory first. Either way an answer, not a service error.
-			want: answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), exit: []int{139, 137}},
+			// memory first: MemoryError at the data limit (1), or the OOM
+			// killer under runsc (137). Either way an answer, not a service
+			// error.
+			want: answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), exit: []int{139, 137, 1}},
 		},
 		{
 			// Python 3.11 refuses to print it (ValueError), if building it
