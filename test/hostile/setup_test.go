@@ -35,13 +35,15 @@ const (
 type variant struct {
 	oci  string
 	pool int
+	// suite names the test in the variant's instance label.
+	suite string
 }
 
 // variants are every OCI runtime, each with the pool off and on.
 func variants() []variant {
 	var vs []variant
 	for _, oci := range ociRuntimes {
-		vs = append(vs, variant{oci, 0}, variant{oci, 2})
+		vs = append(vs, variant{oci, 0, "hostile"}, variant{oci, 2, "hostile"})
 	}
 	return vs
 }
@@ -57,7 +59,7 @@ func (v variant) name() string {
 // instance is the instance label of this test binary's runs in the
 // variant: unique, so no other test or service reaps or counts them.
 func (v variant) instance() string {
-	return fmt.Sprintf("hostile-%d-%s", os.Getpid(), v.name())
+	return fmt.Sprintf("%s-%d-%s", v.suite, os.Getpid(), v.name())
 }
 
 // baseConfig is config.yaml's runtime section for one variant, with the timeout.
