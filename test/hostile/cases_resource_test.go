@@ -96,6 +96,7 @@ func resourceCases() []hostileCase {
 			// Not hostile: the usage figures, under each runtime's own kernel
 			// (gVisor counts them in its user-space kernel under runsc).
 			name: "usage-counted",
+			slow: true,
 			code: "import time\nb = bytearray(50 << 20)\nend = time.process_time() + 0.5\nwhile time.process_time() < end:\n    pass\nprint('ok')\n",
 			want: answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{"ok\n"}, check: usageCounted},
 		},

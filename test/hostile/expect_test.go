@@ -38,6 +38,10 @@ type hostileCase struct {
 	// killed marks a program that must be killed at the deadline: it gets
 	// the short timeout. The others get config.yaml's.
 	killed bool
+	// slow marks a CPU-bound program judged by the CPU time it used: it
+	// gets slowTimeout, since on a loaded host its wall-clock time runs far
+	// ahead of its CPU time.
+	slow bool
 	// want is the answer under every runtime not named in per.
 	want answer
 	// per lists the answers a runtime that legitimately differs may give,
@@ -47,8 +51,11 @@ type hostileCase struct {
 
 // timeout is the wall-clock limit the case runs with.
 func (c hostileCase) timeout() time.Duration {
-	if c.killed {
+	switch {
+	case c.killed:
 		return shortTimeout
+	case c.slow:
+		return slowTimeout
 	}
 	return fullTimeout
 }

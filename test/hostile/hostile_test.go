@@ -3,6 +3,7 @@ package hostile
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,12 +24,7 @@ const markerPlaceholder = "@MARKER@"
 
 // allCases is the whole table.
 func allCases() []hostileCase {
-	var all []hostileCase
-	all = append(all, resourceCases()...)
-	all = append(all, processCases()...)
-	all = append(all, kernelCases()...)
-	all = append(all, procCases()...)
-	return all
+	return slices.Concat(resourceCases(), processCases(), kernelCases(), procCases())
 }
 
 // TestHostile runs every hostile program under every OCI runtime, with

@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"sandboxd"
@@ -27,13 +28,7 @@ func TestProgramFaults(t *testing.T) {
 
 // faultCases is the table of TestProgramFaults.
 func faultCases() []hostileCase {
-	var all []hostileCase
-	all = append(all, exitCases()...)
-	all = append(all, signalCases()...)
-	all = append(all, streamCases()...)
-	all = append(all, forgeryCases()...)
-	all = append(all, exhaustionCases()...)
-	return all
+	return slices.Concat(exitCases(), signalCases(), streamCases(), forgeryCases(), exhaustionCases())
 }
 
 // exited is the answer of a program that exited with code n by itself.

@@ -23,11 +23,14 @@ var ociRuntimes = []string{"runc", "runsc"}
 var image = testenv.Image()
 
 // The wall-clock limits: config.yaml's, for programs that must end by
-// themselves, and a shorter one for programs that must be killed, so the
-// suite stays fast. Every other limit is config.yaml's default.
+// themselves, a shorter one for programs that must be killed, so the suite
+// stays fast, and a long one for programs that must spend some CPU time on
+// a host that gives them little of it. Every other limit is config.yaml's
+// default.
 const (
 	fullTimeout  = 5 * time.Second
 	shortTimeout = 2 * time.Second
+	slowTimeout  = 30 * time.Second
 )
 
 // variant is one way the service may run its programs: under an OCI
