@@ -103,13 +103,13 @@ func promise(oci string, d time.Duration) time.Duration {
 // includes it, is only logged.)
 func answerTime(res sandboxd.Result) time.Duration { return res.Duration }
 
-// assertAnswer fails the test unless the result, under the OCI runtime, is
-// one of the accepted answers; it reports how it differs from each of them.
-func assertAnswer(tb testing.TB, res sandboxd.Result, oci string, timeout time.Duration, accepted []answer) {
+// assertAnswer fails the test unless the result, under the variant, is one
+// of the accepted answers; it reports how it differs from each of them.
+func assertAnswer(tb testing.TB, res sandboxd.Result, v variant, timeout time.Duration, accepted []answer) {
 	tb.Helper()
 	var all []string
 	for i, w := range accepted {
-		diffs := mismatch(tb, res, oci, timeout, w)
+		diffs := mismatch(tb, res, v, timeout, w)
 		if len(diffs) == 0 {
 			if i > 0 {
 				tb.Logf("accepted alternative answer %d of %d: status %q exit %d", i+1, len(accepted), res.Status, res.ExitCode)
@@ -125,8 +125,9 @@ func assertAnswer(tb testing.TB, res sandboxd.Result, oci string, timeout time.D
 }
 
 // mismatch lists how a delivered result differs from an answer, including
-// flags, exit code and duration that disagree with its status.
-func mismatch(tb testing.TB, res sandboxd.Result, oci string, timeout time.Duration, w answer) []string {
+// flags, exit code and duration that disagree with its status, and, when
+// the variant is timed, the timing promises it breaks.
+func mismatch(tb testing.TB, res sandboxd.Result, v variant, timeout time.Duration, w answer) []string {
 	tb.Helper()
 	var d []string
 	if !slices.Contains(w.status, res.Status) {
@@ -144,20 +145,21 @@ func mismatch(tb testing.TB, res sandboxd.Result, oci string, timeout time.Durat
 	if w.outLen > 0 && len(res.Stdout) != w.outLen {
 		d = append(d, fmt.Sprintf("stdout is %d bytes, want exactly %d", len(res.Stdout), w.outLen))
 	}
-	if bound := promise(oci, w.within); w.within > 0 && answerTime(res) > bound {
+	if bound := promise(v.oci, w.within); v.timed && w.within > 0 && answerTime(res) > bound {
 		d = append(d, fmt.Sprintf("answered %s after the program's start, the promise is at most %s", answerTime(res), bound))
 	}
 	if w.check != nil {
 		d = append(d, w.check(res)...)
 	}
-	return append(d, flagMismatch(res, oci, timeout, w.exit != nil)...)
+	return append(d, flagMismatch(res, v, timeout, w.exit != nil)...)
 }
 
 // flagMismatch lists where the flags, the exit code and the duration
 // disagree with the status, as the API documents them. A run killed at the
-// deadline must be answered within the promise (killAnswer) of it. Its exit
-// code is 137 unless exitListed: the answer names the exit codes it accepts.
-func flagMismatch(res sandboxd.Result, oci string, timeout time.Duration, exitListed bool) []string {
+// deadline is killed no sooner, and, when the variant is timed, answered
+// within the promise (killAnswer) of it. Its exit code is 137 unless
+// exitListed: the answer names the exit codes it accepts.
+func flagMismatch(res sandboxd.Result, v variant, timeout time.Duration, exitListed bool) []string {
 	var d []string
 	again := res
 	again.Classify()
@@ -173,7 +175,8 @@ func flagMismatch(res sandboxd.Result, oci string, timeout time.Duration, exitLi
 		if (res.ExitCode != 137 && !exitListed) || res.OOMKilled {
 			d = append(d, fmt.Sprintf("timeout with exit %d oom_killed %v, want 137 and false", res.ExitCode, res.OOMKilled))
 		}
-		if late := timeout + promise(oci, killAnswer); answerTime(res) < timeout || answerTime(res) > late {
+		late := timeout + promise(v.oci, killAnswer)
+		if answerTime(res) < timeout || (v.timed && answerTime(res) > late) {
 			d = append(d, fmt.Sprintf("timeout answered %s after the program's start, want within [%s, %s]",
 				answerTime(res), timeout, late))
 		}

@@ -67,7 +67,7 @@ func runCase(t *testing.T, v variant, c hostileCase) {
 	marker := fmt.Sprintf("%s-%s", v.instance(), c.name)
 	code := strings.ReplaceAll(c.code, markerPlaceholder, marker)
 	res, elapsed := mustRun(t, d, marker, code)
-	assertAnswer(t, res, v.oci, c.timeout(), c.answersFor(v.oci))
+	assertAnswer(t, res, v, c.timeout(), c.answersFor(v.oci))
 	t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (run %s)",
 		res.Status, res.ExitCode, res.TimedOut, res.OOMKilled, res.Truncated, res.Duration.Round(time.Millisecond),
 		elapsed.Round(time.Millisecond))

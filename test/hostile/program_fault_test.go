@@ -17,7 +17,9 @@ import (
 // Result (mustRun fails the test on any error of Run), with the status and
 // flags its case accepts, leave no container or process behind, and leave
 // the service answering a hello world. It runs under runc and runsc, with
-// the warm pool (the service's default), at most parallelRuns at once.
+// the warm pool (the service's default), at most parallelRuns at once. How
+// fast a killed run is answered is TestHostile's to assert, not this
+// table's: here only the answer counts.
 func TestProgramFaults(t *testing.T) {
 	var vs []variant
 	for _, oci := range ociRuntimes {
