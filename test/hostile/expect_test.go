@@ -25,7 +25,7 @@ type answer struct {
 	outLen int
 	// within, when positive, is the product's promise for this answer: the
 	// most that may pass from the program's start to its answer under runc
-	// (twice that under runsc). See answerTime.
+	// (twice that under runsc). See timedRun.
 	within time.Duration
 	// check lists anything else wrong with the result.
 	check func(res sandboxd.Result) []string
@@ -93,23 +93,15 @@ func promise(oci string, d time.Duration) time.Duration {
 	return d
 }
 
-// answerTime is how long the answer took from the program's start:
-// Result.Duration, which runs from the hand-over of the code (the runner
-// starts the program at once) to the moment the result is complete, after
-// any kill and the drain of the output. It leaves out the time spent getting
-// a container (creating and starting one, or taking it from the pool), which
-// on a slow or busy host is what the host costs, the same for a hello world:
-// the suite bounds that cost nowhere. (The wall-clock time of Run, which
-// includes it, is only logged.)
-func answerTime(res sandboxd.Result) time.Duration { return res.Duration }
-
 // assertAnswer fails the test unless the result, under the variant, is one
 // of the accepted answers; it reports how it differs from each of them.
-func assertAnswer(tb testing.TB, res sandboxd.Result, v variant, timeout time.Duration, accepted []answer) {
+// latency is the time from the program's start to its answer (see
+// timedRun).
+func assertAnswer(tb testing.TB, res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, accepted []answer) {
 	tb.Helper()
 	var all []string
 	for i, w := range accepted {
-		diffs := mismatch(tb, res, v, timeout, w)
+		diffs := mismatch(tb, res, latency, v, timeout, w)
 		if len(diffs) == 0 {
 			if i > 0 {
 				tb.Logf("accepted alternative answer %d of %d: status %q exit %d", i+1, len(accepted), res.Status, res.ExitCode)
@@ -127,7 +119,7 @@ func assertAnswer(tb testing.TB, res sandboxd.Result, v variant, timeout time.Du
 // mismatch lists how a delivered result differs from an answer, including
 // flags, exit code and duration that disagree with its status, and, when
 // the variant is timed, the timing promises it breaks.
-func mismatch(tb testing.TB, res sandboxd.Result, v variant, timeout time.Duration, w answer) []string {
+func mismatch(tb testing.TB, res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, w answer) []string {
 	tb.Helper()
 	var d []string
 	if !slices.Contains(w.status, res.Status) {
@@ -145,21 +137,22 @@ func mismatch(tb testing.TB, res sandboxd.Result, v variant, timeout time.Durati
 	if w.outLen > 0 && len(res.Stdout) != w.outLen {
 		d = append(d, fmt.Sprintf("stdout is %d bytes, want exactly %d", len(res.Stdout), w.outLen))
 	}
-	if bound := promise(v.oci, w.within); v.timed && w.within > 0 && answerTime(res) > bound {
-		d = append(d, fmt.Sprintf("answered %s after the program's start, the promise is at most %s", answerTime(res), bound))
+	if bound := promise(v.oci, w.within); v.timed && w.within > 0 && latency > bound {
+		d = append(d, fmt.Sprintf("answered %s after the program's start, the promise is at most %s", latency, bound))
 	}
 	if w.check != nil {
 		d = append(d, w.check(res)...)
 	}
-	return append(d, flagMismatch(res, v, timeout, w.exit != nil)...)
+	return append(d, flagMismatch(res, latency, v, timeout, w.exit != nil)...)
 }
 
 // flagMismatch lists where the flags, the exit code and the duration
 // disagree with the status, as the API documents them. A run killed at the
-// deadline is killed no sooner, and, when the variant is timed, answered
-// within the promise (killAnswer) of it. Its exit code is 137 unless
-// exitListed: the answer names the exit codes it accepts.
-func flagMismatch(res sandboxd.Result, v variant, timeout time.Duration, exitListed bool) []string {
+// deadline is killed no sooner than the deadline after the hand-over
+// (Duration), and, when the variant is timed, answered within the promise
+// (killAnswer) of the deadline after the program's start (latency). Its exit
+// code is 137 unless exitListed: the answer names the exit codes it accepts.
+func flagMismatch(res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, exitListed bool) []string {
 	var d []string
 	again := res
 	again.Classify()
@@ -175,10 +168,11 @@ func flagMismatch(res sandboxd.Result, v variant, timeout time.Duration, exitLis
 		if (res.ExitCode != 137 && !exitListed) || res.OOMKilled {
 			d = append(d, fmt.Sprintf("timeout with exit %d oom_killed %v, want 137 and false", res.ExitCode, res.OOMKilled))
 		}
-		late := timeout + promise(v.oci, killAnswer)
-		if answerTime(res) < timeout || (v.timed && answerTime(res) > late) {
-			d = append(d, fmt.Sprintf("timeout answered %s after the program's start, want within [%s, %s]",
-				answerTime(res), timeout, late))
+		if res.Duration < timeout {
+			d = append(d, fmt.Sprintf("timeout after %s, before the %s deadline", res.Duration, timeout))
+		}
+		if late := timeout + promise(v.oci, killAnswer); v.timed && latency > late {
+			d = append(d, fmt.Sprintf("timeout answered %s after the program's start, the promise is at most %s", latency, late))
 		}
 	case sandboxd.StatusOOM:
 		if res.ExitCode != 137 {

@@ -66,11 +66,11 @@ func runCase(t *testing.T, v variant, c hostileCase) {
 	d := mustRunner(t, v, c.timeout())
 	marker := fmt.Sprintf("%s-%s", v.instance(), c.name)
 	code := strings.ReplaceAll(c.code, markerPlaceholder, marker)
-	res, elapsed := mustRun(t, d, marker, code)
-	assertAnswer(t, res, v, c.timeout(), c.answersFor(v.oci))
-	t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (run %s)",
+	res, r := timedRun(t, d, marker, code, v.timed)
+	assertAnswer(t, res, r.latency, v, c.timeout(), c.answersFor(v.oci))
+	t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (from the program's start %s, run %s)",
 		res.Status, res.ExitCode, res.TimedOut, res.OOMKilled, res.Truncated, res.Duration.Round(time.Millisecond),
-		elapsed.Round(time.Millisecond))
+		r.latency.Round(time.Millisecond), r.elapsed.Round(time.Millisecond))
 	if t.Failed() {
 		t.Logf("stdout %q\nstderr %q", clip(res.Stdout), clip(res.Stderr))
 	}

@@ -41,7 +41,7 @@ type variant struct {
 	// suite names the test in the variant's instance label.
 	suite string
 	// timed says whether the timing promises are asserted (see
-	// answerTime), besides the answers.
+	// timedRun), besides the answers, and the program writes its start time first.
 	timed bool
 }
 
