@@ -22,7 +22,8 @@ type outcome struct {
 //  1. Check the payment: decode and verify locally, then the remote check,
 //     bounded by the gate's own limit; no sandbox slot is held, so payments
 //     signed by unfunded keys cannot take the sandboxes.
-//  2. Take a sandbox slot: a 429 here has reserved and charged nothing.
+//  2. Take a sandbox slot: a 429 here has reserved and charged nothing. The
+//     slot is held past the answer until the run's sandbox is gone.
 //  3. Reserve the payment in the ledger.
 //  4. Run and settle, detached from ctx: once reserved, the authorization
 //     is spent whether or not the caller is still there, so a hang-up can
@@ -42,7 +43,8 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	if err != nil {
 		return outcome{}, err
 	}
-	defer release()
+	var gone <-chan struct{}
+	defer func() { releaseWhenGone(gone, release) }()
 	// From the reservation on, the caller's hang-up changes nothing.
 	ctx = context.WithoutCancel(ctx)
 	charge, err := auth.Reserve(ctx)
@@ -52,6 +54,7 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	runCtx, cancel := s.runContext(ctx)
 	res, err := s.Runner.Run(runCtx, job)
 	cancel()
+	gone = res.Gone
 	if err != nil {
 		charge.Release(ctx)
 		return outcome{}, err
@@ -63,6 +66,22 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds())
 	return outcome{Result: res, Header: header}, nil
+}
+
+// releaseWhenGone gives the sandbox slot back once the run's sandbox is
+// gone (at once when gone is nil): the answer does not wait for a killed
+// container's removal, but the slot does, so the sandboxes that exist at once,
+// and their memory, stay bounded by the admission limit. The runner bounds
+// the removal itself.
+func releaseWhenGone(gone <-chan struct{}, release func()) {
+	if gone == nil {
+		release()
+		return
+	}
+	go func() {
+		<-gone
+		release()
+	}()
 }
 
 // runContext bounds a detached run by RunLimit, when set.

@@ -115,3 +115,23 @@ func TestPendingSettlementAnswers202(t *testing.T) {
 		t.Fatalf("the result was delivered unpaid: %s", rec.Body)
 	}
 }
+
+// TestSlotHeldUntilTheSandboxIsGone: a killed run is answered before its
+// container is removed (Result.Gone still open), but its sandbox slot is
+// held until the removal is over, so the containers that exist at once stay
+// within the admission limit.
+func TestSlotHeldUntilTheSandboxIsGone(t *testing.T) {
+	gone := make(chan struct{})
+	runner := &fakeRunner{result: sandboxd.Result{Status: sandboxd.StatusTimeout, Gone: gone}}
+	h := newTestServer(runner, &fakeGate{}).Handler() // one slot, no queue
+	if rec := do(t, h, "POST", "/v1/code", `{"code":"x"}`); rec.Code != 200 {
+		t.Fatalf("the killed run: %d %s, want 200 before its removal", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, "POST", "/v1/code", `{"code":"x"}`); rec.Code != 429 {
+		t.Fatalf("while the first sandbox is still there: %d, want 429", rec.Code)
+	}
+	close(gone)
+	waitUntil(t, "the slot is free once the sandbox is gone", func() bool {
+		return do(t, h, "POST", "/v1/code", `{"code":"x"}`).Code == 200
+	})
+}

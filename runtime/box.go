@@ -134,10 +134,16 @@ func (b *box) exitState() string {
 
 // retire closes a box's attach connection and removes its container in the
 // background (a forced remove kills it first), once a kill of its run is
-// done. Close waits for it.
-func (d *Docker) retire(b *box) {
+// done. Close waits for it. The channel it returns is closed once the
+// removal is over (done or given up).
+func (d *Docker) retire(b *box) <-chan struct{} {
 	b.s.close()
-	d.removeLater(b.id, b.log, b.killing, b.stopWait)
+	gone := make(chan struct{})
+	d.removeLater(b.id, b.log, b.killing, func() {
+		b.stopWait()
+		close(gone)
+	})
+	return gone
 }
 
 // removeRetryFor is how long a removal is tried again while the daemon is
