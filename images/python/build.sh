@@ -6,7 +6,7 @@
 #   build.sh [IMAGE [VARIANT]]
 #
 # VARIANT "default" (the default) is the standard library alone. "data" adds
-# Debian's numpy, pandas, matplotlib and scipy and a font (see data_setup).
+# Debian's numpy, pandas, matplotlib and scipy and a font (see data/variant.sh).
 #
 # The image carries a label with the hash of its inputs; when an image of that
 # name already has the same hash, nothing is rebuilt.
@@ -25,61 +25,23 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 log() { printf 'image: %s\n' "$*" >&2; }
 
-# What the data variant adds: Debian's builds (no registry, no pip), one font
-# for matplotlib, and the environment its libraries read at run time.
-DATA_PACKAGES=python3-numpy,python3-pandas,python3-matplotlib,python3-scipy,fonts-dejavu-core
-# Build tools the Debian packages drag in through Depends (scipy needs
-# pythran, which needs a C++ compiler and headers), and Tk (matplotlib's
-# ImageTk); nothing imports them at run time, so they are purged.
-DATA_PURGE="gcc-12 g++-12 cpp-12 gcc g++ cpp binutils binutils-x86-64-linux-gnu binutils-common
-  libbinutils libctf0 libctf-nobfd0 libgprofng0 libasan8 liblsan0 libtsan2 libubsan1 libitm1 libcc1-0
-  libisl23 libmpc3 libmpfr6 libgcc-12-dev libstdc++-12-dev libc6-dev libc-dev-bin linux-libc-dev
-  libcrypt-dev libnsl-dev libtirpc-dev libexpat1-dev zlib1g-dev libboost-dev libboost1.74-dev libxsimd-dev
-  libopenblas-dev libopenblas-pthread-dev python3-dev python3-all-dev python3.11-dev libpython3-dev
-  libpython3-all-dev libpython3.11-dev perl perl-modules-5.36 libperl5.36
-  python3-pythran python3-tk python3-pil.imagetk tk8.6-blt2.5 blt libtk8.6 libtcl8.6 libjs-jquery
-  libjs-jquery-ui libjs-sphinxdoc libjs-underscore"
-# One thread for BLAS and OpenMP: a run is capped at runtime.cpus (one CPU
-# or less) by the CFS quota, so more threads only contend for that quota (and
-# count against runtime.pids); OpenBLAS would otherwise start one per host core.
-# Agg draws without a display; MPLCONFIGDIR is where build.sh leaves the
-# font cache, read-only at run time.
-MPL_DIR=/opt/sandbox/matplotlib
-DATA_ENV="MPLBACKEND=Agg MPLCONFIGDIR=$MPL_DIR OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1"
-case "$VARIANT" in
-  default) ;;
-  data) PACKAGES=$PACKAGES,$DATA_PACKAGES ;;
-  *) log "unknown variant $VARIANT (want default or data)"; exit 2 ;;
-esac
+# A variant other than the default is the directory of that name here: its
+# variant.sh sets VARIANT_PACKAGES (added to PACKAGES) and VARIANT_ENV (added
+# to the image's environment), and defines variant_setup, run on the rootfs
+# (in $root, scratch space in $work) instead of emptying dist-packages. Its
+# files are inputs of its image only, so editing them never rebuilds the
+# default image.
+if [ "$VARIANT" != default ]; then
+  case "$VARIANT" in */* | .*) VARIANT=unknown ;; esac
+  [ -f "$here/$VARIANT/variant.sh" ] || { log "unknown variant ${2} (want default or a directory of $here)"; exit 2; }
+  # shellcheck source=data/variant.sh
+  . "$here/$VARIANT/variant.sh"
+  PACKAGES=$PACKAGES,$VARIANT_PACKAGES
+fi
 
 inputs=$(cat "$here/build.sh" "$here/run.py"; echo "$SUITE $MIRROR $PACKAGES $SANDBOX_UID $RUNNER_PROTOCOL")
-[ "$VARIANT" = default ] || inputs+=" $VARIANT"
+[ "$VARIANT" = default ] || inputs+=$(cat "$here/$VARIANT"/*; echo "$VARIANT")
 
-# data_setup makes the data variant's rootfs ready to run read-only: the
-# build tools purged, tests and caches trimmed, matplotlib's font cache built
-# where it reads it, and everything byte-compiled once.
-data_setup() {
-  # shellcheck disable=SC2086 # DATA_PURGE is a list of package names
-  chroot "$root" /usr/bin/dpkg --purge --force-depends $DATA_PURGE >"$work/purge.log" 2>&1 || {
-    tail -n 30 "$work/purge.log" >&2; exit 1; }
-  rm -rf "$root"/usr/include/* "$root"/usr/share/matplotlib/mpl-data/sample_data
-  find "$root/usr/lib/python3/dist-packages" -depth -type d \( -name tests -o -name __pycache__ \) \
-    -exec rm -rf {} +
-  # matplotlib 3.6 takes its config and cache directory only if it can write
-  # there, else it warns and rebuilds its font cache in a temporary directory
-  # at every import (half a second, written into the program's /tmp). The
-  # root is read-only, so MPL_DIR is accepted as long as it is a directory.
-  local init=$root/usr/lib/python3/dist-packages/matplotlib/__init__.py
-  local check='        if os.access(str(configdir), os.W_OK) and configdir.is_dir():'
-  [ "$(grep -cxF "$check" "$init")" = 1 ] || { log "matplotlib's cache-dir check has changed: see data_setup"; exit 1; }
-  sed -i "s/^        if os.access(str(configdir), os.W_OK) and configdir.is_dir():\$/        if configdir.is_dir():/" "$init"
-  mkdir -p "$root$MPL_DIR"
-  # shellcheck disable=SC2086 # DATA_ENV is a list of assignments
-  chroot "$root" /usr/bin/env $DATA_ENV /usr/bin/python3 -I -W error -c 'import matplotlib.pyplot' || {
-    log "matplotlib did not build its font cache"; exit 1; }
-  ls "$root$MPL_DIR"/fontlist-v*.json >/dev/null
-  chroot "$root" /usr/bin/python3 -m compileall -q /usr/lib/python3/dist-packages >/dev/null 2>&1 || true
-}
 hash=$(printf '%s' "$inputs" | sha256sum | cut -c1-16)
 
 have=$(docker image inspect --format '{{ index .Config.Labels "io.sandboxd.inputs" }}' "$IMAGE" 2>/dev/null || true)
@@ -110,10 +72,10 @@ chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends \
 rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
   "$root"/usr/share/locale/* "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
   "$root"/var/log/* "$root"/tmp/*
-if [ "$VARIANT" = data ]; then
-  data_setup
-else
+if [ "$VARIANT" = default ]; then
   rm -rf "$root"/usr/lib/python3/dist-packages/*
+else
+  variant_setup
 fi
 
 # The unprivileged user every program runs as.
@@ -127,7 +89,7 @@ install -D -m 0644 "$here/run.py" "$root/opt/sandbox/run.py"
 chroot "$root" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null 2>&1 || true
 
 variant_env=()
-[ "$VARIANT" = default ] || variant_env=(--change "ENV $DATA_ENV")
+[ "$VARIANT" = default ] || variant_env=(--change "ENV $VARIANT_ENV")
 log "importing into Docker as $IMAGE"
 tar -C "$root" -c . | docker import \
   --change "USER $SANDBOX_UID:$SANDBOX_UID" \
