@@ -1,17 +1,18 @@
 # sandboxd: `make run` starts the service, `make test` runs every test.
 # Both bring up what they need: a Docker daemon (installed and started when
-# missing and run as root on Debian) and the sandbox image (built offline,
-# cached until its inputs change).
+# missing and run as root on Debian) and the sandbox images (built offline,
+# cached until their inputs change).
 
 SHELL   := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
 IMAGE   ?= sandbox-python:3.11
+DATA_IMAGE ?= sandbox-python-data:3.11
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build docker image run test test-unit interop-deps postgres bench demo soak fuzz fleet clean
+.PHONY: all build docker image image-data run test test-unit interop-deps postgres bench demo soak fuzz fleet clean
 
 all: build
 
@@ -24,7 +25,12 @@ docker: ## make sure a Docker daemon answers (installs and starts one as root)
 image: docker ## build the sandbox image offline (skipped when up to date)
 	@images/python/build.sh $(IMAGE)
 
-run: build image ## start the service on :8080 (free mode unless config.yaml says otherwise)
+# image-data costs one `docker image inspect` when its inputs are unchanged,
+# so run and test depend on it; a cold build takes minutes (see build.sh).
+image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
+	@images/python/build.sh $(DATA_IMAGE) data
+
+run: build image image-data ## start the service on :8080 (free mode unless config.yaml says otherwise)
 	bin/sandboxd serve
 
 interop-deps: ## the official x402 client, facilitator and anvil from npm
@@ -33,7 +39,7 @@ interop-deps: ## the official x402 client, facilitator and anvil from npm
 postgres: ## Debian's PostgreSQL binaries (installed when missing); tests start throwaway servers
 	@scripts/pg.sh install
 
-test: build image interop-deps postgres ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil)
+test: build image image-data interop-deps postgres ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil)
 	$(GO) vet ./...
 	SANDBOXD_INTEGRATION=1 SANDBOXD_INTEROP=1 SANDBOXD_FAULTS=1 $(GO) test -p 1 -count=1 -timeout 40m ./...
 

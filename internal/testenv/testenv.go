@@ -1,7 +1,7 @@
 // Package testenv is the one place that says what the tests of every package
 // may use of their environment: the gates of the integration, interop and
 // fault tests (with the CI=true rule: a test that cannot reach what it needs
-// fails there, never skips), the sandbox image they run and the logger of
+// fails there, never skips), the sandbox images they run and the logger of
 // the runners they start. It imports nothing of the module, so any
 // package's tests may use it.
 package testenv
@@ -15,6 +15,10 @@ import (
 
 // DefaultImage is the sandbox image `make image` builds.
 const DefaultImage = "sandbox-python:3.11"
+
+// DefaultDataImage is the data image (numpy, pandas, matplotlib, scipy)
+// `make image-data` builds.
+const DefaultDataImage = "sandbox-python-data:3.11"
 
 // ci reports whether the tests run in CI, where a test that cannot reach
 // what it needs fails rather than skips.
@@ -64,11 +68,20 @@ func RequireFaults(tb testing.TB) {
 // Image returns the sandbox image the integration tests run:
 // SANDBOXD_TEST_IMAGE when set (a tag built from work in progress with
 // images/python/build.sh), else DefaultImage.
-func Image() string {
-	if img := os.Getenv("SANDBOXD_TEST_IMAGE"); img != "" {
+func Image() string { return imageOr("SANDBOXD_TEST_IMAGE", DefaultImage) }
+
+// DataImage returns the data image the integration tests run:
+// SANDBOXD_TEST_DATA_IMAGE when set (a tag built with
+// `images/python/build.sh TAG data`), else DefaultDataImage.
+func DataImage() string { return imageOr("SANDBOXD_TEST_DATA_IMAGE", DefaultDataImage) }
+
+// imageOr returns the image named by the environment variable key, or def
+// when it is unset or empty.
+func imageOr(key, def string) string {
+	if img := os.Getenv(key); img != "" {
 		return img
 	}
-	return DefaultImage
+	return def
 }
 
 // ImageEnv returns the environment override that points a sandboxd binary at
