@@ -218,4 +218,19 @@ type Payment struct {
 	Transfer *Transfer
 	// Requirements are this server's terms the payment was checked against.
 	Requirements Requirements
+	// Quoted is this server's own resource and the extensions it declared
+	// for the request the payment came with, set by the gate. With
+	// Requirements and Transfer it is what a facilitator gets: never the
+	// payer's copies (Accepted, Resource, Extensions, Exact).
+	Quoted Quoted
+}
+
+// Quoted is what a server quoted for one request besides the terms entry:
+// the resource and the declared extensions (bazaar discovery), each kept
+// as its JSON.
+type Quoted struct {
+	// Resource describes the paid resource.
+	Resource Resource
+	// Extensions are the x402 extensions the server declared, by name.
+	Extensions map[string]json.RawMessage
 }
