@@ -44,9 +44,9 @@ func (m *Main) serveMetrics() error {
 	if addr == "" {
 		return nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenPrivate(addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s (server.metrics_addr; \"\" turns metrics off): %w", addr, err)
+		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.metrics.Handler())
@@ -58,6 +58,23 @@ func (m *Main) serveMetrics() error {
 	}()
 	m.Log.Info("metrics listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// listenPrivate listens on addr (server.metrics_addr) and refuses the
+// listener when it is bound to every interface, whatever spelling led there
+// ([::%lo] that no IP parser reads, a host name resolving to 0.0.0.0): the
+// address checked is the one the kernel bound, not the text configured.
+func listenPrivate(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (server.metrics_addr; \"\" turns metrics off): %w", addr, err)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || tcp.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("server.metrics_addr %q listens on every interface (%s); /metrics shows revenue: "+
+			"name a loopback or private address", addr, ln.Addr())
+	}
+	return ln, nil
 }
 
 // closeMetrics stops the metrics listener.
