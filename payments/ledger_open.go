@@ -21,8 +21,8 @@ type LedgerConfig struct {
 	Replica string
 	// Lease is payments.lease; zero means DefaultLease.
 	Lease time.Duration
-	// Now is the ledger's clock (stamps, heartbeats, the lease); nil means
-	// time.Now.
+	// Now is the clock of the rows' stamps (created_at, updated_at); nil
+	// means time.Now. Heartbeats and the lease use the database's clock.
 	Now func() time.Time
 	// Observe, when set, is told how long each write took (op is reserve,
 	// settling, settled, failed or released). It must not block.
