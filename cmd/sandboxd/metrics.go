@@ -26,15 +26,18 @@ func (m *Main) newMetrics() *metrics.Metrics {
 	})
 }
 
-// instrument wraps the runner, admitter and gate with the metrics.
+// instrument wraps the runner, admitter and gate with the metrics. Only
+// an x402 gate is counted: with payments off (the free gate) no payment is
+// quoted, reserved or settled, and sandboxd_payments_total stays empty
+// rather than counting free runs as payments.
 func (m *Main) instrument(runner *runtime.Docker, adm sandboxd.Admitter, gate sandboxd.PaymentGate) (sandboxd.Runner, sandboxd.Admitter, sandboxd.PaymentGate) {
-	var amount float64
-	if g, ok := gate.(*payments.Gate); ok {
-		amount, _ = strconv.ParseFloat(g.Requirements().Amount, 64)
+	run, adm := metrics.Runner{Runner: runner, M: m.metrics}, metrics.Admitter{Admitter: adm, M: m.metrics}
+	g, ok := gate.(*payments.Gate)
+	if !ok {
+		return run, adm, gate
 	}
-	return metrics.Runner{Runner: runner, M: m.metrics},
-		metrics.Admitter{Admitter: adm, M: m.metrics},
-		metrics.Gate{PaymentGate: gate, M: m.metrics, Amount: amount, Reason: payments.RefusalReason}
+	amount, _ := strconv.ParseFloat(g.Requirements().Amount, 64)
+	return run, adm, metrics.Gate{PaymentGate: gate, M: m.metrics, Amount: amount, Reason: payments.RefusalReason}
 }
 
 // serveMetrics listens on server.metrics_addr, when set, and serves

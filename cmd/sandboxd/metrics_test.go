@@ -1,8 +1,15 @@
 package main
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"sandboxd"
+	"sandboxd/internal/slots"
+	"sandboxd/payments"
 )
 
 // TestMetricsListenerRefusesEveryInterface (issue 17, item 4): whatever
@@ -27,4 +34,35 @@ func TestMetricsListenerRefusesEveryInterface(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
+}
+
+// TestFreeModeCountsNoPayments (issue 17, item 9): with payments off, free
+// runs go through the instrumented free gate (check, reserve, settle) and
+// /metrics shows no sandboxd_payments_total series above zero. Before,
+// every free run counted as reserved and settled.
+func TestFreeModeCountsNoPayments(t *testing.T) {
+	ctx := context.Background()
+	m := &Main{Config: defaultConfig()}
+	m.metrics = m.newMetrics()
+	_, _, gate := m.instrument(nil, slots.New(1, 0), payments.FreeGate{})
+	for range 3 {
+		a, err := gate.Check(ctx, sandboxd.PaymentRequest{ResourceURL: "http://x/v1/code", Header: http.Header{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := a.Reserve(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	m.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(line, "sandboxd_payments_total{") && !strings.HasSuffix(line, " 0") {
+			t.Errorf("payments off, yet %s", line)
+		}
+	}
 }
