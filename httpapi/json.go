@@ -55,7 +55,7 @@ func decodeObject(body []byte, v any) error {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
 			`request body must be a JSON object such as {"language":"python","code":"print(1)"}`)
 	}
-	if err := checkDuplicateKeys(trimmed); err != nil {
+	if err := checkKeys(trimmed); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
@@ -69,15 +69,21 @@ func decodeObject(body []byte, v any) error {
 	return nil
 }
 
-// checkDuplicateKeys refuses an object that names a field twice, at any
-// depth: the JSON decoder would silently keep the last one, and the caller
-// could not tell which program ran. Field names match case-insensitively,
-// as in decoding. Syntax errors are left for the decoder to describe.
-func checkDuplicateKeys(body []byte) error {
-	if e := jsonkeys.Check(body, nil); e != nil {
-		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "field %q appears more than once", e.Key)
+// checkKeys refuses, before any decoder reads body, a body nested deeper
+// than jsonkeys.MaxDepth (each level would cost the decoder memory), and an
+// object that names a field twice, at any depth: the JSON decoder would
+// silently keep the last one, and the caller could not tell which program
+// ran. Field names match case-insensitively, as in decoding. Syntax errors
+// are left for the decoder to describe.
+func checkKeys(body []byte) error {
+	e := jsonkeys.Check(body, nil)
+	switch {
+	case e == nil:
+		return nil
+	case e.Kind == jsonkeys.TooDeep:
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body refused: %s", e.Describe(""))
 	}
-	return nil
+	return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "field %q appears more than once", e.Key)
 }
 
 // describeJSONError turns a decoding error into v's sentence for the caller.

@@ -39,7 +39,8 @@ type toolInput struct {
 
 // mcpHandler serves MCP over Streamable HTTP with the one tool, run_python.
 // It is stateless (no session to keep between calls, as a paid call needs
-// none) and answers JSON rather than event streams.
+// none) and answers JSON rather than event streams. guardMCP reads each
+// body first and refuses one too deep or batching too many messages.
 func (s *Server) mcpHandler() http.Handler {
 	// The SDK logs every request's session at info level: keep its warnings.
 	sdkLog := slog.New(minLevel{Handler: s.Log.Handler(), min: slog.LevelWarn}).With("sdk", "mcp")
@@ -47,17 +48,18 @@ func (s *Server) mcpHandler() http.Handler {
 		Logger: sdkLog,
 	})
 	srv.AddTool(runPythonTool(), s.callRunPython)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+	limit := s.MaxBodyBytes + mcpEnvelopeBytes
+	return s.guardMCP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		Logger:              sdkLog,
-		MaxRequestBodyBytes: s.MaxBodyBytes + mcpEnvelopeBytes,
+		MaxRequestBodyBytes: limit,
 		// The protection refuses a localhost connection whose Host is not
 		// localhost: every deployment behind a reverse proxy. It guards
 		// local servers holding a user's authority; this one has none to
 		// steal (a paid call carries its own signed payment).
 		DisableLocalhostProtection: true,
-	})
+	}), limit)
 }
 
 // runPythonTool describes the tool: its schemas and annotations.

@@ -16,7 +16,6 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"sandboxd"
@@ -160,7 +159,7 @@ func dialChainSettler(ctx context.Context, cfg Config, req x402.Requirements, lo
 	}
 	r := newRedactor(cfg.RPCURL)
 	dctx, cancel := context.WithTimeout(ctx, cfg.rpcTimeout())
-	client, err := ethclient.DialContext(dctx, cfg.RPCURL)
+	client, err := dialRPC(dctx, cfg.RPCURL)
 	cancel()
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", r.err(err), "cannot connect to payments.rpc_url "+r.safe)

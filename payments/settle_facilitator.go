@@ -61,9 +61,9 @@ func newFacilitatorSettler(c facilitatorConfig) *facilitatorSettler {
 		// (Node's default idle timeout is 5 s, shorter than many runs), a
 		// failed /settle could not tell "never received" from "received";
 		// on a fresh one, a refused connection means it never left.
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := answerTransport()
 		t.DisableKeepAlives = true
-		f.client, f.settleClient = &http.Client{}, &http.Client{Transport: t}
+		f.client, f.settleClient = &http.Client{Transport: answerTransport()}, &http.Client{Transport: t}
 	}
 	if f.verifyTimeout <= 0 {
 		f.verifyTimeout = DefaultVerifyTimeout
@@ -169,7 +169,7 @@ func (f *facilitatorSettler) post(ctx context.Context, path string, timeout time
 		return 0, f.unavailable(path, sent, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxFacilitatorBody))
+	raw, err := readAnswer(resp.Body, maxFacilitatorBody)
 	if err != nil {
 		return resp.StatusCode, f.unavailable(path, true, err)
 	}

@@ -32,6 +32,9 @@ type box struct {
 	stopWait context.CancelFunc
 	// left is closed when the box leaves the pool's idle list.
 	left chan struct{}
+	// killing, when not nil, is closed once a kill sent in the background
+	// (the run was answered first) is done; the removal waits for it.
+	killing chan struct{}
 }
 
 // prepare creates a container for the job (poolJob for the pool), attaches
@@ -45,7 +48,7 @@ func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*
 	}
 	b, err := d.start(ctx, id, log.With("container", shortID(id)))
 	if err != nil {
-		d.removeLater(id, log, nil)
+		d.removeLater(id, log, nil, nil)
 		return nil, err
 	}
 	if d.cfg.Observe != nil {
@@ -130,10 +133,11 @@ func (b *box) exitState() string {
 }
 
 // retire closes a box's attach connection and removes its container in the
-// background (a forced remove kills it first). Close waits for it.
+// background (a forced remove kills it first), once a kill of its run is
+// done. Close waits for it.
 func (d *Docker) retire(b *box) {
 	b.s.close()
-	d.removeLater(b.id, b.log, b.stopWait)
+	d.removeLater(b.id, b.log, b.killing, b.stopWait)
 }
 
 // removeRetryFor is how long a removal is tried again while the daemon is
@@ -141,30 +145,50 @@ func (d *Docker) retire(b *box) {
 // first) and start again.
 const removeRetryFor = 2 * time.Minute
 
-// removeLater force-removes a container in the background, then calls after
-// (when not nil). While the daemon is unreachable (a restart) it tries
-// again, for up to removeRetryFor; a removal that still fails is logged, and
-// Reap removes the container at the next start. Close waits for it.
-func (d *Docker) removeLater(id string, log *slog.Logger, after func()) {
+// removeLater force-removes a container in the background, after wait is
+// closed (when not nil), then calls after (when not nil). While the daemon
+// is unreachable (a restart) it tries again, for up to removeRetryFor; a
+// removal that still fails is logged and counted (Config.Observe, op
+// runtime.remove), and Reap removes the container at the next start. One
+// slower than cleanupTimeout is logged. Close waits for it.
+func (d *Docker) removeLater(id string, log *slog.Logger, wait <-chan struct{}, after func()) {
 	d.bg.add()
 	go func() {
 		defer d.bg.done()
 		if after != nil {
 			defer after()
 		}
-		giveUp := time.Now().Add(removeRetryFor)
-		for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			err := d.remove(ctx, id)
-			cancel()
-			if err == nil {
-				return
+		began := time.Now()
+		if wait != nil {
+			<-wait
+		}
+		err := d.removeRetrying(id)
+		took := time.Since(began)
+		switch {
+		case err != nil:
+			log.Warn("removing the container failed; Reap will retry at the next start", "err", err, "took", took)
+			if d.cfg.Observe != nil {
+				d.cfg.Observe("runtime.remove", 0, err)
 			}
-			if !client.IsErrConnectionFailed(err) || time.Now().After(giveUp) {
-				log.Warn("removing the container failed; Reap will retry at the next start", "err", err)
-				return
-			}
-			time.Sleep(pause)
+		case took > cleanupTimeout:
+			log.Warn("removing the container was slow", "took", took)
+		default:
+			log.Debug("container removed", "took", took)
 		}
 	}()
+}
+
+// removeRetrying force-removes a container, trying again while the daemon
+// is unreachable, for up to removeRetryFor.
+func (d *Docker) removeRetrying(id string) error {
+	giveUp := time.Now().Add(removeRetryFor)
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		err := d.remove(ctx, id)
+		cancel()
+		if err == nil || !client.IsErrConnectionFailed(err) || time.Now().After(giveUp) {
+			return err
+		}
+		time.Sleep(pause)
+	}
 }

@@ -13,16 +13,15 @@ import (
 func TestLimitTimeout(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode func(*Config)) {
 		d := mustDocker(t, mode) // the real 5 s limit
-		start := time.Now()
 		res := mustRun(t, d, "print('spinning', flush=True)\nwhile True:\n    pass\n")
-		elapsed := time.Since(start)
 		check(t, res, want{stdout: "spinning\n", exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
-		limit := d.cfg.Timeout
-		if res.Duration < limit || res.Duration > limit+time.Second {
-			t.Errorf("Duration = %s, want within [%s, %s]", res.Duration, limit, limit+time.Second)
-		}
-		if elapsed > limit+2*time.Second {
-			t.Errorf("Run took %s, want the answer within a second or two of the %s limit", elapsed, limit)
+		// The promise (issue 16): a deadline kill is answered within half a
+		// second of the deadline. Duration runs from the hand-over to the
+		// complete answer, so it leaves out the time spent getting a
+		// container, which on a loaded host is the host's cost, not ours.
+		limit, late := d.cfg.Timeout, d.cfg.Timeout+500*time.Millisecond
+		if res.Duration < limit || res.Duration > late {
+			t.Errorf("Duration = %s, want within [%s, %s]", res.Duration, limit, late)
 		}
 		assertGone(t, d, jobID(t))
 	})
@@ -65,8 +64,10 @@ func TestLimitOutput(t *testing.T) {
 					t.Errorf("status %q truncated %v timed_out %v exit %d, want output_limit, true, false, 137",
 						res.Status, res.Truncated, res.TimedOut, res.ExitCode)
 				}
-				if res.Duration > 2*time.Second {
-					t.Errorf("Duration = %s, want well before the %s timeout", res.Duration, d.cfg.Timeout)
+				// The promise (issue 16): an output-cap kill is answered
+				// within a second of the program's start (of the hand-over).
+				if res.Duration > time.Second {
+					t.Errorf("Duration = %s, want at most 1s", res.Duration)
 				}
 				assertGone(t, d, jobID(t))
 			})
@@ -74,12 +75,35 @@ func TestLimitOutput(t *testing.T) {
 	})
 }
 
+// sharedBomb fills a shared anonymous mapping, which RLIMIT_DATA does not
+// count but the cgroup does: a bomb only the kernel's OOM killer stops.
+const sharedBomb = "import mmap\nprint('allocating', flush=True)\nm = mmap.mmap(-1, 1 << 30)\n" +
+	"for i in range(0, len(m), 4096):\n    m[i] = 1\nprint('survived')\n"
+
 func TestLimitMemory(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode func(*Config)) {
 		d := mustDocker(t, mode)
+		// One process's allocation past the data limit fails at once.
 		res := mustRun(t, d, "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n")
+		if err := oomOrMemoryError(res); err != nil || res.Status != sandboxd.StatusError || res.Stdout != "allocating\n" {
+			t.Errorf("bomb: status %q exit %d stdout %q stderr %.200q, want MemoryError", res.Status, res.ExitCode, res.Stdout, res.Stderr)
+		}
+		// Memory the data limit does not count meets the cgroup's limit.
+		res = mustRun(t, d, sharedBomb)
 		check(t, res, want{stdout: "allocating\n", exit: 137, status: sandboxd.StatusOOM, oom: true})
 		check(t, mustRun(t, d, "print(1)"), want{stdout: "1\n", status: sandboxd.StatusOK})
+	})
+}
+
+func TestLimitDataSetByTheRunner(t *testing.T) {
+	eachMode(t, func(t *testing.T, mode func(*Config)) {
+		d := mustDocker(t, mode)
+		// Soft and hard (the program cannot raise it), inherited by a
+		// child, and the variable that carried it is gone.
+		code := "import os, resource\nprint(resource.getrlimit(resource.RLIMIT_DATA), 'SANDBOX_DATA_LIMIT' in os.environ)\n" +
+			"if os.fork() == 0:\n    try:\n        b = bytearray(1 << 30)\n    except MemoryError:\n        print('child: MemoryError', flush=True)\n" +
+			"    os._exit(0)\nos.wait()\n"
+		check(t, mustRun(t, d, code), want{stdout: "(100663296, 100663296) False\nchild: MemoryError\n", status: sandboxd.StatusOK})
 	})
 }
 
@@ -108,11 +132,12 @@ func TestLimitPids(t *testing.T) {
 func TestLimitForkBomb(t *testing.T) {
 	eachMode(t, func(t *testing.T, mode func(*Config)) {
 		d := mustDocker(t, mode, func(c *Config) { c.Timeout = 2 * time.Second })
-		start := time.Now()
 		res := mustRun(t, d, "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n")
 		check(t, res, want{exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
-		if elapsed := time.Since(start); elapsed > 5*time.Second {
-			t.Errorf("the answer took %s", elapsed)
+		// Answered within half a second of the deadline (the promise), 64
+		// processes to kill or not; Duration leaves out getting a container.
+		if late := d.cfg.Timeout + 500*time.Millisecond; res.Duration > late {
+			t.Errorf("answered %s after the hand-over, want at most %s", res.Duration, late)
 		}
 		assertGone(t, d, jobID(t))
 		check(t, mustRun(t, d, "print(1)"), want{stdout: "1\n", status: sandboxd.StatusOK})
@@ -182,12 +207,12 @@ func TestLimitBackgroundChild(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				start := time.Now()
 				res := mustRun(t, d, tt.code)
-				elapsed := time.Since(start)
 				check(t, res, want{stdout: "parent done\n", status: sandboxd.StatusOK})
-				if elapsed > 3*time.Second {
-					t.Errorf("Run took %s: it waited for the child", elapsed)
+				// Waiting for the child would last until the deadline;
+				// how much sooner the answer comes is the host's load.
+				if res.Duration >= d.cfg.Timeout {
+					t.Errorf("answered %s after the hand-over: it waited for the child", res.Duration)
 				}
 				assertGone(t, d, jobID(t))
 			})

@@ -17,13 +17,16 @@ import (
 // exit from two goroutines: under load the exit reaches dockerd first, and
 // dockerd then records the exit with OOMKilled false for good. Its "oom"
 // event still follows, within milliseconds on a quiet host; with eight
-// memory bombs on two cores one was seen to take longer than 2 s.
-const oomEventWait = 5 * time.Second
+// memory bombs on two cores one was seen to take longer than 2 s. The wait
+// runs beside the shutdown check (judgeSignal), which takes shutdownWindow
+// whenever the kill was no OOM, so it is no longer than that: a program's
+// own SIGKILL is answered after shutdownWindow, not the sum of both.
+const oomEventWait = shutdownWindow
 
-// oomKilled reports whether the kernel's OOM killer ended the container:
-// Docker's flag says so, or, when the flag lost the race with the exit and
-// the kill was not ours, Docker's "oom" event of the container (already
-// sent, or arriving within oomEventWait). Nothing else makes an OOM: an exit 137 of the program's
+// oomKilled reports whether the kernel's OOM killer ended the container,
+// which exited by a SIGKILL not ours: Docker's flag says so, or, when the
+// flag lost the race with the exit, Docker's "oom" event of the container
+// (already sent, or arriving within oomEventWait). Nothing else makes an OOM: an exit 137 of the program's
 // own is no OOM. When the daemon no longer answers, the kill was most
 // likely its own, on its way down: that is the service's failure, not the
 // program's answer.
@@ -40,11 +43,6 @@ func (r *run) oomKilled(ctx context.Context) (bool, error) {
 	}
 	if info.State != nil && info.State.OOMKilled {
 		return true, nil
-	}
-	if r.killed {
-		// Our own SIGKILL (the deadline, the output cap) decides the
-		// status: no need to wait for an event that would not change it.
-		return false, nil
 	}
 	oom, err := r.d.oomEvent(ctx, r.b.id, r.b.started, time.Now().Add(oomEventWait))
 	if err != nil {

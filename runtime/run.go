@@ -12,13 +12,23 @@ import (
 	"sandboxd"
 )
 
-// drainGrace bounds how long output is still read after a kill (cap or
-// deadline): long enough for what the program printed before it died, short
-// enough that a timeout answers within a second of the limit.
-const drainGrace = 500 * time.Millisecond
+// drainGrace bounds how long output is still read after a deadline kill:
+// long enough for what the program printed before it died to come through,
+// short enough that the kill is answered within timeout + 0.5 s on a busy
+// host (README, "Timing under load"). The stream usually ends sooner, once
+// the kill has gone through.
+const drainGrace = 250 * time.Millisecond
+
+// capDrainGrace is drainGrace after an output-cap kill: the capped stream
+// is complete already, only the other one may still bring a few lines.
+const capDrainGrace = 100 * time.Millisecond
 
 // exitKilled is the exit status of a process ended by SIGKILL (128 + 9).
 const exitKilled = 137
+
+// exitTerminated is the exit status of a process ended by SIGTERM (128 + 15),
+// the signal dockerd stops containers with.
+const exitTerminated = 143
 
 // errNotStarted is the error of a run whose container stopped before the
 // runner acknowledged the program: the program never ran.
@@ -109,7 +119,7 @@ func (d *Docker) create(ctx context.Context, sp spec, log *slog.Logger) (string,
 		return "", d.fail(ctx, op, err)
 	}
 	if ctx.Err() != nil {
-		d.removeLater(resp.ID, log, nil)
+		d.removeLater(resp.ID, log, nil, nil)
 		return "", ctxError(ctx, op)
 	}
 	for _, w := range resp.Warnings {
@@ -154,7 +164,9 @@ type run struct {
 }
 
 // supervise hands the code over and watches the run to its end: the
-// runner's end marker, or else the container's exit.
+// runner's end marker, our own kill (the deadline, the output cap: the
+// answer does not wait for the container to stop), or else the container's
+// exit.
 func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	handover := time.Now()
 	r.b.s.send(r.b.proto.message(job.Code, job.Stdin))
@@ -168,28 +180,10 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	if rep, ok := out.ended(); ok && !r.res.TimedOut {
 		r.res.ExitCode = rep.status
 		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
-	} else {
-		exit, err := r.watchExit(ctx, deadline.C)
-		if err != nil {
-			return sandboxd.Result{}, err
-		}
-		if !out.acked() && !r.res.TimedOut && !out.truncated() {
-			return sandboxd.Result{}, errNotStarted
-		}
-		r.res.ExitCode = exit
-		if exit == exitKilled {
-			if r.res.OOMKilled, err = r.oomKilled(ctx); err != nil {
-				return sandboxd.Result{}, err
-			}
-		}
-		// A program killed by a signal that we did not send may have been
-		// killed by dockerd stopping (it kills every container at shutdown,
-		// then goes away): that is our failure, not the program's answer,
-		// and must not be delivered (or charged).
-		if exit > 128 && !r.res.TimedOut && !out.truncated() && !r.res.OOMKilled && r.d.goesAway(ctx) {
-			return sandboxd.Result{}, sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.run",
-				"Docker stopped during the run; retry once it is back")
-		}
+	} else if r.killed {
+		r.res.ExitCode = r.killedExit()
+	} else if err := r.awaitEnd(ctx, deadline.C); err != nil {
+		return sandboxd.Result{}, err
 	}
 	r.res.Duration = time.Since(handover)
 	out.finish()
@@ -198,6 +192,64 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	r.res.Stderr = decode(out.stderr.buf)
 	r.res.Classify()
 	return r.res, nil
+}
+
+// awaitEnd judges a run whose output ended without the end marker and
+// without a kill of ours, by the container's exit.
+func (r *run) awaitEnd(ctx context.Context, deadline <-chan time.Time) error {
+	exit, err := r.watchExit(ctx, deadline)
+	if err != nil {
+		return err
+	}
+	if !r.b.s.out.acked() && !r.killed {
+		return errNotStarted
+	}
+	r.res.ExitCode = exit
+	if r.killed || (exit != exitKilled && exit != exitTerminated) {
+		return nil // our kill, or an end no one but the program causes (a segfault, abort)
+	}
+	return r.judgeSignal(ctx, exit)
+}
+
+// judgeSignal decides what ended a container by SIGKILL or SIGTERM that
+// was not ours: the kernel's OOM killer (SIGKILL, by Docker's flag or
+// event), the program itself, or dockerd stopping, which signals every
+// container at shutdown and then goes away. That last is our failure, not
+// the program's answer, and must not be delivered (or charged). The two
+// questions are asked at once, so a program's own SIGKILL is answered
+// within shutdownWindow.
+func (r *run) judgeSignal(ctx context.Context, exit int) error {
+	away := make(chan bool, 1)
+	go func() { away <- r.d.goesAway(ctx) }()
+	if exit == exitKilled {
+		oom, err := r.oomKilled(ctx)
+		if err != nil {
+			return err
+		}
+		if oom {
+			r.res.OOMKilled = true
+			return nil
+		}
+	}
+	if <-away {
+		return sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.run",
+			"Docker stopped during the run; retry once it is back")
+	}
+	return nil
+}
+
+// killedExit is the exit status of a run we killed: the container's own
+// when its exit is already known (the program may have ended just before
+// the kill), else SIGKILL's. The answer does not wait for the exit.
+func (r *run) killedExit() int {
+	select {
+	case <-r.b.exited:
+		if r.b.waitErr == nil {
+			return r.b.exitCode
+		}
+	default:
+	}
+	return exitKilled
 }
 
 // watchOutput reads the output until it ends (or the end marker comes), a
@@ -215,10 +267,10 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 			r.kill(ctx) // the stream ended right after the cap: it is done
 		}
 	case <-s.capHit:
-		r.killAndDrain(ctx)
+		r.killAndDrain(ctx, capDrainGrace)
 	case <-deadline:
 		r.res.TimedOut = true
-		r.killAndDrain(ctx)
+		r.killAndDrain(ctx, drainGrace)
 		// Output the drain found over the cap was written before the kill:
 		// the program reached the output limit first, and only reading it
 		// lagged (a loaded host). It is an output_limit, not a timeout.
@@ -233,69 +285,79 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 	return nil
 }
 
-// killAndDrain kills the container while reading on: the kill call waits for
-// the exit, the exit for the daemon's output copy, and the copy for us. What
-// the program wrote before it died is kept; reading stops at the end of the
-// stream or after drainGrace, whichever comes first.
-func (r *run) killAndDrain(ctx context.Context) {
-	killed := make(chan struct{})
-	go func() {
-		defer close(killed)
-		r.kill(ctx)
-	}()
-	r.b.s.drain(drainGrace)
+// killAndDrain kills the container while reading on: what the program
+// wrote before it died is kept; reading stops at the end of the stream (the
+// kill has gone through) or after grace, whichever comes first. The
+// kill runs on in the background: the answer does not wait for the
+// container to stop, only its removal does.
+func (r *run) killAndDrain(ctx context.Context, grace time.Duration) {
+	r.killLater(ctx)
+	r.b.s.drain(grace)
 	<-r.b.s.done
 	r.b.s.close()
-	<-killed
 }
 
 // watchExit waits for the container's exit status. A program that closed
-// its output but runs on is killed at the deadline like any other.
+// its output but runs on is killed at the deadline like any other, and
+// answered at once.
 func (r *run) watchExit(ctx context.Context, deadline <-chan time.Time) (int, error) {
-	for {
-		var stuck <-chan time.Time
-		if r.killed {
-			deadline = nil
-			stuck = time.After(cleanupTimeout)
-		}
-		select {
-		case <-r.b.exited:
-			if err := r.b.waitErr; err != nil {
-				if ctx.Err() != nil {
-					r.kill(ctx)
-					return 0, ctxError(ctx, "runtime.run")
-				}
-				return 0, r.d.fail(ctx, "runtime.wait", err)
+	select {
+	case <-r.b.exited:
+		if err := r.b.waitErr; err != nil {
+			if ctx.Err() != nil {
+				r.kill(ctx)
+				return 0, ctxError(ctx, "runtime.run")
 			}
-			if r.b.exitMsg != "" {
-				r.log.Warn("docker reported an error with the exit", "err", r.b.exitMsg)
-			}
-			return r.b.exitCode, nil
-		case <-deadline:
-			r.res.TimedOut = true
-			r.kill(ctx)
-		case <-stuck:
-			return 0, sandboxd.Errorf(sandboxd.CodeInternal, "runtime.wait",
-				"container %s did not exit within %s of SIGKILL", shortID(r.b.id), cleanupTimeout)
-		case <-ctx.Done():
-			r.kill(ctx)
-			return 0, ctxError(ctx, "runtime.run")
+			return 0, r.d.fail(ctx, "runtime.wait", err)
 		}
+		if r.b.exitMsg != "" {
+			r.log.Warn("docker reported an error with the exit", "err", r.b.exitMsg)
+		}
+		return r.b.exitCode, nil
+	case <-deadline:
+		r.res.TimedOut = true
+		r.killLater(ctx)
+		return r.killedExit(), nil
+	case <-ctx.Done():
+		r.kill(ctx)
+		return 0, ctxError(ctx, "runtime.run")
 	}
 }
 
-// kill sends SIGKILL to the whole container. The Engine API call returns
-// once the container has exited (or after the daemon's own 2 s wait).
+// kill sends SIGKILL to the whole container and waits for the call. The
+// Engine API call returns once the container has exited (or after the
+// daemon's own 2 s wait).
 func (r *run) kill(ctx context.Context) {
 	r.killed = true
+	r.d.sendKill(ctx, r.b.id, r.log)
+}
+
+// killLater sends SIGKILL to the whole container in the background; the
+// box's killing channel closes when the call is done, and its removal
+// waits for that (Close waits for both).
+func (r *run) killLater(ctx context.Context) {
+	r.killed = true
+	killing := make(chan struct{})
+	r.b.killing = killing
+	r.d.bg.add()
+	go func() {
+		defer r.d.bg.done()
+		defer close(killing)
+		r.d.sendKill(ctx, r.b.id, r.log)
+	}()
+}
+
+// sendKill sends SIGKILL to a container, on a cleanup context of ctx. One
+// already stopped is no error.
+func (d *Docker) sendKill(ctx context.Context, id string, log *slog.Logger) {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	err := r.d.cli.ContainerKill(ctx, r.b.id, "KILL")
+	err := d.cli.ContainerKill(ctx, id, "KILL")
 	switch {
 	case err == nil:
 	case cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err):
-		r.log.Debug("kill: container already stopped", "err", err)
+		log.Debug("kill: container already stopped", "err", err)
 	default:
-		r.log.Warn("kill failed", "err", err)
+		log.Warn("kill failed", "err", err)
 	}
 }

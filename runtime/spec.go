@@ -45,6 +45,11 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 			Image:  cfg.Image,
 			User:   sandboxUser,
 			Labels: labels(cfg.Instance, job.ID),
+			// The runner sets the data limit on itself before the program
+			// runs: as an OCI rlimit it would bind runc's own init too, a Go
+			// program with 64 MiB heap arenas, which then fails to start
+			// containers now and then (ENOMEM adding its seccomp rules).
+			Env: []string{dataLimitEnv + "=" + strconv.FormatInt(dataLimit(cfg.MemoryBytes), 10)},
 			// The code goes in on stdin, attached before start; StdinOnce
 			// closes the program's stdin when we close our end.
 			OpenStdin:    true,
@@ -91,6 +96,32 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 			},
 		},
 	}
+}
+
+// dataLimitEnv is the environment variable that hands the runner
+// (images/python/run.py) its data limit; the runner removes it before the
+// program runs.
+const dataLimitEnv = "SANDBOX_DATA_LIMIT"
+
+// dataHeadroom is the most memory the data limit leaves below the
+// container's memory limit, for what the limit does not count but the
+// cgroup does: the interpreter's code and libraries, page tables, the
+// kernel's own memory, and room for the rest to stay in memory.
+const dataHeadroom = 32 * mib
+
+// dataLimit is the RLIMIT_DATA the runner sets on itself, soft and hard,
+// before its program runs (so every process of the program inherits it),
+// in a container with the given memory limit: the limit less a quarter of
+// it, at most dataHeadroom.
+// RLIMIT_DATA counts a process's heap and private writable mappings, so an
+// allocation past it fails at once (Python raises MemoryError), instead of
+// pushing the cgroup to its limit where, on a busy host, the kernel
+// reclaims and refaults the interpreter's own pages for seconds before its
+// OOM killer acts (BENCHMARKS.md, "Memory bombs"). It bounds one process:
+// a program that forks, or fills /tmp and /dev/shm, still meets the
+// cgroup's limit and its OOM killer. gVisor (runsc) does not enforce it.
+func dataLimit(memory int64) int64 {
+	return memory - min(memory/4, dataHeadroom)
 }
 
 // labels returns the labels of a container of the instance running the job.

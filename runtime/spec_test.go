@@ -46,6 +46,8 @@ func TestSpecContainerConfig(t *testing.T) {
 	eq("stdin and attach flags", []bool{c.OpenStdin, c.StdinOnce, c.AttachStdin, c.AttachStdout, c.AttachStderr, c.Tty},
 		[]bool{true, true, true, true, true, false})
 	eq("NetworkDisabled", c.NetworkDisabled, true)
+	// The data limit for the runner to set: 96 MiB of 128.
+	eq("Env", c.Env, []string{"SANDBOX_DATA_LIMIT=100663296"})
 	eq("Cmd", len(c.Cmd), 0) // the image's runner, nothing else
 	eq("Entrypoint", len(c.Entrypoint), 0)
 }
@@ -176,5 +178,18 @@ func TestInflightRefusesAfterClose(t *testing.T) {
 	end()
 	if err := in.wait(context.Background()); err != nil {
 		t.Errorf("wait after the run ended: %v", err)
+	}
+}
+
+func TestDataLimitLeavesHeadroom(t *testing.T) {
+	for _, c := range []struct{ memory, want int64 }{
+		{16 * mib, 12 * mib},  // a quarter of a small limit
+		{128 * mib, 96 * mib}, // the default: 32 MiB below
+		{1 * gib, 992 * mib},  // never more than dataHeadroom below
+		{64 * gib, 64*gib - 32*mib},
+	} {
+		if got := dataLimit(c.memory); got != c.want {
+			t.Errorf("dataLimit(%d MiB) = %d MiB, want %d MiB", c.memory/mib, got/mib, c.want/mib)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"sandboxd"
+	"sandboxd/internal/jsonkeys"
 )
 
 // The x402 header names. HTTP header names are case-insensitive; these are
@@ -117,11 +118,16 @@ func EncodeHeader(v any) (string, error) {
 	return base64.StdEncoding.EncodeToString(b), nil
 }
 
-// DecodeHeader decodes an x402 header value (base64 of JSON) into v.
+// DecodeHeader decodes an x402 header value (base64 of JSON) into v; a
+// value nested deeper than jsonkeys.MaxDepth is refused before it is
+// decoded.
 func DecodeHeader(value string, v any) error {
 	raw, err := decodeBase64(value)
 	if err != nil {
 		return err
+	}
+	if e := jsonkeys.CheckDepth(raw, jsonkeys.MaxDepth); e != nil {
+		return e
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("not JSON: %w", err)

@@ -97,3 +97,15 @@ func TestNetworks(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeHeaderRefusesDeepJSON: an x402 header a server sends the client
+// (PAYMENT-REQUIRED, PAYMENT-RESPONSE) nested 100,000 deep is refused as too
+// deep, naming the limit, before it is decoded.
+func TestDecodeHeaderRefusesDeepJSON(t *testing.T) {
+	value := base64.StdEncoding.EncodeToString([]byte(`{"x402Version":2,"accepts":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`))
+	var v map[string]any
+	err := DecodeHeader(value, &v)
+	if err == nil || !strings.Contains(err.Error(), "nesting is too deep") || !strings.Contains(err.Error(), "limit is 32 levels") {
+		t.Fatalf("DecodeHeader = %v, want the nesting refused with its limit", err)
+	}
+}

@@ -142,8 +142,7 @@ func LoadConfig(path string) (Config, error) {
 		}
 	}
 	if path != "" {
-		v.SetConfigFile(path)
-		if err := v.ReadInConfig(); err != nil {
+		if err := readConfigFile(v, path); err != nil {
 			return Config{}, fmt.Errorf("config: reading %s: %w", path, err)
 		}
 		if err := nullKeys(v); err != nil {

@@ -24,6 +24,19 @@ type badValue struct {
 // Error names the key, the value and what it should be.
 func (e *badValue) Error() string { return fmt.Sprintf("%s: %s is not %s", e.key, e.val, e.want) }
 
+// maxQuoted is how much of a bad value an error quotes: an environment
+// variable may be 128 KiB long, and the error goes to the log.
+const maxQuoted = 64
+
+// quoteShort is s as an error quotes it: its first maxQuoted bytes, with
+// its length when it is longer.
+func quoteShort(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:maxQuoted], ""), len(s))
+}
+
 // durationType is the type of the duration fields, told apart from int64.
 var durationType = reflect.TypeFor[time.Duration]()
 
@@ -68,7 +81,7 @@ func decodeHook(from, to reflect.Value) (any, error) {
 // type of field f (named key).
 func convert(key string, raw any, f reflect.StructField) (any, error) {
 	s := strings.TrimSpace(fmt.Sprint(raw))
-	bad := func(want string) error { return &badValue{key: key, val: s, want: want} }
+	bad := func(want string) error { return &badValue{key: key, val: quoteShort(s), want: want} }
 	t := f.Type
 	switch {
 	case t == durationType:

@@ -24,6 +24,9 @@ exit. It is written last at exit, after the program's threads and atexit
 handlers, and only by this process (not a forked child). A program that ends
 without it (os._exit, a signal, the OOM killer) is judged by its exit status.
 
+Before anything else, the runner sets on itself the data limit that the
+service hands over in SANDBOX_DATA_LIMIT (bytes), and removes the variable.
+
 After reading the program, stdin points at its standard input: an anonymous
 in-memory file holding the m bytes, or /dev/null when m is 0 (the program
 reads EOF instead of hanging); and the program runs as the __main__ module
@@ -41,6 +44,18 @@ def _main():
     import resource
     import sys
     import traceback
+
+    # The data limit (heap and private mappings) the service hands over
+    # (runtime/spec.go: dataLimit), soft and hard, so the program and every
+    # process it starts inherit it: an allocation past it raises MemoryError
+    # at once, below the container's memory limit. Set here, not by Docker,
+    # so that it binds only this runner and its program.
+    limit = os.environ.pop("SANDBOX_DATA_LIMIT", "")
+    if limit.isdigit():
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, (int(limit), int(limit)))
+        except (OSError, ValueError):
+            pass  # the container's memory limit still holds
 
     # Line buffering: what a program printed before it was killed (timeout,
     # memory) still reaches the caller, without a syscall per character.

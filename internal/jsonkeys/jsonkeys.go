@@ -1,8 +1,10 @@
 // Package jsonkeys refuses JSON documents that two readers could read two
 // ways: an object naming a key twice (Go's decoder keeps the last, a
 // JavaScript reader the exact spelling), or, where the schema is closed, a
-// key it does not know or spells in another case. Both the request body of
-// httpapi and the x402 payment headers are checked here.
+// key it does not know or spells in another case. It also refuses a
+// document nested deeper than MaxDepth, by a scan of the raw bytes that
+// allocates nothing, before any decoder builds a level. Both the request
+// body of httpapi and the x402 payment headers are checked here.
 package jsonkeys
 
 import (
@@ -10,9 +12,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 )
+
+// MaxDepth is how deep any JSON the service reads may nest objects and
+// arrays: an x402 payment nests 4 levels, an MCP call with a payment in
+// _meta 6. Each level costs a decoder memory and time, so a deeper document
+// is refused before any decoder reads it.
+const MaxDepth = 32
 
 // Shape is the key schema of one JSON value. A nil *Shape is open: any
 // value, whose objects are only checked for duplicate keys. A non-nil Shape
@@ -36,6 +45,9 @@ const (
 	Misspelled
 	// Unknown is a key a closed object does not take.
 	Unknown
+	// TooDeep is a document nesting objects and arrays deeper than its
+	// limit.
+	TooDeep
 )
 
 // Error is a document refused for its keys, not its syntax.
@@ -51,6 +63,10 @@ type Error struct {
 	Other string
 	// Known is, for Unknown, the keys the object takes, sorted.
 	Known []string
+	// Limit is, for TooDeep, the deepest nesting allowed, and Offset the
+	// byte at which the document went deeper.
+	Limit  int
+	Offset int
 }
 
 // Error describes the refusal in plain words.
@@ -59,6 +75,10 @@ func (e *Error) Error() string { return e.Describe("the top object") }
 // Describe describes the refusal in plain words, naming the object at the
 // top of the document top.
 func (e *Error) Describe(top string) string {
+	if e.Kind == TooDeep {
+		return fmt.Sprintf("the JSON nesting is too deep: objects and arrays go deeper than %d levels at byte %d; the limit is %d levels",
+			e.Limit, e.Offset, e.Limit)
+	}
 	where := top
 	if e.Path != "" {
 		where = fmt.Sprintf("%q", e.Path)
@@ -73,35 +93,98 @@ func (e *Error) Describe(top string) string {
 }
 
 // Check walks the JSON document raw and returns the first refused key at
-// any depth, or nil. Two keys are the same if they are equal under Unicode
-// case folding, as Go's decoder matches struct fields. Syntax errors are
-// left to the decoder, which reads raw next.
+// any depth, or nil. A document nested deeper than MaxDepth is refused
+// (TooDeep) before it is walked. Two keys are the same if they are equal
+// under Unicode case folding, as Go's decoder matches struct fields. Syntax
+// errors are left to the decoder, which reads raw next.
 func Check(raw []byte, s *Shape) *Error {
+	if e := CheckDepth(raw, MaxDepth); e != nil {
+		return e
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var w walker
-	w.value(dec, "", s)
+	w.value(dec, s)
 	return w.refused
 }
 
-// walker holds the first refused key; a syntax error just stops it.
+// CheckDepth scans raw once and refuses it (TooDeep) where it nests objects
+// and arrays deeper than limit. It reads the bytes as they come, counting
+// brackets outside strings, and allocates nothing but the refusal, so it is
+// safe on any input; it checks no other syntax (the decoder does). A stray
+// closing bracket cannot buy depth: the count never goes below zero.
+func CheckDepth(raw []byte, limit int) *Error {
+	depth, inString, escaped := 0, false, false
+	for i, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > limit {
+				return &Error{Kind: TooDeep, Limit: limit, Offset: i}
+			}
+		case (c == '}' || c == ']') && depth > 0:
+			depth--
+		}
+	}
+	return nil
+}
+
+// segment is one step of a path: an object's key, or an array's index
+// when key is "" and index is not -1.
+type segment struct {
+	key   string
+	index int
+}
+
+// walker holds the first refused key and the path to the value it reads,
+// as a stack formatted only for a refusal; a syntax error just stops it.
 type walker struct {
 	refused *Error
+	path    []segment
+}
+
+// where formats the path of the object being read, "" at the top.
+func (w *walker) where() string {
+	var b strings.Builder
+	for _, seg := range w.path {
+		if seg.index >= 0 {
+			b.WriteString("[" + strconv.Itoa(seg.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg.key)
+	}
+	return b.String()
 }
 
 // value consumes one value from dec, checking its objects' keys; it
 // returns false to stop.
-func (w *walker) value(dec *json.Decoder, path string, s *Shape) bool {
+func (w *walker) value(dec *json.Decoder, s *Shape) bool {
 	tok, err := dec.Token()
 	if err != nil {
 		return false
 	}
 	switch tok {
 	case json.Delim('{'):
-		return w.object(dec, path, s)
+		return w.object(dec, s)
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			if !w.value(dec, fmt.Sprintf("%s[%d]", path, i), nil) {
+			w.path = append(w.path, segment{index: i})
+			ok := w.value(dec, nil)
+			w.path = w.path[:len(w.path)-1]
+			if !ok {
 				return false
 			}
 		}
@@ -112,7 +195,7 @@ func (w *walker) value(dec *json.Decoder, path string, s *Shape) bool {
 }
 
 // object consumes the members of an object whose '{' was read.
-func (w *walker) object(dec *json.Decoder, path string, s *Shape) bool {
+func (w *walker) object(dec *json.Decoder, s *Shape) bool {
 	seen := map[string]string{}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -121,7 +204,7 @@ func (w *walker) object(dec *json.Decoder, path string, s *Shape) bool {
 		}
 		key, _ := tok.(string)
 		if first, dup := seen[fold(key)]; dup {
-			w.refused = &Error{Kind: Duplicate, Path: path, Key: key, Other: first}
+			w.refused = &Error{Kind: Duplicate, Path: w.where(), Key: key, Other: first}
 			return false
 		}
 		seen[fold(key)] = key
@@ -129,12 +212,15 @@ func (w *walker) object(dec *json.Decoder, path string, s *Shape) bool {
 		if s != nil {
 			c, ok := s.fields[key]
 			if !ok {
-				w.refused = s.unknown(path, key)
+				w.refused = s.unknown(w.where(), key)
 				return false
 			}
 			child = c
 		}
-		if !w.value(dec, join(path, key), child) {
+		w.path = append(w.path, segment{key: key, index: -1})
+		ok := w.value(dec, child)
+		w.path = w.path[:len(w.path)-1]
+		if !ok {
 			return false
 		}
 	}
@@ -168,12 +254,4 @@ func fold(key string) string {
 		}
 		return min
 	}, key)
-}
-
-// join is the path of key inside the object at path.
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }

@@ -12,7 +12,11 @@
 //   - sparse sequential calls against `docker run --rm`;
 //   - host CPU per answer at saturation (/proc/stat), split by process
 //     (/proc/<pid>/stat for those alive, process accounting for those that
-//     ended during the window).
+//     ended during the window);
+//   - kills under load (issue 16): deadline kills, output-cap kills, memory
+//     bombs and hello worlds, 8 at once with a CPU hog beside, pool on and
+//     off, each against its promised answer time from the program's start
+//     (-kills-only runs just these).
 //
 // Run it with `make bench` (which builds the binary and the image first).
 // It takes about three minutes.
@@ -40,6 +44,8 @@ type options struct {
 	window     time.Duration
 	poisson    time.Duration
 	conc       int
+	killRounds int
+	killsOnly  bool
 }
 
 func main() {
@@ -52,7 +58,9 @@ func main() {
 	flag.DurationVar(&o.ceiling, "ceiling-window", 15*time.Second, "length of each engine-ceiling run")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "length of the saturation run")
 	flag.DurationVar(&o.poisson, "poisson-window", 30*time.Second, "length of each Poisson run")
-	flag.IntVar(&o.conc, "concurrency", 8, "callers of the ceiling and saturation runs")
+	flag.IntVar(&o.conc, "concurrency", 8, "callers of the ceiling, saturation and kills runs")
+	flag.IntVar(&o.killRounds, "kill-rounds", 12, "rounds of the kills phase, per pool setting (each round is one of every kill case)")
+	flag.BoolVar(&o.killsOnly, "kills-only", false, "run only the kills phase")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -73,11 +81,20 @@ type report struct {
 	cpu                 cpuSplit
 	poisson40           phase
 	poisson70           phase
+	kills               []killsPhase
 }
 
 func run(ctx context.Context, o *options) error {
 	var r report
 	var err error
+	if o.killsOnly {
+		if r.kills, err = measureAllKills(ctx, o); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stdout, "## make bench (kills only), %s\n", machine())
+		killsTable(os.Stdout, *o, r.kills)
+		return nil
+	}
 	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
 	if r.ceiling, err = measureCeiling(ctx, o.image, o.conc, o.ceiling, true); err != nil {
 		return err
@@ -113,8 +130,26 @@ func run(ctx context.Context, o *options) error {
 			return err
 		}
 	}
+	if r.kills, err = measureAllKills(ctx, o); err != nil {
+		return err
+	}
 	printReport(os.Stdout, *o, r)
 	return nil
+}
+
+// measureAllKills runs the kills phase with the pool of config.yaml and
+// without a pool.
+func measureAllKills(ctx context.Context, o *options) ([]killsPhase, error) {
+	var all []killsPhase
+	for _, pool := range []int{4, 0} {
+		progress("service: kills under load, pool %d, %d callers, %d rounds, a CPU hog beside", pool, o.conc, o.killRounds)
+		kp, err := measureKills(ctx, o, pool, o.killRounds)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, kp)
+	}
+	return all, nil
 }
 
 func progress(format string, args ...any) {

@@ -45,6 +45,7 @@ func printReport(w io.Writer, o options, r report) {
 		"p50 ≤ 6 ms, ≥ 40× `docker run --rm`", seq > 0 && seq <= 6*time.Millisecond && float64(base) >= 40*float64(seq) && r.sparse.failures() == 0)
 	fmt.Fprintln(w)
 	cpuTable(w, r.cpu, r.saturation.ok)
+	killsTable(w, o, r.kills)
 }
 
 // poissonRow writes the row of one Poisson run against its targets.

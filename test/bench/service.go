@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"regexp"
@@ -18,7 +15,8 @@ import (
 	"sandboxd/test/bench/load"
 )
 
-const hello = `{"language":"python","code":"print('hello')"}`
+// hello is the program of every call but the kills phase's.
+const hello = "print('hello')"
 
 // poolLine is the service's log line with the pool's counts at close.
 var poolLine = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) misses=(\d+)`)
@@ -66,10 +64,10 @@ type service struct {
 }
 
 // withService starts sandboxd with its default configuration (free mode,
-// on a free loopback port), warms it up, runs f, stops it, and adds the
-// pool's counts to f's phase.
-func withService(ctx context.Context, o *options, f func(*service) phase) (phase, error) {
-	s, err := startService(ctx, o)
+// on a free loopback port) changed by env, warms it up, runs f, stops it,
+// and adds the pool's counts to f's phase.
+func withService(ctx context.Context, o *options, f func(*service) phase, env ...string) (phase, error) {
+	s, err := startService(ctx, o, env)
 	if err != nil {
 		return phase{}, err
 	}
@@ -86,13 +84,14 @@ func withService(ctx context.Context, o *options, f func(*service) phase) (phase
 	return p, nil
 }
 
-// startService starts the binary and waits for it to listen.
-func startService(ctx context.Context, o *options) (*service, error) {
+// startService starts the binary, its environment added to by env, and
+// waits for it to listen.
+func startService(ctx context.Context, o *options, env []string) (*service, error) {
 	s := &service{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}}
 	sv, err := servicetest.Launch(ctx, servicetest.Options{
 		Binary:      o.binary,
 		Instance:    "bench",
-		Env:         []string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image},
+		Env:         append([]string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image}, env...),
 		OnLine:      s.readPool,
 		StartWithin: 30 * time.Second,
 	})
@@ -120,23 +119,12 @@ func (s *service) stop() { _ = s.Stop(60 * time.Second) }
 
 // call posts hello world and checks the answer.
 func (s *service) call() (time.Duration, error) {
-	start := time.Now()
-	resp, err := s.client.Post(s.url, "application/json", strings.NewReader(hello))
+	a, d, err := s.run(hello)
 	if err != nil {
 		return 0, err
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
-	}
-	var a servicetest.Answer
-	if err := json.Unmarshal(body, &a); err != nil || a.Stdout != "hello\n" || a.Status != "ok" {
-		return 0, fmt.Errorf("wrong answer: %s", body)
+	if a.Stdout != "hello\n" || a.Status != "ok" {
+		return 0, fmt.Errorf("wrong answer: status %q stdout %q", a.Status, a.Stdout)
 	}
 	return d, nil
 }

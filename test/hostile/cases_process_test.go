@@ -2,7 +2,6 @@ package hostile
 
 import (
 	"fmt"
-	"time"
 
 	"sandboxd"
 )
@@ -77,11 +76,14 @@ func processCases() []hostileCase {
 	}
 }
 
-// promptly checks that a program that ended by itself was answered well
-// before the deadline: nothing it left behind was waited for.
+// promptly checks that a program that ended by itself (after about half a
+// second) was answered before the deadline: nothing it left behind (children
+// holding its output open) was waited for, which would last until the kill
+// at fullTimeout. How much sooner depends on the host's load, so that is
+// all it asserts.
 func promptly(res sandboxd.Result) []string {
-	if res.Duration > 3*time.Second {
-		return []string{fmt.Sprintf("answered %s after the hand-over; the program ended after about half a second", res.Duration)}
+	if res.Duration >= fullTimeout {
+		return []string{fmt.Sprintf("answered %s after the hand-over, at the deadline; it ended after about half a second", res.Duration)}
 	}
 	return nil
 }

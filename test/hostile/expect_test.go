@@ -23,7 +23,9 @@ type answer struct {
 	stderrHas string
 	// outLen, when positive, is the exact length stdout must have.
 	outLen int
-	// within bounds Run's whole wall-clock time, when positive.
+	// within, when positive, is the product's promise for this answer: the
+	// most that may pass from the program's start to its answer under runc
+	// (twice that under runsc). See timedRun.
 	within time.Duration
 	// check lists anything else wrong with the result.
 	check func(res sandboxd.Result) []string
@@ -36,6 +38,10 @@ type hostileCase struct {
 	// killed marks a program that must be killed at the deadline: it gets
 	// the short timeout. The others get config.yaml's.
 	killed bool
+	// slow marks a CPU-bound program judged by the CPU time it used: it
+	// gets slowTimeout, since on a loaded host its wall-clock time runs far
+	// ahead of its CPU time.
+	slow bool
 	// want is the answer under every runtime not named in per.
 	want answer
 	// per lists the answers a runtime that legitimately differs may give,
@@ -45,8 +51,11 @@ type hostileCase struct {
 
 // timeout is the wall-clock limit the case runs with.
 func (c hostileCase) timeout() time.Duration {
-	if c.killed {
+	switch {
+	case c.killed:
 		return shortTimeout
+	case c.slow:
+		return slowTimeout
 	}
 	return fullTimeout
 }
@@ -62,13 +71,37 @@ func (c hostileCase) answersFor(oci string) []answer {
 // statuses is a shorthand for a list of accepted statuses.
 func statuses(s ...sandboxd.Status) []sandboxd.Status { return s }
 
-// assertAnswer fails the test unless the result is one of the accepted
-// answers; it reports how the result differs from each of them.
-func assertAnswer(tb testing.TB, res sandboxd.Result, elapsed, timeout time.Duration, accepted []answer) {
+// The timing promises of issue 16 (item 3), from the program's start to its
+// answer, which the suite asserts on a loaded host: a run killed at the
+// deadline is answered within killAnswer of it; a run killed at the output
+// cap within capAnswer of its start, a memory bomb within oomAnswer. Under
+// runsc every bound is runscFactor times as long. Nothing here bounds the
+// time it takes to get a container: that is the host's cost, not a promise.
+const (
+	killAnswer  = 500 * time.Millisecond
+	capAnswer   = time.Second
+	oomAnswer   = 2 * time.Second
+	runscFactor = 2
+)
+
+// promise scales a timing promise for the OCI runtime: gVisor's kills and
+// its start of a program take longer, and the issue allows it twice the time.
+func promise(oci string, d time.Duration) time.Duration {
+	if oci == "runsc" {
+		return runscFactor * d
+	}
+	return d
+}
+
+// assertAnswer fails the test unless the result, under the variant, is one
+// of the accepted answers; it reports how it differs from each of them.
+// latency is the time from the program's start to its answer (see
+// timedRun).
+func assertAnswer(tb testing.TB, res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, accepted []answer) {
 	tb.Helper()
 	var all []string
 	for i, w := range accepted {
-		diffs := mismatch(tb, res, elapsed, timeout, w)
+		diffs := mismatch(tb, res, latency, v, timeout, w)
 		if len(diffs) == 0 {
 			if i > 0 {
 				tb.Logf("accepted alternative answer %d of %d: status %q exit %d", i+1, len(accepted), res.Status, res.ExitCode)
@@ -84,8 +117,9 @@ func assertAnswer(tb testing.TB, res sandboxd.Result, elapsed, timeout time.Dura
 }
 
 // mismatch lists how a delivered result differs from an answer, including
-// flags, exit code and duration that disagree with its status.
-func mismatch(tb testing.TB, res sandboxd.Result, elapsed, timeout time.Duration, w answer) []string {
+// flags, exit code and duration that disagree with its status, and, when
+// the variant is timed, the timing promises it breaks.
+func mismatch(tb testing.TB, res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, w answer) []string {
 	tb.Helper()
 	var d []string
 	if !slices.Contains(w.status, res.Status) {
@@ -103,18 +137,22 @@ func mismatch(tb testing.TB, res sandboxd.Result, elapsed, timeout time.Duration
 	if w.outLen > 0 && len(res.Stdout) != w.outLen {
 		d = append(d, fmt.Sprintf("stdout is %d bytes, want exactly %d", len(res.Stdout), w.outLen))
 	}
-	if w.within > 0 && elapsed > w.within {
-		d = append(d, fmt.Sprintf("the answer took %s, want at most %s", elapsed, w.within))
+	if bound := promise(v.oci, w.within); v.timed && w.within > 0 && latency > bound {
+		d = append(d, fmt.Sprintf("answered %s after the program's start, the promise is at most %s", latency, bound))
 	}
 	if w.check != nil {
 		d = append(d, w.check(res)...)
 	}
-	return append(d, flagMismatch(res, timeout)...)
+	return append(d, flagMismatch(res, latency, v, timeout, w.exit != nil)...)
 }
 
 // flagMismatch lists where the flags, the exit code and the duration
-// disagree with the status, as the API documents them.
-func flagMismatch(res sandboxd.Result, timeout time.Duration) []string {
+// disagree with the status, as the API documents them. A run killed at the
+// deadline is killed no sooner than the deadline after the hand-over
+// (Duration), and, when the variant is timed, answered within the promise
+// (killAnswer) of the deadline after the program's start (latency). Its exit
+// code is 137 unless exitListed: the answer names the exit codes it accepts.
+func flagMismatch(res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, exitListed bool) []string {
 	var d []string
 	again := res
 	again.Classify()
@@ -127,13 +165,14 @@ func flagMismatch(res sandboxd.Result, timeout time.Duration) []string {
 			d = append(d, fmt.Sprintf("status ok with exit code %d", res.ExitCode))
 		}
 	case sandboxd.StatusTimeout:
-		if res.ExitCode != 137 || res.OOMKilled {
+		if (res.ExitCode != 137 && !exitListed) || res.OOMKilled {
 			d = append(d, fmt.Sprintf("timeout with exit %d oom_killed %v, want 137 and false", res.ExitCode, res.OOMKilled))
 		}
-		// Killed at the limit, answered within a few seconds of it even
-		// on a loaded two-core host.
-		if res.Duration < timeout || res.Duration > timeout+3*time.Second {
-			d = append(d, fmt.Sprintf("timeout after %s, want within [%s, %s]", res.Duration, timeout, timeout+3*time.Second))
+		if res.Duration < timeout {
+			d = append(d, fmt.Sprintf("timeout after %s, before the %s deadline", res.Duration, timeout))
+		}
+		if late := timeout + promise(v.oci, killAnswer); v.timed && latency > late {
+			d = append(d, fmt.Sprintf("timeout answered %s after the program's start, the promise is at most %s", latency, late))
 		}
 	case sandboxd.StatusOOM:
 		if res.ExitCode != 137 {

@@ -3,6 +3,7 @@ package hostile
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,25 +24,27 @@ const markerPlaceholder = "@MARKER@"
 
 // allCases is the whole table.
 func allCases() []hostileCase {
-	var all []hostileCase
-	all = append(all, resourceCases()...)
-	all = append(all, processCases()...)
-	all = append(all, kernelCases()...)
-	all = append(all, procCases()...)
-	return all
+	return slices.Concat(resourceCases(), processCases(), kernelCases(), procCases())
 }
 
 // TestHostile runs every hostile program under every OCI runtime, with
 // the warm pool and without, at most parallelRuns at once, then checks
 // that each instance left nothing behind.
 func TestHostile(t *testing.T) {
+	runMatrix(t, variants(), allCases())
+}
+
+// runMatrix runs every case under every variant, the variants side by side
+// and at most parallelRuns cases at once over all of them, then checks that
+// each variant's instance left no container.
+func runMatrix(t *testing.T, vs []variant, cases []hostileCase) {
 	sem := make(chan struct{}, parallelRuns)
-	for _, v := range variants() {
+	for _, v := range vs {
 		t.Run(v.name(), func(t *testing.T) {
 			t.Parallel()
 			mustRunner(t, v, fullTimeout) // skips or fails without it
 			var wg sync.WaitGroup
-			for _, c := range allCases() {
+			for _, c := range cases {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -63,11 +66,11 @@ func runCase(t *testing.T, v variant, c hostileCase) {
 	d := mustRunner(t, v, c.timeout())
 	marker := fmt.Sprintf("%s-%s", v.instance(), c.name)
 	code := strings.ReplaceAll(c.code, markerPlaceholder, marker)
-	res, elapsed := mustRun(t, d, marker, code)
-	assertAnswer(t, res, elapsed, c.timeout(), c.answersFor(v.oci))
-	t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (run %s)",
+	res, r := timedRun(t, d, marker, code, v.timed)
+	assertAnswer(t, res, r.latency, v, c.timeout(), c.answersFor(v.oci))
+	t.Logf("answer: status %q exit %d timed_out %v oom %v truncated %v in %s (from the program's start %s, run %s)",
 		res.Status, res.ExitCode, res.TimedOut, res.OOMKilled, res.Truncated, res.Duration.Round(time.Millisecond),
-		elapsed.Round(time.Millisecond))
+		r.latency.Round(time.Millisecond), r.elapsed.Round(time.Millisecond))
 	if t.Failed() {
 		t.Logf("stdout %q\nstderr %q", clip(res.Stdout), clip(res.Stderr))
 	}

@@ -23,11 +23,14 @@ var ociRuntimes = []string{"runc", "runsc"}
 var image = testenv.Image()
 
 // The wall-clock limits: config.yaml's, for programs that must end by
-// themselves, and a shorter one for programs that must be killed, so the
-// suite stays fast. Every other limit is config.yaml's default.
+// themselves, a shorter one for programs that must be killed, so the suite
+// stays fast, and a long one for programs that must spend some CPU time on
+// a host that gives them little of it. Every other limit is config.yaml's
+// default.
 const (
 	fullTimeout  = 5 * time.Second
 	shortTimeout = 2 * time.Second
+	slowTimeout  = 30 * time.Second
 )
 
 // variant is one way the service may run its programs: under an OCI
@@ -35,13 +38,18 @@ const (
 type variant struct {
 	oci  string
 	pool int
+	// suite names the test in the variant's instance label.
+	suite string
+	// timed says whether the timing promises are asserted (see
+	// timedRun), besides the answers, and the program writes its start time first.
+	timed bool
 }
 
 // variants are every OCI runtime, each with the pool off and on.
 func variants() []variant {
 	var vs []variant
 	for _, oci := range ociRuntimes {
-		vs = append(vs, variant{oci, 0}, variant{oci, 2})
+		vs = append(vs, variant{oci, 0, "hostile", true}, variant{oci, 2, "hostile", true})
 	}
 	return vs
 }
@@ -57,7 +65,7 @@ func (v variant) name() string {
 // instance is the instance label of this test binary's runs in the
 // variant: unique, so no other test or service reaps or counts them.
 func (v variant) instance() string {
-	return fmt.Sprintf("hostile-%d-%s", os.Getpid(), v.name())
+	return fmt.Sprintf("%s-%d-%s", v.suite, os.Getpid(), v.name())
 }
 
 // baseConfig is config.yaml's runtime section for one variant, with the timeout.

@@ -129,7 +129,9 @@ func testShortWindow(t *testing.T, c *chain, url, keyFile string) {
 	if !strings.Contains(body.Error, "invalid_exact_evm_payload_authorization_valid_before") || header.Get("PAYMENT-REQUIRED") == "" {
 		t.Errorf("402 %q (terms %v): want the valid_before check named and the terms", body.Error, header.Get("PAYMENT-REQUIRED") != "")
 	}
-	if took > 4*time.Second {
+	// Run first, it would be answered after its 4.5 s sleep at the earliest; a refusal
+	// takes what a loaded host makes of a signature check.
+	if took >= 4500*time.Millisecond {
 		t.Errorf("refused after %s: it ran first", took)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -122,11 +122,27 @@ func testTerms(t *testing.T, url string) {
 }
 
 func testPaid(t *testing.T, c *chain, url, keyFile string) payResult {
+	return paidRun(t, c, url, keyFile, "print(6*7)", runAnswer{"stdout 42", func(b runBody) bool {
+		return b.Stdout != nil && *b.Stdout == "42\n"
+	}})
+}
+
+// runAnswer is the run a paid call must be answered with: what accepts its body, and
+// how a failure message names it.
+type runAnswer struct {
+	desc string
+	ok   func(runBody) bool
+}
+
+// paidRun pays for code with the official client (v2, PAYMENT-SIGNATURE) and checks that
+// it is answered 200 with the run want accepts, and settled: a successful PAYMENT-RESPONSE
+// naming the one transfer of the price from the payer to the payee, mined.
+func paidRun(t *testing.T, c *chain, url, keyFile, code string, want runAnswer) payResult {
 	before := snapshot(t, c)
 	var r payResult
-	runClient(t, &r, "pay", url, keyFile)
-	if r.Status != http.StatusOK || r.Body.Stdout == nil || *r.Body.Stdout != "42\n" {
-		t.Fatalf("paid call: status %d, body %v; want 200 with stdout 42", r.Status, r.Body)
+	runClient(t, &r, "pay", url, keyFile, "--code", code)
+	if r.Status != http.StatusOK || !want.ok(r.Body) {
+		t.Fatalf("paid call: status %d, body %v; want 200 with %s", r.Status, r.Body, want.desc)
 	}
 	s := r.Settlement
 	if s == nil || !s.Success || !txHash.MatchString(s.Transaction) || s.Network != "eip155:84532" ||
