@@ -11,6 +11,10 @@ type PaymentRequest struct {
 	ResourceURL string
 	// Header holds the request headers (PAYMENT-SIGNATURE, X-PAYMENT).
 	Header http.Header
+	// Extensions are the x402 extensions the service declares for the
+	// resource, by name (bazaar discovery). A facilitator is sent these,
+	// never the payer's copies.
+	Extensions map[string]any
 }
 
 // PaymentGate decides whether a request may run, in two phases around the

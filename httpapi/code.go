@@ -60,9 +60,10 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header})
+	ext := httpExtensions()
+	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header, Extensions: ext})
 	if err != nil {
-		s.writeError(w, r, withHTTPDiscovery(err))
+		s.writeError(w, r, withExtensions(err, ext))
 		return
 	}
 	for k, vs := range out.Header {

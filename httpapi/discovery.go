@@ -93,25 +93,36 @@ func mcpDiscovery() map[string]any {
 	return discovery(input, schema)
 }
 
-// addDiscovery puts the extension into terms (a PaymentRequired object).
-func addDiscovery(terms, extension map[string]any) {
+// httpExtensions are the extensions declared for POST /v1/code: quoted in
+// its terms and, through the PaymentRequest, the only ones a facilitator
+// is sent.
+func httpExtensions() map[string]any { return map[string]any{bazaarKey: httpDiscovery()} }
+
+// toolExtensions are the extensions declared for the MCP tool run_python.
+func toolExtensions() map[string]any { return map[string]any{bazaarKey: mcpDiscovery()} }
+
+// addExtensions puts the declared extensions into terms (a PaymentRequired
+// object).
+func addExtensions(terms, declared map[string]any) {
 	ext, _ := terms["extensions"].(map[string]any)
 	if ext == nil {
 		ext = map[string]any{}
 		terms["extensions"] = ext
 	}
-	ext[bazaarKey] = extension
+	for name, v := range declared {
+		ext[name] = v
+	}
 }
 
-// withHTTPDiscovery returns err with the discovery extension of POST
-// /v1/code added to the terms in its PAYMENT-REQUIRED header; any other
-// error comes back as it was.
-func withHTTPDiscovery(err error) error {
+// withExtensions returns err with the declared extensions added to the
+// terms in its PAYMENT-REQUIRED header; any other error comes back as it
+// was.
+func withExtensions(err error, declared map[string]any) error {
 	terms := paymentTerms(err)
 	if terms == nil {
 		return err
 	}
-	addDiscovery(terms, httpDiscovery())
+	addExtensions(terms, declared)
 	raw, merr := json.Marshal(terms)
 	if merr != nil {
 		return err

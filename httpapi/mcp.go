@@ -92,7 +92,7 @@ func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return s.toolError(err), nil
 	}
-	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Header: http.Header{}}
+	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Header: http.Header{}, Extensions: toolExtensions()}
 	if payload, ok := req.Params.Meta[metaPayment]; ok {
 		if pay.Header, err = paymentHeader(payload); err != nil {
 			return s.toolError(err), nil
@@ -151,7 +151,7 @@ func (s *Server) toolError(err error) *mcp.CallToolResult {
 		}
 	}
 	if terms := paymentTerms(err); terms != nil {
-		addDiscovery(terms, mcpDiscovery())
+		addExtensions(terms, toolExtensions())
 		text, _ := json.Marshal(terms)
 		result.Content = []mcp.Content{&mcp.TextContent{Text: string(text)}}
 		result.StructuredContent = terms

@@ -61,7 +61,7 @@ func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 	cfg := payments.Config{Network: "eip155:84532", Asset: x402test.Asset,
 		AssetName: "USDC", AssetVersion: "2", Price: "0.005", PayTo: x402test.PayTo,
 		MaxTimeoutSeconds: 120, Settlement: payments.SettleFacilitator, FacilitatorURL: "http://127.0.0.1:1",
-		Ledger: filepath.Join(t.TempDir(), "ledger.db"), QueueWait: 500 * time.Millisecond, RunTimeout: time.Second}
+		Ledger: filepath.Join(t.TempDir(), "ledger.db"), QueueWait: 500 * time.Millisecond, RunLimit: time.Second}
 	ledger, err := payments.OpenLedger(context.Background(), cfg.Ledger)
 	if err != nil {
 		t.Fatal(err)

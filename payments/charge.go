@@ -58,6 +58,7 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
+	p.Quoted = g.quoted(r)
 	t := p.Transfer
 	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
 	if err := x402.CheckWindow(t, now, g.window); err != nil {

@@ -35,8 +35,8 @@ const (
 	// DefaultCheckWait is how long a payment waits for a check slot.
 	DefaultCheckWait = 3 * time.Second
 	// windowMargin is added to the validity window a payment needs, for
-	// what the named bounds do not cover: container creation, ledger
-	// writes, clock skew between this host and the chain.
+	// what the named bounds do not cover: ledger writes, clock skew
+	// between this host and the chain.
 	windowMargin = 10 * time.Second
 	// description describes the paid resource in the terms.
 	description = "Run a short Python program"
@@ -99,25 +99,38 @@ type Config struct {
 	// check slot before the request is answered 429; zero means
 	// DefaultCheckWait.
 	CheckWait time.Duration `mapstructure:"check_wait"`
-	// QueueWait and RunTimeout are runtime.queue_wait and runtime.timeout:
+	// QueueWait is runtime.queue_wait, and RunLimit the longest a run may
+	// take before it is abandoned (runtime.timeout plus the run's own
+	// overhead: cmd/sandboxd's runLimit, the bound of the detached run):
 	// a paid request may wait that long for a sandbox and then run that
-	// long before it settles. They enter the validity window (Window).
-	QueueWait  time.Duration `mapstructure:"-"`
-	RunTimeout time.Duration `mapstructure:"-"`
+	// long before it settles. They enter the validity window (Window) and
+	// the request's budget (RequestBudget).
+	QueueWait time.Duration `mapstructure:"-"`
+	RunLimit  time.Duration `mapstructure:"-"`
 }
 
 // Window is the validity a payment must have left when it is checked: the
 // longest the service can take from the check to a settlement on chain,
+// flow() plus a margin,
 //
-//	check_wait + verify_timeout + runtime.queue_wait + runtime.timeout + settle_timeout + 10 s
+//	check_wait + verify_timeout + runtime.queue_wait + run limit + settle_timeout + 10 s
 //
-// (the settlement budget is payments.settle_timeout, the longest Settle
-// waits for its receipt; the margin covers container start, ledger writes
-// and clock skew). An authorization whose validBefore comes sooner could
-// expire while it runs or settles: the run would be free, or the relayer's
-// transaction would revert at its own cost.
+// (the run limit is what bounds a run: runtime.timeout plus its overhead;
+// the settlement budget is payments.settle_timeout, the longest Settle
+// waits for its receipt; the margin covers ledger writes and clock skew
+// between this host and the chain). An authorization whose validBefore
+// comes sooner could expire while it runs or settles: the run would be
+// free, or the relayer's transaction would revert at its own cost.
 func (c Config) Window() time.Duration {
-	return c.checkWait() + c.verifyTimeout() + c.QueueWait + c.RunTimeout + c.settleTimeout() + windowMargin
+	return c.flow() + windowMargin
+}
+
+// flow is the longest a paid request can take from its payment's check to
+// its settlement's receipt: a wait for a check slot and the remote check,
+// the wait for a sandbox, the run up to its limit, and the settlement. The
+// one sum that Window and RequestBudget are derived from.
+func (c Config) flow() time.Duration {
+	return c.checkWait() + c.verifyTimeout() + c.QueueWait + c.RunLimit + c.settleTimeout()
 }
 
 // Validate checks every field and returns one error listing each problem,
@@ -189,9 +202,9 @@ func (c Config) Validate() error {
 	}
 	if w := c.Window(); c.MaxTimeoutSeconds >= 10 && time.Duration(c.MaxTimeoutSeconds)*time.Second < w {
 		bad("max_timeout_seconds", "%d s cannot cover the validity window a payment needs, %s = payments.check_wait (%s) + "+
-			"payments.verify_timeout (%s) + runtime.queue_wait (%s) + runtime.timeout (%s) + payments.settle_timeout (%s) + %s margin; "+
-			"raise it to at least %d or lower those", c.MaxTimeoutSeconds, w, c.checkWait(), c.verifyTimeout(), c.QueueWait,
-			c.RunTimeout, c.settleTimeout(), windowMargin, int((w+time.Second-1)/time.Second))
+			"payments.verify_timeout (%s) + runtime.queue_wait (%s) + the run limit, runtime.timeout and its overhead (%s) + "+
+			"payments.settle_timeout (%s) + %s margin; raise it to at least %d or lower those", c.MaxTimeoutSeconds, w,
+			c.checkWait(), c.verifyTimeout(), c.QueueWait, c.RunLimit, c.settleTimeout(), windowMargin, int((w+time.Second-1)/time.Second))
 	}
 	return errors.Join(errs...)
 }
@@ -228,11 +241,11 @@ func (c Config) settleTimeout() time.Duration {
 	return DefaultSettleTimeout
 }
 
-// RequestBudget is the longest the payment flow can add to a request: a
-// wait for a check slot and the remote check, the settlement, and the
-// ledger writes around it.
+// RequestBudget is the longest a paid request can take once its body is
+// read: flow() (check, queue, run, settlement) and the ledger writes
+// around it. The HTTP write deadline covers it.
 func (c Config) RequestBudget() time.Duration {
-	return c.checkWait() + c.verifyTimeout() + c.settleTimeout() + 3*ledgerWriteTimeout
+	return c.flow() + 3*ledgerWriteTimeout
 }
 
 func (c Config) checkWait() time.Duration {

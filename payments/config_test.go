@@ -76,8 +76,8 @@ func TestConfigValidate(t *testing.T) {
 		{"payments.max_checks", func(c *Config) { c.MaxChecks = -1 }},
 		{"payments.check_wait", func(c *Config) { c.CheckWait = time.Hour }},
 		// The validity window (issue 8, item 3): 3 + 10 + 2 + 5 + 60 + 10 s = 90 s.
-		{"payments.max_timeout_seconds", func(c *Config) { c.QueueWait, c.RunTimeout, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 89 }},
-		{"payments.max_timeout_seconds", func(c *Config) { c.RunTimeout = 5 * time.Minute }},
+		{"payments.max_timeout_seconds", func(c *Config) { c.QueueWait, c.RunLimit, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 89 }},
+		{"payments.max_timeout_seconds", func(c *Config) { c.RunLimit = 5 * time.Minute }},
 		{"payments.max_timeout_seconds", func(c *Config) { c.SettleTimeout = 2 * time.Minute }},
 	}
 	for _, tt := range tests {
@@ -89,12 +89,12 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	c := testConfig(t)
-	c.QueueWait, c.RunTimeout, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 90
+	c.QueueWait, c.RunLimit, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 90
 	if err := c.Validate(); err != nil || c.Window() != 90*time.Second {
 		t.Fatalf("a window of exactly max_timeout_seconds: %v, window %s", err, c.Window())
 	}
 	c.MaxTimeoutSeconds = 89
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "runtime.timeout (5s)") || !strings.Contains(err.Error(), "at least 90") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "runtime.timeout and its overhead (5s)") || !strings.Contains(err.Error(), "at least 90") {
 		t.Fatalf("the message names the keys and the bound: %v", err)
 	}
 	c = testConfig(t)

@@ -21,7 +21,7 @@ import (
 func TestGateRefusesAShortWindow(t *testing.T) {
 	s := &fakeSettler{}
 	cfg := testConfig(t)
-	cfg.QueueWait, cfg.RunTimeout = 2*time.Second, 5*time.Second
+	cfg.QueueWait, cfg.RunLimit = 2*time.Second, 5*time.Second
 	window := cfg.Window() // 90 s
 	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {

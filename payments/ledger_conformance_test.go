@@ -12,7 +12,6 @@ import (
 
 	"sandboxd/internal/pgtest"
 	"sandboxd/x402"
-	"sandboxd/x402/x402test"
 )
 
 // ledgerBackend opens ledgers of one backend for the conformance suite.
@@ -203,9 +202,9 @@ func TestLedgerConformanceTransitions(t *testing.T) {
 func TestLedgerConformanceReplicas(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
-		clock := &fakeClock{t: x402test.Now}
-		const lease = 30 * time.Second
-		a := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a", Lease: lease, Now: clock.Now})
+		// The lease runs on the database's clock: real time, a short lease.
+		const lease = 3 * time.Second
+		a := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a", Lease: lease})
 		bb, c := b.sibling(t, a, "b"), b.sibling(t, a, "c")
 		for _, l := range []*SQLLedger{bb, c} {
 			if err := l.Heartbeat(ctx); err != nil {
@@ -217,7 +216,6 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		s := &fakeSettler{} // NonceUsed: errNonceStateUnknown
 
 		// Within the lease nobody touches anybody's rows.
-		clock.Add(lease / 2)
 		if rep, err := c.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
 			t.Fatalf("RecoverStale within the lease = %+v, %v; want nothing", rep, err)
 		}
@@ -231,7 +229,7 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		mustOpenRows(t, bb, map[int]string{4: StatusReserved})
 
 		// a falls silent past the lease while b and c beat.
-		clock.Add(lease/2 + time.Second)
+		time.Sleep(lease + 500*time.Millisecond)
 		for _, l := range []*SQLLedger{bb, c} {
 			if err := l.Heartbeat(ctx); err != nil {
 				t.Fatal(err)
@@ -255,6 +253,46 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		// A second pass finds nothing: each row is resolved once.
 		if rep, err := bb.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
 			t.Fatalf("second RecoverStale = %+v, %v", rep, err)
+		}
+	})
+}
+
+// TestLedgerConformanceSkewedReplica (issue 17, item 5): replicas whose
+// clocks are 31 s off, one ahead and one behind, with a 30 s lease: the
+// one ahead does not find the live one silent, and the one behind is not
+// found silent; neither loses or takes a reservation in flight, which the
+// live replica then settles. Before, heartbeats were stamped and the lease
+// cut off by each replica's own clock, and the replica ahead released the
+// live one's reservation (its settlement then failed, the payment reusable).
+func TestLedgerConformanceSkewedReplica(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		ctx := context.Background()
+		const lease, skew = 30 * time.Second, 31 * time.Second
+		behind := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "behind", Lease: lease,
+			Now: func() time.Time { return time.Now().Add(-skew) }})
+		ahead, live := b.sibling(t, behind, "ahead"), b.sibling(t, behind, "live")
+		ahead.now = func() time.Time { return time.Now().Add(skew) }
+		live.now = time.Now
+		mustOpenRows(t, live, map[int]string{1: StatusReserved})
+		mustOpenRows(t, behind, map[int]string{2: StatusReserved})
+		for _, l := range []*SQLLedger{behind, ahead, live} {
+			if err := l.Heartbeat(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, l := range []*SQLLedger{ahead, live} {
+			if rep, err := l.RecoverStale(ctx, &fakeSettler{}, nil); err != nil || rep != (RecoverReport{}) {
+				t.Fatalf("%s's RecoverStale = %+v, %v; every replica is alive", l.replica, rep, err)
+			}
+		}
+		for i, holder := range map[int]*SQLLedger{1: live, 2: behind} {
+			e := testEntry(i)
+			if got := wantStatus(t, holder, e, StatusReserved); got.Replica != holder.replica {
+				t.Fatalf("row %d is held by %q, want %q", i, got.Replica, holder.replica)
+			}
+			if err := holder.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+				t.Fatalf("%s cannot settle its own reservation: %v", holder.replica, err)
+			}
 		}
 	})
 }

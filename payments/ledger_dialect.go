@@ -23,11 +23,27 @@ type dialect struct {
 	dollar bool
 	// sumAmount is the SQL of the sum of the amount column as a decimal.
 	sumAmount string
+	// dbNow is the SQL of the database's own current time in stampLayout,
+	// and dbAgo the same time less ? seconds (a float). Heartbeats and the
+	// lease are stamped and compared with these: one clock for every
+	// replica, never each replica's own (see ledger_replica.go).
+	dbNow, dbAgo string
 }
 
+// The database clocks, in stampLayout. SQLite has milliseconds (%f is
+// SS.SSS), PostgreSQL microseconds; both padded to nine digits.
+const (
+	sqliteNow = `strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now')`
+	sqliteAgo = `strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now', '-' || ? || ' seconds')`
+	pgNow     = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')`
+	pgAgo     = `to_char((now() - make_interval(secs => ?)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')`
+)
+
 var (
-	dialectSQLite   = dialect{name: "sqlite", sumAmount: "CAST(SUM(CAST(amount AS INTEGER)) AS TEXT)"}
-	dialectPostgres = dialect{name: "postgres", dollar: true, sumAmount: "SUM(amount::numeric)::text"}
+	dialectSQLite = dialect{name: "sqlite", sumAmount: "CAST(SUM(CAST(amount AS INTEGER)) AS TEXT)",
+		dbNow: sqliteNow, dbAgo: sqliteAgo}
+	dialectPostgres = dialect{name: "postgres", dollar: true, sumAmount: "SUM(amount::numeric)::text",
+		dbNow: pgNow, dbAgo: pgAgo}
 )
 
 // bind rewrites the ? placeholders of q for the dialect. The ledger's SQL

@@ -21,8 +21,8 @@ type LedgerConfig struct {
 	Replica string
 	// Lease is payments.lease; zero means DefaultLease.
 	Lease time.Duration
-	// Now is the ledger's clock (stamps, heartbeats, the lease); nil means
-	// time.Now.
+	// Now is the clock of the rows' stamps (created_at, updated_at); nil
+	// means time.Now. Heartbeats and the lease use the database's clock.
 	Now func() time.Time
 	// Observe, when set, is told how long each write took (op is reserve,
 	// settling, settled, failed or released). It must not block.
@@ -49,8 +49,11 @@ func IsPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// RedactLedger is a payments.ledger value fit for logs: a URL's password
-// is replaced by "xxxxx".
+// RedactLedger is a payments.ledger value fit for logs and messages: a
+// file path as it is, a PostgreSQL URL as its scheme, host, port and
+// database only. Secrets travel elsewhere too (the password in the
+// userinfo, or as ?password= or ?sslpassword= in the query), so nothing
+// else of the URL is ever shown.
 func RedactLedger(s string) string {
 	if !IsPostgresURL(s) {
 		return s
@@ -59,7 +62,7 @@ func RedactLedger(s string) string {
 	if err != nil {
 		return "postgres://(unparsable URL)"
 	}
-	return u.Redacted()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // OpenLedgerConfig opens the ledger c names, migrated to schemaVersion, and

@@ -6,14 +6,17 @@ import (
 	"time"
 )
 
-// Heartbeat records that this replica is alive now. Another replica
-// resolves this one's open rows only after it has been silent for longer
-// than the lease.
+// Heartbeat records that this replica is alive now, by the database's
+// clock. Another replica resolves this one's open rows only after it has
+// been silent for longer than the lease, by the same clock: replicas'
+// clocks differ (a replica 31 s ahead would otherwise find a live one's
+// 30 s lease over and release its reservations in flight), the database's
+// is one.
 func (l *SQLLedger) Heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
-	_, err := l.db.ExecContext(ctx, l.dialect.bind(`INSERT INTO replicas (id, seen_at) VALUES (?, ?)
-ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica, l.stamp())
+	_, err := l.db.ExecContext(ctx, l.dialect.bind(`INSERT INTO replicas (id, seen_at) VALUES (?, `+l.dialect.dbNow+`)
+ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica)
 	if err != nil {
 		return ledgerError("payments.ledger.heartbeat", err)
 	}
@@ -21,7 +24,8 @@ ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica, l.stamp(
 }
 
 // claimStale makes this replica the holder of the open rows of every
-// replica silent for longer than the lease (or with no heartbeat at all,
+// replica silent for longer than the lease (by the database's clock, as
+// Heartbeat stamps) (or with no heartbeat at all,
 // as rows written before replicas existed), in one statement, and returns
 // them. From then on only this replica can move them: the silent one, if
 // it was only slow, finds its rows gone (errNotReserved) and sends no
@@ -29,11 +33,10 @@ ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica, l.stamp(
 func (l *SQLLedger) claimStale(ctx context.Context) ([]Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
-	cutoff := formatStamp(l.now().Add(-l.lease))
 	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`UPDATE payments SET replica = ?, updated_at = ?
 WHERE status IN ('reserved', 'settling') AND replica <> ?
-	AND replica NOT IN (SELECT id FROM replicas WHERE seen_at >= ?)
-RETURNING `+entryColumns), l.replica, l.stamp(), l.replica, cutoff)
+	AND replica NOT IN (SELECT id FROM replicas WHERE seen_at >= `+l.dialect.dbAgo+`)
+RETURNING `+entryColumns), l.replica, l.stamp(), l.replica, l.lease.Seconds())
 	if err != nil {
 		return nil, ledgerError("payments.ledger.claim", err)
 	}

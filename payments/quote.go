@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/big"
 
@@ -46,4 +47,22 @@ func (q quote) refusal(op, resourceURL string, err error) error {
 		return err
 	}
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment could not be checked; try again later")
+}
+
+// quoted is what the gate quoted for r besides the terms entry: its own
+// resource, and the extensions r declares, encoded once here. An extension
+// that does not encode is left out (it was not quoted either).
+func (q quote) quoted(r sandboxd.PaymentRequest) x402.Quoted {
+	out := x402.Quoted{Resource: x402.NewResource(r.ResourceURL, q.description)}
+	for name, v := range r.Extensions {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		if out.Extensions == nil {
+			out.Extensions = map[string]json.RawMessage{}
+		}
+		out.Extensions[name] = raw
+	}
+	return out
 }

@@ -118,3 +118,24 @@ func TestFacilitatorRefusalEchoesNoURL(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactLedger (issue 17, item 3): a PostgreSQL ledger URL is shown as
+// its scheme, host, port and database; a password in the userinfo or in
+// the query (password, sslpassword, or any other parameter) never is.
+// Before, only the userinfo's password was hidden.
+func TestRedactLedger(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:pw1@db.internal:5432/ledger?sslmode=verify-full&password=pw2&sslpassword=pw3": "postgres://db.internal:5432/ledger",
+		"postgresql://db:5433/ledger?password=pw2":                                                  "postgresql://db:5433/ledger",
+		"postgres://u@db/ledger?sslkey=/k&sslpassword=pw3#pw4":                                      "postgres://db/ledger",
+		"data/ledger.db": "data/ledger.db",
+	} {
+		got := RedactLedger(in)
+		if got != want {
+			t.Errorf("RedactLedger(%q) = %q, want %q", in, got, want)
+		}
+		if strings.Contains(got, "pw") {
+			t.Errorf("RedactLedger(%q) = %q shows a password", in, got)
+		}
+	}
+}

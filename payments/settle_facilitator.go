@@ -182,18 +182,19 @@ func (f *facilitatorSettler) post(ctx context.Context, path string, timeout time
 	return resp.StatusCode, nil
 }
 
-// facilitatorPayload is the payment as the facilitator gets it: the
-// canonical encoding of exactly what was decoded and verified, never the
-// payer's bytes (which another JSON reader could read differently). A v2
-// payment keeps the terms entry, resource and extensions the payer echoed; a
-// v1 payer's signed authorization is put into a v2 payload against the
-// matched terms (the signature covers only the authorization, unchanged).
+// facilitatorPayload is the payment as the facilitator gets it, built
+// only from what this service verified and quoted, never from the payer's
+// copies or bytes (another JSON reader could read those differently, and a
+// directory builds the operator's public listing from what reaches the
+// facilitator): the terms entry quoted (which the payer's accepted was
+// checked equal to), the service's own resource and declared extensions,
+// and the authorization re-encoded from its parsed values. A v1 payer's
+// signed authorization goes into a v2 payload the same way (the signature
+// covers only the authorization's values, unchanged).
 func facilitatorPayload(p *x402.Payment) x402.PaymentPayload {
-	if p.Version == 2 && p.Accepted != nil {
-		return x402.PaymentPayload{X402Version: 2, Resource: p.Resource, Accepted: *p.Accepted,
-			Payload: p.Exact, Extensions: p.Extensions}
-	}
-	return x402.PaymentPayload{X402Version: 2, Accepted: p.Requirements, Payload: p.Exact}
+	resource := p.Quoted.Resource
+	return x402.PaymentPayload{X402Version: 2, Resource: &resource, Accepted: p.Requirements,
+		Payload: p.Transfer.Exact(), Extensions: p.Quoted.Extensions}
 }
 
 // unavailable is the error of a failed call to path; sent says whether the

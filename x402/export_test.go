@@ -17,8 +17,8 @@ const (
 	ReasonInvalidNetwork = reasonInvalidNetwork
 	// ReasonInvalidPayload is reasonInvalidPayload.
 	ReasonInvalidPayload = reasonInvalidPayload
-	// ReasonAssetMismatch is reasonAssetMismatch.
-	ReasonAssetMismatch = reasonAssetMismatch
+	// ReasonRequirementsMismatch is reasonRequirementsMismatch.
+	ReasonRequirementsMismatch = reasonRequirementsMismatch
 	// ReasonRecipientMismatch is reasonRecipientMismatch.
 	ReasonRecipientMismatch = reasonRecipientMismatch
 	// ReasonMissingDomain is reasonMissingDomain.

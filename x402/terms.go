@@ -6,7 +6,7 @@ func Terms(req Requirements, description, resourceURL, message string) (PaymentR
 	v2 := PaymentRequired{
 		X402Version: 2,
 		Error:       message,
-		Resource:    Resource{URL: resourceURL, Description: description, MimeType: mimeJSON},
+		Resource:    NewResource(resourceURL, description),
 		Accepts:     []Requirements{req},
 		Extensions:  map[string]any{},
 	}
@@ -27,4 +27,10 @@ func Terms(req Requirements, description, resourceURL, message string) (PaymentR
 		}},
 	}
 	return v2, v1
+}
+
+// NewResource is the resource this server quotes for a call at url: the
+// one a facilitator is sent.
+func NewResource(url, description string) Resource {
+	return Resource{URL: url, Description: description, MimeType: mimeJSON}
 }

@@ -205,17 +205,36 @@ type Payment struct {
 	// Scheme and Network are as the payer sent them (Network may be a v1 name).
 	Scheme  string
 	Network string
-	// Accepted is the terms entry a v2 payer echoed; nil for v1.
+	// Accepted is the terms entry a v2 payer echoed; nil for v1. Verify
+	// requires it equal to the quote; it is never forwarded.
 	Accepted *Requirements
-	// Resource is the resource a v2 payer echoed; nil for v1.
+	// Resource is the resource a v2 payer echoed; nil for v1. It is
+	// never forwarded (Quoted.Resource is).
 	Resource *Resource
-	// Exact is the signed authorization as sent.
+	// Exact is the signed authorization as sent; a facilitator gets
+	// Transfer.Exact, its re-encoding.
 	Exact ExactPayload
 	// Extensions are the extensions a v2 payer sent, each kept as sent.
+	// They are never forwarded (Quoted.Extensions are).
 	Extensions map[string]json.RawMessage
 
 	// Transfer is the authorization parsed and checked by Verify.
 	Transfer *Transfer
 	// Requirements are this server's terms the payment was checked against.
 	Requirements Requirements
+	// Quoted is this server's own resource and the extensions it declared
+	// for the request the payment came with, set by the gate. With
+	// Requirements and Transfer it is what a facilitator gets: never the
+	// payer's copies (Accepted, Resource, Extensions, Exact).
+	Quoted Quoted
+}
+
+// Quoted is what a server quoted for one request besides the terms entry:
+// the resource and the declared extensions (bazaar discovery), each kept
+// as its JSON.
+type Quoted struct {
+	// Resource describes the paid resource.
+	Resource Resource
+	// Extensions are the x402 extensions the server declared, by name.
+	Extensions map[string]json.RawMessage
 }

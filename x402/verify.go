@@ -18,7 +18,8 @@ var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewI
 
 // Verify checks a decoded payment against req at time now, locally (no chain
 // access), in the order the x402 reference verifiers use: version, scheme and
-// network, asset, the payload's form, recipient, exact value, validAfter,
+// network, the echoed terms entry (equal to req, field by field; see
+// checkAccepted), the payload's form, recipient, exact value, validAfter,
 // validBefore (at least 6 s left), the EIP-712 domain, then the signature.
 // On success it sets p.Transfer and p.Requirements. A failure is a
 // *RejectError naming the check and its x402 code.
@@ -32,8 +33,8 @@ func Verify(req Requirements, p *Payment, now time.Time) error {
 	if CanonicalNetwork(p.Network) != req.Network {
 		return Reject(reasonInvalidNetwork, "network %q is not the one offered (want %s or %s)", p.Network, req.Network, V1Network(req.Network))
 	}
-	if p.Accepted != nil && !strings.EqualFold(p.Accepted.Asset, req.Asset) {
-		return Reject(reasonAssetMismatch, "asset %s is not the one offered (want %s)", p.Accepted.Asset, req.Asset)
+	if err := checkAccepted(req, p.Accepted); err != nil {
+		return err
 	}
 	t, err := parseAuthorization(p.Exact.Authorization)
 	if err != nil {
@@ -150,9 +151,9 @@ func parseAddress(field, s string) (common.Address, error) {
 }
 
 func parseUint256(field, s string) (*big.Int, error) {
-	n, ok := new(big.Int).SetString(s, 10)
-	if !ok || n.Sign() < 0 || n.Cmp(maxUint256) > 0 || strings.HasPrefix(s, "+") {
-		return nil, Reject(reasonInvalidPayload, "authorization %s %q is not a decimal uint256", field, s)
+	n, ok := parseDecimal(s)
+	if !ok {
+		return nil, Reject(reasonInvalidPayload, "authorization %s %q is not a decimal uint256 (digits only)", field, s)
 	}
 	return n, nil
 }

@@ -51,7 +51,7 @@ func TestVerify(t *testing.T) {
 		{name: "wrong scheme", payload: func(p *PaymentPayload) { p.Accepted.Scheme = "upto" }, want: ReasonUnsupportedScheme},
 		{name: "wrong network", payload: func(p *PaymentPayload) { p.Accepted.Network = "eip155:8453" }, want: ReasonInvalidNetwork},
 		{name: "wrong v1 network name", payload: func(p *PaymentPayload) { p.Accepted.Network = "base" }, v1: true, want: ReasonInvalidNetwork},
-		{name: "wrong asset", payload: func(p *PaymentPayload) { p.Accepted.Asset = x402test.PayTo }, want: ReasonAssetMismatch},
+		{name: "wrong asset", payload: func(p *PaymentPayload) { p.Accepted.Asset = x402test.PayTo }, want: ReasonRequirementsMismatch},
 		{name: "wrong payTo", auth: func(a *Authorization) { a.To = "0x2222222222222222222222222222222222222222" }, want: ReasonRecipientMismatch},
 		{name: "value too low", auth: func(a *Authorization) { a.Value = "4999" }, want: ReasonValueMismatch},
 		{name: "value too high", auth: func(a *Authorization) { a.Value = "5001" }, want: ReasonValueMismatch},
@@ -95,6 +95,7 @@ func TestVerify(t *testing.T) {
 				tt.req(&req)
 			}
 			pp := x402test.Payload(t, key, signReq, tt.auth)
+			pp.Accepted = req // the payer echoes the entry quoted
 			if tt.payload != nil {
 				tt.payload(&pp)
 			}

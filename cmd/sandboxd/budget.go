@@ -14,14 +14,14 @@ const runOverhead = 30 * time.Second
 func (rt RuntimeConfig) runLimit() time.Duration { return rt.Timeout + runOverhead }
 
 // requestBudget is the longest a POST /v1/code handler may take once its
-// body is read: runtime.queue_wait and the run, and, with payments on, the
-// payment check and the settlement (payments.Config.RequestBudget).
+// body is read: runtime.queue_wait and the run; with payments on, the
+// payment flow's budget, which holds them (payments.Config.RequestBudget,
+// given the same queue wait and run limit by link).
 func (c Config) requestBudget() time.Duration {
-	b := c.Runtime.QueueWait + c.Runtime.runLimit()
 	if c.Payments.Enabled {
-		b += c.Payments.RequestBudget()
+		return c.Payments.RequestBudget()
 	}
-	return b
+	return c.Runtime.QueueWait + c.Runtime.runLimit()
 }
 
 // httpTimeouts returns the HTTP server's timeouts, derived from the keys

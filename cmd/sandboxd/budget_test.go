@@ -47,13 +47,46 @@ func TestWindowMustFitMaxTimeout(t *testing.T) {
 payments:
   enabled: true
   pay_to: "0x000000000000000000000000000000000000dEaD"
+  max_timeout_seconds: 120
 `))
 	if err == nil {
 		t.Fatal("a 60 s run with max_timeout_seconds 120 and settle_timeout 60s was accepted")
 	}
-	for _, key := range []string{"payments.max_timeout_seconds", "runtime.timeout (1m0s)", "payments.settle_timeout (1m0s)", "at least 145"} {
+	for _, key := range []string{"payments.max_timeout_seconds", "runtime.timeout and its overhead (1m30s)", "payments.settle_timeout (1m0s)", "at least 175"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error %q does not name %q", err, key)
 		}
+	}
+}
+
+// TestWindowCoversTheRunLimit (issue 17, item 8): the validity window holds
+// the run as long as it may go on before it is abandoned (runtime.timeout
+// plus the run's overhead, the limit of the detached run), not only
+// runtime.timeout; the window and the write deadline come from the same
+// sum. Before, the window left out the 30 s overhead: a 30 s run with
+// max_timeout_seconds 120 was accepted, and an authorization could expire
+// before its settlement on a loaded host.
+func TestWindowCoversTheRunLimit(t *testing.T) {
+	_, err := LoadConfig(writeConfig(t, `runtime:
+  timeout: 30s
+payments:
+  enabled: true
+  pay_to: "0x000000000000000000000000000000000000dEaD"
+  max_timeout_seconds: 120
+`))
+	if err == nil || !strings.Contains(err.Error(), "at least 145") {
+		t.Fatalf("a 30 s run (abandoned after 60 s) with max_timeout_seconds 120: %v; want a refusal asking for 145", err)
+	}
+	cfg, err := LoadConfig(writeConfig(t, "payments:\n  enabled: true\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Payments
+	flow := p.CheckWait + p.VerifyTimeout + cfg.Runtime.QueueWait + cfg.Runtime.runLimit() + p.SettleTimeout
+	if w := p.Window(); w <= flow {
+		t.Fatalf("window %s does not cover check, queue, the run up to its limit and the settlement (%s)", w, flow)
+	}
+	if b := cfg.requestBudget(); b <= flow {
+		t.Fatalf("request budget %s does not cover %s", b, flow)
 	}
 }

@@ -62,10 +62,10 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	resp, err := x402.Pay(ctx, &http.Client{Timeout: *timeout}, key, *url, body, policy)
+	resp, err := x402.Pay(ctx, callClient(*timeout), key, *url, body, policy)
 	switch {
 	case err != nil: // may quote the server's "error" field
-		fmt.Fprintf(stderr, "sandboxd call: %s\n", printable(err.Error(), true))
+		fmt.Fprintf(stderr, "sandboxd call: %s\n", printable(err.Error(), false))
 		return 1
 	}
 	printAnswer(stdout, resp)
@@ -87,14 +87,20 @@ func programSource(code string, files []string) (string, error) {
 	return "", errors.New("give the program with -c CODE or as one FILE.py")
 }
 
-// printAnswer prints the answer's JSON, indented, then what was paid.
+// printAnswer prints the answer's JSON, indented, then what was paid. Only
+// JSON keeps its lines (indented by json.Indent, each a piece of JSON, so
+// none can pass for a status line); a body that is not JSON is printed on
+// one line with its newlines escaped, so a server cannot forge a "paid:"
+// line under it.
 func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 	var pretty bytes.Buffer
-	if json.Indent(&pretty, resp.Body, "", "  ") != nil {
-		pretty.Reset()
-		pretty.Write(resp.Body)
+	body := strings.TrimSpace(string(resp.Body))
+	if json.Indent(&pretty, resp.Body, "", "  ") == nil {
+		body = printable(string(bytes.TrimSpace(pretty.Bytes())), true)
+	} else {
+		body = printable(body, false)
 	}
-	fmt.Fprintf(w, "HTTP %d\n%s\n", resp.StatusCode, printable(string(bytes.TrimSpace(pretty.Bytes())), true))
+	fmt.Fprintf(w, "HTTP %d\n%s\n", resp.StatusCode, body)
 	switch {
 	case resp.Settlement != nil && resp.Settlement.Success:
 		amount := ""
@@ -112,10 +118,12 @@ func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 }
 
 // printable escapes the control characters of text from outside (a
-// server's body that is not JSON, its settlement fields and refusal
-// message, a facilitator's reason in the ledger) before it reaches the
-// operator's terminal, where escapes could retitle, clear or rewrite it;
-// newlines and tabs stay when multiline.
+// server's body, its settlement fields and refusal message, a
+// facilitator's reason in the ledger) before it reaches the operator's
+// terminal, where escapes could retitle, clear or rewrite it, and the
+// invisible format and separator characters (Unicode Cf: bidi overrides,
+// zero-width ones; Zl, Zp) that could reorder or hide what is shown;
+// newlines and tabs stay when multiline (an indented JSON body only).
 func printable(s string, multiline bool) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -124,6 +132,8 @@ func printable(s string, multiline bool) string {
 			b.WriteRune(r)
 		case unicode.IsControl(r):
 			fmt.Fprintf(&b, "\\x%02x", r)
+		case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp):
+			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
 			b.WriteRune(r)
 		}

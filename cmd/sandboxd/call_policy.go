@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -71,4 +73,31 @@ func plainHTTPWarning(raw string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s is plain http to %s: the terms and the payment can be read and changed on the way; use https", raw, host)
+}
+
+// callClient is the HTTP client of `sandboxd call`. A redirect of the paid
+// request is refused: following a 307 or 308 would hand the signed payment
+// (PAYMENT-SIGNATURE, X-PAYMENT) to another URL, perhaps another host over
+// plain http, which could settle it first. The unpaid request follows
+// redirects within its own origin (scheme, host and port) only.
+func callClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, CheckRedirect: sameOriginUnpaid}
+}
+
+// sameOriginUnpaid is callClient's redirect policy; its errors say what was
+// refused and why.
+func sameOriginUnpaid(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	if first.Header.Get(x402.HeaderPaymentSignature) != "" || first.Header.Get(x402.HeaderXPayment) != "" {
+		return fmt.Errorf("the server redirected the paid request to %s; a payment is never forwarded, so nothing was sent there "+
+			"(call the final URL with --url)", req.URL.Redacted())
+	}
+	if req.URL.Scheme != first.URL.Scheme || req.URL.Host != first.URL.Host {
+		return fmt.Errorf("the server redirected to %s, another origin than %s://%s; sandboxd call follows redirects "+
+			"within the same origin only (call that URL with --url if you trust it)", req.URL.Redacted(), first.URL.Scheme, first.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }

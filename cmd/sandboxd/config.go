@@ -103,7 +103,7 @@ func defaultConfig() Config {
 				AssetVersion:      "2",
 				Price:             "0.005",
 				PayTo:             "",
-				MaxTimeoutSeconds: 120,
+				MaxTimeoutSeconds: 180,
 				Settlement:        payments.SettleFacilitator,
 				FacilitatorURL:    "https://x402.org/facilitator",
 				RPCURL:            "",
@@ -180,8 +180,10 @@ func nullKeys(v *viper.Viper) error {
 	return errors.Join(errs...)
 }
 
-// link gives the payments section the two runtime keys its validity window
-// depends on (payments.Config.Window).
+// link gives the payments section what bounds a run, from the one place
+// it is defined: the queue wait and the run limit (runtime.timeout and the
+// run's overhead, runLimit), which its validity window and its request
+// budget hold (payments.Config.Window, RequestBudget).
 func (c *Config) link() {
-	c.Payments.QueueWait, c.Payments.RunTimeout = c.Runtime.QueueWait, c.Runtime.Timeout
+	c.Payments.QueueWait, c.Payments.RunLimit = c.Runtime.QueueWait, c.Runtime.runLimit()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -75,8 +76,9 @@ func configErrors(err error) []error {
 }
 
 // validMetricsAddr: empty, or host:port with an explicit host that is no
-// unspecified address in any spelling (0.0.0.0, ::, ::0, ::ffff:0.0.0.0):
-// those, like an empty host, listen on every interface.
+// unspecified address in any spelling (0.0.0.0, ::, ::0, ::ffff:0.0.0.0,
+// ::%lo): those, like an empty host, listen on every interface. A host
+// name is checked after it is bound (listenPrivate).
 func validMetricsAddr(a string) bool {
 	if a == "" {
 		return true
@@ -85,8 +87,8 @@ func validMetricsAddr(a string) bool {
 	if err != nil || host == "" {
 		return false
 	}
-	ip := net.ParseIP(host)
-	return ip == nil || !ip.IsUnspecified()
+	ip, err := netip.ParseAddr(host) // reads a zone ("::%lo") too
+	return err != nil || !ip.WithZone("").Unmap().IsUnspecified()
 }
 
 // inRange reports whether lo <= n <= hi.

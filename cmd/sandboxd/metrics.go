@@ -26,15 +26,18 @@ func (m *Main) newMetrics() *metrics.Metrics {
 	})
 }
 
-// instrument wraps the runner, admitter and gate with the metrics.
+// instrument wraps the runner, admitter and gate with the metrics. Only
+// an x402 gate is counted: with payments off (the free gate) no payment is
+// quoted, reserved or settled, and sandboxd_payments_total stays empty
+// rather than counting free runs as payments.
 func (m *Main) instrument(runner *runtime.Docker, adm sandboxd.Admitter, gate sandboxd.PaymentGate) (sandboxd.Runner, sandboxd.Admitter, sandboxd.PaymentGate) {
-	var amount float64
-	if g, ok := gate.(*payments.Gate); ok {
-		amount, _ = strconv.ParseFloat(g.Requirements().Amount, 64)
+	run, adm := metrics.Runner{Runner: runner, M: m.metrics}, metrics.Admitter{Admitter: adm, M: m.metrics}
+	g, ok := gate.(*payments.Gate)
+	if !ok {
+		return run, adm, gate
 	}
-	return metrics.Runner{Runner: runner, M: m.metrics},
-		metrics.Admitter{Admitter: adm, M: m.metrics},
-		metrics.Gate{PaymentGate: gate, M: m.metrics, Amount: amount, Reason: payments.RefusalReason}
+	amount, _ := strconv.ParseFloat(g.Requirements().Amount, 64)
+	return run, adm, metrics.Gate{PaymentGate: gate, M: m.metrics, Amount: amount, Reason: payments.RefusalReason}
 }
 
 // serveMetrics listens on server.metrics_addr, when set, and serves
@@ -44,9 +47,9 @@ func (m *Main) serveMetrics() error {
 	if addr == "" {
 		return nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenPrivate(addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s (server.metrics_addr; \"\" turns metrics off): %w", addr, err)
+		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.metrics.Handler())
@@ -58,6 +61,23 @@ func (m *Main) serveMetrics() error {
 	}()
 	m.Log.Info("metrics listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// listenPrivate listens on addr (server.metrics_addr) and refuses the
+// listener when it is bound to every interface, whatever spelling led there
+// ([::%lo] that no IP parser reads, a host name resolving to 0.0.0.0): the
+// address checked is the one the kernel bound, not the text configured.
+func listenPrivate(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (server.metrics_addr; \"\" turns metrics off): %w", addr, err)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || tcp.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("server.metrics_addr %q listens on every interface (%s); /metrics shows revenue: "+
+			"name a loopback or private address", addr, ln.Addr())
+	}
+	return ln, nil
 }
 
 // closeMetrics stops the metrics listener.

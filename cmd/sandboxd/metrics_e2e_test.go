@@ -46,9 +46,15 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatalf("sandboxd_runs_total{status=\"ok\"} = %v, want 1", ok)
 	}
 	for _, name := range []string{"sandboxd_run_duration_seconds", "sandboxd_queue_wait_seconds",
-		"sandboxd_pool_idle_containers", "sandboxd_engine_start_seconds", "sandboxd_payments_total"} {
+		"sandboxd_pool_idle_containers", "sandboxd_engine_start_seconds"} {
 		if families[name] == nil {
 			t.Errorf("series %s missing", name)
+		}
+	}
+	// Payments are off: a free run is no payment (issue 17, item 9).
+	for _, m := range families["sandboxd_payments_total"].GetMetric() {
+		if v := m.GetCounter().GetValue(); v != 0 {
+			t.Errorf("payments off, yet sandboxd_payments_total%v = %v", m.GetLabel(), v)
 		}
 	}
 	pub, err := http.Get(s.URL + "/metrics")

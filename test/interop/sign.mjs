@@ -9,7 +9,8 @@
 //
 // --fresh N signs N payments, each by a new random key that holds nothing (unfunded).
 // --valid-for S makes the client sign an authorization valid S seconds ahead, as if the
-// terms had quoted maxTimeoutSeconds S (the official client signs now + maxTimeoutSeconds).
+// terms had quoted maxTimeoutSeconds S (the official client signs now + maxTimeoutSeconds);
+// the payment still echoes the terms entry as quoted (the service refuses an edited one).
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "./chain.mjs";
 import { signPayment, unpaidTerms } from "./payer.mjs";
@@ -28,21 +29,28 @@ function parseArgs(argv) {
   return out;
 }
 
-async function sign(account, required) {
-  const { headers } = await signPayment(account, required);
-  const [name, value] = Object.entries(headers)[0];
+// sign has the official client sign a payment for required; with quoted (the terms as
+// the service sent them), the payment echoes the entry as quoted.
+async function sign(account, required, quoted) {
+  const { httpClient, payload } = await signPayment(account, required);
+  if (quoted) {
+    payload.accepted = quoted.accepts.find((a) => a.scheme === payload.accepted.scheme && a.network === payload.accepted.network);
+  }
+  const [name, value] = Object.entries(httpClient.encodePaymentSignatureHeader(payload))[0];
   return { name, value, payer: account.address };
 }
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const required = await unpaidTerms(args.url);
-  if (args.validFor) required.accepts = required.accepts.map((a) => ({ ...a, maxTimeoutSeconds: args.validFor }));
+  const quoted = await unpaidTerms(args.url);
+  const required = args.validFor
+    ? { ...quoted, accepts: quoted.accepts.map((a) => ({ ...a, maxTimeoutSeconds: args.validFor })) }
+    : quoted;
   const accounts = args.fresh
     ? Array.from({ length: args.fresh }, () => privateKeyToAccount(generatePrivateKey()))
     : [privateKeyToAccount(readKeyFile(args.keyFile))];
   const headers = [];
-  for (const account of accounts) headers.push(await sign(account, required));
+  for (const account of accounts) headers.push(await sign(account, required, args.validFor ? quoted : null));
   process.stdout.write(JSON.stringify({ headers }) + "\n");
 }
 
