@@ -1,8 +1,8 @@
 // browser_wallet.js is the test wallet the browser tests inject before the page loads,
 // as a wallet extension does: an EIP-1193 provider at window.ethereum, announced through
 // EIP-6963. It signs eth_signTypedData_v4 through window.sandboxdWalletSign, a Go
-// function of the test that holds the key (browser_paid_test.go). The test replaces
-// WALLET_CONFIG with {address, chainId, reject}. Every request is kept in
+// function of the test that holds the key (browser_paid_test.go). The test sets cfg to
+// {address, chainId, reject}. Every request is kept in
 // window.__walletCalls for the test to read.
 (() => {
   const cfg = WALLET_CONFIG;

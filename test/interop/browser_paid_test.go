@@ -1,0 +1,157 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/signer/core/apitypes"
+)
+
+// TestBrowserPaid pays for runs from the try-it page with a wallet injected into the
+// browser, against sandboxd settling on an anvil chain: one run paid and settled, a
+// refused signature that sends and charges nothing, and a wallet on another chain that
+// is asked to switch.
+func TestBrowserPaid(t *testing.T) {
+	mustInterop(t)
+	c, env := startMode(t, "onchain", nil)
+	svc := startService(t, instance("browser-paid"), true, paymentEnv(env)...)
+
+	t.Run("paid", func(t *testing.T) {
+		p := openPage(t, svc.URL, walletScript(t, "0x14a34", false), exposeSigner(t, payer.key))
+		before := snapshot(t, c)
+		p.typeCode(t, "print(6*7)", "")
+		terms := p.askTerms(t)
+		for _, want := range []string{"0.005 USDC", usdc, "Base Sepolia (eip155:84532)", payee.address} {
+			if !strings.Contains(terms, want) {
+				t.Errorf("the terms shown lack %q: %s", want, terms)
+			}
+		}
+		p.phoneShot(t, "terms")
+		a := p.pay(t, "paid")
+		if a.Stdout != "42\n" || a.Status != "ok" || !strings.Contains(a.Settled, "Paid, settled on chain") {
+			t.Fatalf("answer %+v, want 42 and the settlement", a)
+		}
+		waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) == before.payee+price })
+		tx := expectMoved(t, c, before, payer.address)
+		if !strings.Contains(a.Settled, tx) || !strings.Contains(a.Settled, "on Base Sepolia") {
+			t.Errorf("the page shows %q, want the transaction %s on Base Sepolia", a.Settled, tx)
+		}
+		href := eval[string](t, p, `document.querySelector("#settle-tx a").href`)
+		if href != "https://sepolia.basescan.org/tx/"+tx {
+			t.Errorf("explorer link %q", href)
+		}
+		p.phoneShot(t, "paid")
+		p.expectSent(t, 1)
+	})
+	t.Run("rejected", func(t *testing.T) {
+		p := openPage(t, svc.URL, walletScript(t, "0x14a34", true), exposeSigner(t, payer.key))
+		before := snapshot(t, c)
+		p.askTerms(t)
+		p.do(t, "pressing sign", chromedp.Click(chromedp.ID("pay-wallet")))
+		p.do(t, "waiting for the refusal", chromedp.Poll[chromedp.Void](`document.getElementById("wallet-note").textContent.includes("rejected")`))
+		p.shot("rejected")
+		note := eval[string](t, p, `document.getElementById("wallet-note").textContent`)
+		if !strings.Contains(note, "Nothing was signed, nothing was sent") {
+			t.Errorf("note %q", note)
+		}
+		p.expectSent(t, 0)
+		expectUnmoved(t, c, before)
+	})
+	t.Run("switch-chain", func(t *testing.T) {
+		p := openPage(t, svc.URL, walletScript(t, "0x1", false), exposeSigner(t, payer.key))
+		before := snapshot(t, c)
+		p.askTerms(t)
+		a := p.pay(t, "switched")
+		switched := eval[[]map[string]any](t, p, `window.__walletCalls.filter((c) => c.method === "wallet_switchEthereumChain").map((c) => c.params[0])`)
+		if len(switched) != 1 || switched[0]["chainId"] != "0x14a34" {
+			t.Errorf("switch requests %v, want one to 0x14a34", switched)
+		}
+		if a.Stdout == "" || a.Status != "ok" {
+			t.Fatalf("answer %+v after the switch", a)
+		}
+		waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) == before.payee+price })
+		expectMoved(t, c, before, payer.address)
+	})
+}
+
+// askTerms presses Run without paying and waits for the terms; no signature may have
+// been asked for yet. It returns the terms as the page shows them.
+func (p *page) askTerms(t *testing.T) string {
+	t.Helper()
+	p.do(t, "pressing Run", chromedp.Click(runButton))
+	p.do(t, "waiting for the terms", chromedp.WaitVisible(chromedp.ID("pay-wallet")))
+	p.shot("terms")
+	signs := eval[int](t, p, `window.__walletCalls.filter((c) => c.method === "eth_signTypedData_v4").length`)
+	if signs != 0 {
+		t.Errorf("%d signatures asked before the terms were accepted", signs)
+	}
+	p.expectSent(t, 0)
+	return eval[string](t, p, `document.querySelector(".terms").textContent`)
+}
+
+// pay presses the sign button and waits for the paid answer.
+func (p *page) pay(t *testing.T, state string) answer {
+	t.Helper()
+	p.do(t, "pressing sign", chromedp.Click(chromedp.ID("pay-wallet")))
+	return p.waitAnswer(t, state)
+}
+
+// expectSent checks that the page sent n paid requests to /v1/code.
+func (p *page) expectSent(t *testing.T, n int) {
+	t.Helper()
+	paid := 0
+	for _, r := range p.sent() {
+		if r.paid {
+			paid++
+		}
+	}
+	if paid != n {
+		t.Errorf("the page sent %d paid requests, want %d: %+v", paid, n, p.sent())
+	}
+}
+
+// walletScript is browser_wallet.js for the payer on chainID (hex), refusing every
+// signature when reject is set.
+func walletScript(t *testing.T, chainID string, reject bool) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(interopDir, "browser_wallet.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"address": payer.address, "chainId": chainID, "reject": reject})
+	return strings.Replace(string(src), "const cfg = WALLET_CONFIG;", "const cfg = "+string(cfg)+";", 1)
+}
+
+// exposeSigner gives the page window.sandboxdWalletSign: it signs EIP-712 typed data
+// (the JSON of eth_signTypedData_v4) with hexKey, as a wallet does, whatever it holds.
+func exposeSigner(t *testing.T, hexKey string) chromedp.Action[chromedp.Void] {
+	t.Helper()
+	key, err := crypto.HexToECDSA(strings.TrimPrefix(hexKey, "0x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chromedp.ExposeFunc("sandboxdWalletSign", func(_ context.Context, typedJSON string) (string, error) {
+		var typed apitypes.TypedData
+		if err := json.Unmarshal([]byte(typedJSON), &typed); err != nil {
+			return "", err
+		}
+		hash, _, err := apitypes.TypedDataAndHash(typed)
+		if err != nil {
+			return "", err
+		}
+		sig, err := crypto.Sign(hash, key)
+		if err != nil {
+			return "", err
+		}
+		sig[64] += 27
+		return hexutil.Encode(sig), nil
+	})
+}
