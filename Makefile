@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build docker image run test test-unit interop-deps postgres bench demo soak fuzz fleet clean
+.PHONY: all build docker image run test test-unit interop-deps postgres chromium bench demo soak fuzz fleet clean
 
 all: build
 
@@ -33,7 +33,13 @@ interop-deps: ## the official x402 client, facilitator and anvil from npm
 postgres: ## Debian's PostgreSQL binaries (installed when missing); tests start throwaway servers
 	@scripts/pg.sh install
 
-test: build image interop-deps postgres ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil)
+chromium: ## Debian's chromium (installed when missing, as root); the browser tests drive it headless
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "chromium is missing: install Debian's chromium (apt-get install chromium) as root" >&2; exit 1; fi; \
+	  echo "installing chromium (apt-get)" >&2; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: build image interop-deps postgres chromium ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil), the page in chromium
 	$(GO) vet ./...
 	SANDBOXD_INTEGRATION=1 SANDBOXD_INTEROP=1 SANDBOXD_FAULTS=1 $(GO) test -p 1 -count=1 -timeout 40m ./...
 

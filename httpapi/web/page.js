@@ -17,8 +17,8 @@
 
   /** NETWORKS names the known networks and their explorers' transaction pages. */
   const NETWORKS = {
-    "eip155:84532": { name: "Base Sepolia", tx: "https://sepolia.basescan.org/tx/" },
-    "eip155:8453": { name: "Base", tx: "https://basescan.org/tx/" },
+    "eip155:84532": { name: "Base Sepolia", tx: "https://sepolia.basescan.org/tx/", rpc: "https://sepolia.base.org" },
+    "eip155:8453": { name: "Base", tx: "https://basescan.org/tx/", rpc: "https://mainnet.base.org" },
   };
 
   /** USDC lists the USDC contracts by lower-case address: 6 decimals. */
@@ -361,17 +361,28 @@
     return e;
   }
 
-  /** onChain makes sure the wallet is on chainId, asking it to switch. */
-  async function onChain(provider, chainId, name) {
+  /** onChain makes sure the wallet is on network's chain, asking it to switch (and, for a known network it lacks, to add it). */
+  async function onChain(provider, network) {
+    const chainId = Number(network.split(":")[1]);
+    const name = networkName(network);
+    const hex = "0x" + chainId.toString(16);
     const current = parseInt(await provider.request({ method: "eth_chainId" }), 16);
     if (current === chainId) return;
     note("", "Your wallet is on chain " + current + "; asking it to switch to " + name + "…");
     try {
-      await provider.request({ method: "wallet_switchEthereumChain", params: [{ chainId: "0x" + chainId.toString(16) }] });
+      await provider.request({ method: "wallet_switchEthereumChain", params: [{ chainId: hex }] });
     } catch (e) {
-      if (e && e.code === 4902) throw refusal("Your wallet does not have " + name + " (chain " + chainId + "). Add it to the wallet and try again. Nothing was signed or sent.");
-      if (e && e.code === 4001) throw refusal("You declined to switch the wallet to " + name + ". Nothing was signed or sent.");
-      throw e;
+      const known = NETWORKS[network];
+      if (e && e.code === 4902 && known) {
+        await provider.request({ method: "wallet_addEthereumChain", params: [{ chainId: hex, chainName: known.name, rpcUrls: [known.rpc],
+          nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, blockExplorerUrls: [known.tx.replace(/tx\/$/, "")] }] });
+      } else if (e && e.code === 4902) {
+        throw refusal("Your wallet does not have " + name + " (chain " + chainId + "). Add it to the wallet and try again. Nothing was signed or sent.");
+      } else if (e && e.code === 4001) {
+        throw refusal("You declined to switch the wallet to " + name + ". Nothing was signed or sent.");
+      } else {
+        throw e;
+      }
     }
     const now = parseInt(await provider.request({ method: "eth_chainId" }), 16);
     if (now !== chainId) throw refusal("The wallet is on chain " + now + ", not " + name + ". Nothing was signed or sent.");
@@ -435,7 +446,7 @@
     const accounts = await provider.request({ method: "eth_requestAccounts" });
     const from = Array.isArray(accounts) ? accounts[0] : null;
     if (typeof from !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(from)) throw refusal("The wallet shared no account. Nothing was signed or sent.");
-    await onChain(provider, chainId, networkName(o.network));
+    await onChain(provider, o.network);
     const auth = authorization(from, o);
     note("", "Approve the signature in your wallet: " + priceWords(o) + " to " + o.payTo + ".");
     const signature = await provider.request({ method: "eth_signTypedData_v4", params: [from, JSON.stringify(typedData(o, auth, chainId))] });
