@@ -3,6 +3,7 @@ package interop
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/runtime"
@@ -15,7 +16,8 @@ import (
 func TestBrowserFree(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("browser-free"), true,
-		"SANDBOX_RUNTIME_TIMEOUT=2s", "SANDBOX_RUNTIME_MAX_CODE_BYTES=4096")
+		"SANDBOX_RUNTIME_TIMEOUT=2s", "SANDBOX_RUNTIME_MAX_CODE_BYTES=4096",
+		"SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=0s")
 	p := openPage(t, svc.URL, "")
 
 	t.Run("accessible", func(t *testing.T) { testAccessibleNames(t, p) })
@@ -62,7 +64,28 @@ func TestBrowserFree(t *testing.T) {
 			t.Errorf("answer %+v, want 413 in words", a)
 		}
 	})
+	t.Run("busy", func(t *testing.T) { testBusy(t, p, svc.URL) })
 	t.Run("hostile-output", func(t *testing.T) { testHostileOutput(t, p) })
+}
+
+// testBusy holds the one sandbox with a program that loops until the timeout, then
+// presses Run: the 429 is shown in words with its Retry-After.
+func testBusy(t *testing.T, p *page, base string) {
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		res, err := httpClient.Post(base+"/v1/code", "application/json", strings.NewReader(`{"code":"while True: pass"}`))
+		if err == nil {
+			res.Body.Close()
+		}
+	}()
+	defer func() { <-held }()
+	time.Sleep(700 * time.Millisecond) // the loop has taken the sandbox (a warm one starts in ms)
+	p.typeCode(t, "print(1)", "")
+	a := p.run(t, "busy")
+	if a.Status != "busy" || !strings.Contains(a.Message, "Every sandbox is busy. Try again in ") {
+		t.Errorf("answer %+v, want 429 in words with its Retry-After", a)
+	}
 }
 
 // testAccessibleNames checks what a screen reader (and the tests) find: one button named

@@ -3,8 +3,11 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +68,7 @@ func TestBrowserPaid(t *testing.T) {
 		p.expectSent(t, 0)
 		expectUnmoved(t, c, before)
 	})
+	t.Run("cross-origin", func(t *testing.T) { testCrossOrigin(t, svc.URL) })
 	t.Run("switch-chain", func(t *testing.T) {
 		p := openPage(t, svc.URL, walletScript(t, "0x1", false), exposeSigner(t, payer.key))
 		before := snapshot(t, c)
@@ -80,6 +84,34 @@ func TestBrowserPaid(t *testing.T) {
 		waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) == before.payee+price })
 		expectMoved(t, c, before, payer.address)
 	})
+}
+
+// crossOriginJS is a script of another origin calling the API as a browser x402 client
+// does: the unpaid call's terms, then a call carrying PAYMENT-SIGNATURE (preflighted).
+const crossOriginJS = `(async (api) => {
+  const post = (h) => fetch(api + "/v1/code", { method: "POST", headers: { "Content-Type": "application/json", ...h },
+    body: JSON.stringify({ code: "print(1)" }) });
+  const unpaid = await post({});
+  const bad = await post({ "PAYMENT-SIGNATURE": "bm90IGEgcGF5bWVudA==" });
+  return { status: unpaid.status, terms: unpaid.headers.get("PAYMENT-REQUIRED") || "", badStatus: bad.status };
+})`
+
+// testCrossOrigin loads a page of another origin and checks that its script reads the
+// 402 terms and gets a preflighted PAYMENT-SIGNATURE through (CORS for /v1/*).
+func testCrossOrigin(t *testing.T, api string) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<!doctype html><title>portal</title><p>a portal</p>"))
+	}))
+	defer other.Close()
+	p := openBlank(t, other.URL)
+	got, err := chromedp.Run(p.ctx, chromedp.Evaluate[map[string]any](crossOriginJS+"("+strconv.Quote(api)+")", chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("the portal's calls: %v", err)
+	}
+	if got["status"] != float64(402) || got["terms"] == "" || got["badStatus"] != float64(400) {
+		t.Errorf("from another origin: %v, want 402 with readable terms, then 400 for a bad payment", got)
+	}
 }
 
 // askTerms presses Run without paying and waits for the terms; no signature may have

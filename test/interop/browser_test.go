@@ -64,10 +64,39 @@ type shot struct {
 	png  []byte
 }
 
+// openBlank starts a fresh headless chromium on url, a page that is not sandboxd's.
+func openBlank(t *testing.T, url string) *page {
+	t.Helper()
+	p := startBrowser(t, url)
+	p.do(t, "loading "+url, chromedp.Navigate(url))
+	return p
+}
+
 // openPage starts a fresh headless chromium (its own profile), with script, when
 // set, evaluated in every document before the page's own scripts, and loads base + "/".
 // The browser is stopped when the test ends; on failure the screenshots are kept.
 func openPage(t *testing.T, base, script string, expose ...chromedp.Action[chromedp.Void]) *page {
+	t.Helper()
+	p := startBrowser(t, base)
+	steps := append([]chromedp.Action[chromedp.Void]{}, expose...)
+	if script != "" {
+		steps = append(steps, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument,
+				cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: script})
+			return err
+		}))
+	}
+	steps = append(steps, chromedp.EmulateViewport(laptopWidth, laptopHeight), chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(runButton))
+	p.do(t, "loading "+base+"/", steps...)
+	p.shot("loaded")
+	return p
+}
+
+// startBrowser starts a fresh headless chromium with its own profile, watching the
+// requests of its tab. It is stopped when the test ends; on failure the screenshots
+// are kept.
+func startBrowser(t *testing.T, base string) *page {
 	t.Helper()
 	if _, err := exec.LookPath(chromiumPath()); err != nil {
 		t.Fatalf("chromium missing at %s (apt-get install chromium; make test installs it): %v", chromiumPath(), err)
@@ -96,20 +125,6 @@ func openPage(t *testing.T, base, script string, expose ...chromedp.Action[chrom
 		t.Fatalf("chromium did not start: %v", err)
 	}
 	p.watchRequests()
-	steps := append([]chromedp.Action[chromedp.Void]{}, expose...)
-	if script != "" {
-		steps = append(steps, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument,
-				cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: script})
-			return err
-		}))
-	}
-	steps = append(steps, chromedp.EmulateViewport(laptopWidth, laptopHeight), chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space(.)="Run"]`)))
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("loading %s/: %v", base, err)
-	}
-	p.shot("loaded")
 	return p
 }
 
