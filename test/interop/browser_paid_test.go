@@ -1,12 +1,16 @@
 package interop
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,6 +57,8 @@ func TestBrowserPaid(t *testing.T) {
 		}
 		p.phoneShot(t, "paid")
 		p.expectSent(t, 1)
+		official := signPayments(t, svc.URL+"/v1/code", "--key-file", writeKey(t, "payer.key", payer.key))[0]
+		comparePayloads(t, p.lastPayment(), official.Value)
 	})
 	t.Run("rejected", func(t *testing.T) {
 		p := openPage(t, svc.URL, walletScript(t, "0x14a34", true), exposeSigner(t, payer.key))
@@ -111,6 +117,67 @@ func testCrossOrigin(t *testing.T, api string) {
 	}
 	if got["status"] != float64(402) || got["terms"] == "" || got["badStatus"] != float64(400) {
 		t.Errorf("from another origin: %v, want 402 with readable terms, then 400 for a bad payment", got)
+	}
+}
+
+// lastPayment is the PAYMENT-SIGNATURE of the page's last paid request.
+func (p *page) lastPayment() string {
+	sent := p.sent()
+	for i := len(sent) - 1; i >= 0; i-- {
+		if sent[i].paid {
+			return sent[i].payment
+		}
+	}
+	return ""
+}
+
+// comparePayloads checks that the page builds its PaymentPayload as the official client
+// (@x402/core with @x402/evm, through payer.mjs) does for the same terms: the same keys in
+// the same order, the same accepted, resource and extensions, and an authorization that
+// differs only in its nonce and, by the seconds between the two, its validBefore.
+func comparePayloads(t *testing.T, fromPage, official string) {
+	t.Helper()
+	decode := func(v string) (map[string]any, []string) {
+		raw, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			t.Fatalf("PAYMENT-SIGNATURE %q: %v", v, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		_, _ = dec.Token()
+		for dec.More() {
+			k, _ := dec.Token()
+			order = append(order, k.(string))
+			var skip json.RawMessage
+			_ = dec.Decode(&skip)
+		}
+		return m, order
+	}
+	page, pageKeys := decode(fromPage)
+	off, offKeys := decode(official)
+	if !slices.Equal(pageKeys, offKeys) {
+		t.Errorf("the page's payload has keys %v, the official client's %v", pageKeys, offKeys)
+	}
+	for _, k := range []string{"x402Version", "accepted", "resource", "extensions"} {
+		if !jsonEqual(page[k], off[k]) {
+			t.Errorf("%s: the page sends %v, the official client %v", k, page[k], off[k])
+		}
+	}
+	pa := page["payload"].(map[string]any)["authorization"].(map[string]any)
+	oa := off["payload"].(map[string]any)["authorization"].(map[string]any)
+	for _, k := range []string{"from", "to", "value", "validAfter"} {
+		if !strings.EqualFold(fmt.Sprint(pa[k]), fmt.Sprint(oa[k])) {
+			t.Errorf("authorization.%s: the page signs %v, the official client %v", k, pa[k], oa[k])
+		}
+	}
+	pb, _ := strconv.ParseInt(fmt.Sprint(pa["validBefore"]), 10, 64)
+	ob, _ := strconv.ParseInt(fmt.Sprint(oa["validBefore"]), 10, 64)
+	if d := ob - pb; d < 0 || d > 60 {
+		t.Errorf("validBefore: the page %d, the official client %d moments later", pb, ob)
 	}
 }
 

@@ -54,8 +54,9 @@ type page struct {
 
 // sentRequest is one request of the page to /v1/code.
 type sentRequest struct {
-	method string
-	paid   bool // it carried PAYMENT-SIGNATURE
+	method  string
+	paid    bool   // it carried PAYMENT-SIGNATURE
+	payment string // its value
 }
 
 // shot is a screenshot of a named state.
@@ -135,12 +136,14 @@ func (p *page) watchRequests() {
 		if !ok || !strings.HasSuffix(e.Request.URL, "/v1/code") {
 			return
 		}
-		paid := false
-		for k := range e.Request.Headers {
-			paid = paid || strings.EqualFold(k, "PAYMENT-SIGNATURE")
+		r := sentRequest{method: e.Request.Method}
+		for k, v := range e.Request.Headers {
+			if strings.EqualFold(k, "PAYMENT-SIGNATURE") {
+				r.paid, r.payment = true, fmt.Sprint(v)
+			}
 		}
 		p.mu.Lock()
-		p.requests = append(p.requests, sentRequest{method: e.Request.Method, paid: paid})
+		p.requests = append(p.requests, r)
 		p.mu.Unlock()
 	})
 	if err == nil {
