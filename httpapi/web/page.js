@@ -225,11 +225,12 @@
       else if (!paid) setText("price", "free on this server");
       return;
     }
-    if (res.status === 202 && settle) {
+    if (res.status === 202 && paid) {
       setStatus("warn", "payment pending");
-      message("warn", "Your payment was sent to the chain but is not confirmed yet, so the answer is withheld. " +
-        "Do not pay again: the server resolves it from the chain. " + (data.error || ""));
-      showSettlement(settle, true);
+      message("warn", "The answer is withheld: " + (data.error ||
+        "the payment was sent to the chain but is not confirmed yet; do not pay again, the server resolves it from the chain"));
+      const network = state.quote ? state.quote.offer.network : "";
+      showSettlement(settle || { success: false, transaction: data.transaction, network }, true);
       return;
     }
     if (res.status === 402) {

@@ -254,3 +254,30 @@ func exposeSigner(t *testing.T, hexKey string) chromedp.Action[chromedp.Void] {
 		return hexutil.Encode(sig), nil
 	})
 }
+
+// TestBrowserPaidPending: the settlement's receipt does not come back within
+// payments.settle_timeout (a stalled RPC node), so the service answers 202
+// settlement_pending; the page shows the payment as pending with its transaction, not as
+// a failure and not as a request to pay again.
+func TestBrowserPaidPending(t *testing.T) {
+	mustInterop(t)
+	c, env := startMode(t, "onchain", func(t testing.TB, url string) string {
+		return delayProxy(t, url, stallDelay, func(_ string, req, _ []byte) bool {
+			return bytes.Contains(req, []byte("eth_getTransactionReceipt"))
+		})
+	})
+	svc := startService(t, instance("browser-pending"), true, append(paymentEnv(env), "SANDBOX_PAYMENTS_SETTLE_TIMEOUT=3s")...)
+	p := openPage(t, svc.URL, walletScript(t, "0x14a34", false), exposeSigner(t, payer.key))
+	before := snapshot(t, c)
+	p.askTerms(t)
+	a := p.pay(t, "pending")
+	if a.Status != "payment pending" || !strings.Contains(a.Message, "do not pay again") || a.Stdout != "" {
+		t.Errorf("answer %+v, want the payment pending and no output", a)
+	}
+	waitFor(stallDelay+5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
+	tx := expectMoved(t, c, before, payer.address)
+	if !strings.Contains(a.Settled, "Settlement pending:") || !strings.Contains(strings.ToLower(a.Settled), strings.ToLower(tx)) {
+		t.Errorf("the page shows %q, want pending with the transaction %s", a.Settled, tx)
+	}
+	p.phoneShot(t, "pending")
+}
