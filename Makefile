@@ -12,7 +12,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build docker image image-data run test test-unit interop-deps postgres bench demo soak fuzz fleet clean
+.PHONY: all build docker image image-data run test test-unit interop-deps postgres chromium bench demo soak fuzz fleet clean
 
 all: build
 
@@ -30,7 +30,7 @@ image: docker ## build the sandbox image offline (skipped when up to date)
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
 	@images/python/build.sh $(DATA_IMAGE) data
 
-run: build image image-data ## start the service on :8080 (free mode unless config.yaml says otherwise)
+run: build image ## start the service on :8080 (free mode unless config.yaml says otherwise)
 	bin/sandboxd serve
 
 interop-deps: ## the official x402 client, facilitator and anvil from npm
@@ -39,7 +39,13 @@ interop-deps: ## the official x402 client, facilitator and anvil from npm
 postgres: ## Debian's PostgreSQL binaries (installed when missing); tests start throwaway servers
 	@scripts/pg.sh install
 
-test: build image image-data interop-deps postgres ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil)
+chromium: ## Debian's chromium (installed when missing, as root); the browser tests drive it headless
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "chromium is missing: install Debian's chromium (apt-get install chromium) as root" >&2; exit 1; fi; \
+	  echo "installing chromium (apt-get)" >&2; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: build image image-data interop-deps postgres chromium ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil), the page in chromium
 	$(GO) vet ./...
 	SANDBOXD_INTEGRATION=1 SANDBOXD_INTEROP=1 SANDBOXD_FAULTS=1 $(GO) test -p 1 -count=1 -timeout 40m ./...
 

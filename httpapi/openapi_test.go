@@ -16,7 +16,7 @@ import (
 func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	api := newTestServer(&fakeRunner{}, &fakeGate{})
 	served := map[string]bool{}
-	err := api.Handler().(*mux.Router).Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+	err := api.router().Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
 		path, err := route.GetPathTemplate()
 		if err != nil {
 			return err

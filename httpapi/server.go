@@ -40,18 +40,31 @@ type Server struct {
 	MaxStdinBytes int
 	// Version is reported by GET /v1/version.
 	Version VersionInfo
+	// Page serves the try-it page at / (page.go); off, / is a 404.
+	Page bool
+	// CORSOrigins are the origins whose scripts may call /v1/* (cors.go):
+	// "*" for any; empty for none.
+	CORSOrigins []string
 
 	engine engineCache
 }
 
-// Handler returns the routes of the API.
+// Handler returns the routes of the API and the page, CORS around them.
 func (s *Server) Handler() http.Handler {
+	return s.cors(s.router())
+}
+
+// router routes each path and method to its handler.
+func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
 	r.HandleFunc("/v1/code", s.handleCode).Methods(http.MethodPost)
 	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
 	r.Handle("/mcp", s.mcpHandler()).Methods(http.MethodPost)
+	if s.Page {
+		s.registerPage(r)
+	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
 			"no such endpoint %s; the API has POST /v1/code, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", r.URL.Path))

@@ -37,6 +37,11 @@ type ServerConfig struct {
 	// MetricsAddr is server.metrics_addr: the loopback listener of
 	// GET /metrics; empty turns it off.
 	MetricsAddr string `mapstructure:"metrics_addr"`
+	// Page is server.page: serve the try-it page at /.
+	Page bool `mapstructure:"page"`
+	// CORSOrigins is server.cors_origins: the origins whose scripts may
+	// call /v1/*, or "*" for any.
+	CORSOrigins []string `mapstructure:"cors_origins"`
 }
 
 // RuntimeConfig holds the runtime.* keys: the Docker runner's own section
@@ -74,6 +79,8 @@ func defaultConfig() Config {
 			ShutdownTimeout: 15 * time.Second,
 			LogLevel:        "info",
 			MetricsAddr:     "127.0.0.1:9090",
+			Page:            true,
+			CORSOrigins:     []string{"*"},
 		},
 		Runtime: RuntimeConfig{
 			Config: runtime.Config{

@@ -124,8 +124,33 @@ func convert(key string, raw any, f reflect.StructField) (any, error) {
 			return nil, bad("a number such as 1.0")
 		}
 		return x, nil
+	case reflect.Slice:
+		return stringList(raw, bad)
 	}
 	return raw, nil
+}
+
+// stringList converts a list of the file, or a comma- or space-separated
+// string of the environment, to a []string.
+func stringList(raw any, bad func(string) error) ([]string, error) {
+	const want = `a list of strings, such as ["*"] (in the environment: comma-separated)`
+	switch v := raw.(type) {
+	case string:
+		return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }), nil
+	case []string:
+		return v, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, bad(want)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, bad(want)
 }
 
 // nanoCPUs converts a number of CPUs to billionths of a CPU; a value no

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -35,6 +36,9 @@ func (c Config) Validate() error {
 		"%q is not empty (off) or host:port with a host that is not every interface; /metrics shows revenue: keep it on loopback or a private address", s.MetricsAddr)
 	check(s.MetricsAddr == "" || s.MetricsAddr != s.Addr || strings.HasSuffix(s.Addr, ":0"), "server.metrics_addr", "%q is server.addr; /metrics must not be on the public listener", s.MetricsAddr)
 	check(slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
+	for _, o := range s.CORSOrigins {
+		check(validOrigin(o), "server.cors_origins", "%q is not \"*\" or an origin such as https://docs.example.com (scheme and host, no path)", o)
+	}
 
 	errs = append(errs, configErrors(rt.Config.Validate())...)
 	// runtime accepts "" as the daemon's default; the file must name one.
@@ -93,3 +97,14 @@ func validMetricsAddr(a string) bool {
 
 // inRange reports whether lo <= n <= hi.
 func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }
+
+// validOrigin reports whether o is "*" or a browser origin: http or https,
+// a host, an optional port, and nothing else.
+func validOrigin(o string) bool {
+	if o == "*" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Hostname() != "" &&
+		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !strings.HasSuffix(o, "/")
+}

@@ -102,6 +102,8 @@ func (m *Main) Open(ctx context.Context) error {
 		MaxStdinBytes: int(rt.MaxStdinBytes),
 		RunLimit:      rt.runLimit(),
 		Version:       httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
+		Page:          m.Config.Server.Page,
+		CORSOrigins:   m.Config.Server.CORSOrigins,
 	}
 	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
