@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,7 +106,7 @@ type SQLLedger struct {
 	observe func(op string, d time.Duration)
 	// idLock, on PostgreSQL, is the session holding this replica id's
 	// advisory lock (see holdReplicaID).
-	idLock io.Closer
+	idLock *sql.Conn
 	// lock, on SQLite, holds the exclusive lock on path + ".lock".
 	lock *os.File
 }
@@ -189,10 +188,8 @@ func openLocked(ctx context.Context, op, path string) (*SQLLedger, error) {
 
 // Close closes the database, then releases the ledger's locks.
 func (l *SQLLedger) Close() error {
+	l.releaseReplicaID()
 	err := l.db.Close()
-	if l.idLock != nil {
-		l.idLock.Close()
-	}
 	if l.lock != nil {
 		l.lock.Close()
 	}

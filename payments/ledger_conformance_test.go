@@ -410,3 +410,16 @@ func TestLedgerConformanceRecover(t *testing.T) {
 		}
 	})
 }
+
+// TestLedgerConformanceReopenAtOnce: a replica that closes its ledger can
+// open it again at once with the same id (a restart): on PostgreSQL the
+// id's lock is given up on Close, not whenever the server's backend ends.
+func TestLedgerConformanceReopenAtOnce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+		loc := b.location(t)
+		for i := 0; i < 20; i++ {
+			l := mustLedgerConfig(t, LedgerConfig{Ledger: loc})
+			l.Close()
+		}
+	})
+}

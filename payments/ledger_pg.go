@@ -49,6 +49,20 @@ func (l *SQLLedger) holdReplicaID(ctx context.Context) error {
 	return nil
 }
 
+// releaseReplicaID gives up the replica id's advisory lock at once, so
+// the next process with this id (a restart) can take it: closing the
+// connection alone drops the lock only when the server's backend has
+// ended, which may be after that process asks.
+func (l *SQLLedger) releaseReplicaID() {
+	if l.idLock == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerOpTimeout)
+	defer cancel()
+	_, _ = l.idLock.ExecContext(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, replicaLockSpace, l.replica)
+	l.idLock.Close()
+}
+
 // openPostgres opens the ledger in the PostgreSQL database of url (a
 // postgres:// URL; PostgreSQL 15 or newer) and migrates it, as replica
 // DefaultReplica with DefaultLease. Uniqueness of a payment is the table's
