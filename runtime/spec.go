@@ -156,11 +156,3 @@ func shortID(id string) string {
 	}
 	return id
 }
-
-// Spec returns the container configuration a run of the job gets under
-// cfg, for harnesses that measure the engine with the service's own spec
-// (test/bench). The runner reads its program on stdin, attached by Run.
-func Spec(cfg Config, jobID string) (*container.Config, *container.HostConfig) {
-	sp := newSpec(cfg, sandboxd.Job{ID: jobID})
-	return sp.config, sp.host
-}
