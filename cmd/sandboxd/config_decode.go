@@ -19,16 +19,14 @@ import (
 // expected, where viper's own getters would silently take a zero: every
 // scalar is read as its trimmed text, as the environment gives it; sizes
 // and CPU counts by their UnmarshalText (internal/units); durations ("5s"),
-// whole numbers, numbers and booleans here; string lists from a list of
+// whole numbers and booleans here; string lists from a list of
 // the file or a comma- or space-separated string of the environment. Keys
 // the struct does not have are left for UnmarshalExact to refuse.
 var decodeHook = mapstructure.ComposeDecodeHookFunc(asText, mapstructure.TextUnmarshallerHookFunc(), parseText)
 
-// asText is a scalar value as text; sections and lists are left alone.
+// asText is a scalar value as its trimmed text and a list as a []string;
+// sections are left alone.
 func asText(from, to reflect.Value) (any, error) {
-	if !from.IsValid() {
-		return nil, nil
-	}
 	raw := from.Interface()
 	switch to.Kind() {
 	case reflect.Struct, reflect.Map, reflect.Interface:
@@ -68,12 +66,6 @@ func parseText(from, to reflect.Value) (any, error) {
 			return nil, bad("a whole number")
 		}
 		return reflect.ValueOf(n).Convert(t).Interface(), nil
-	case t.Kind() == reflect.Float64:
-		x, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, bad("a number such as 1.0")
-		}
-		return x, nil
 	}
 	return s, nil
 }
@@ -85,8 +77,6 @@ func stringList(raw any) ([]string, error) {
 	switch v := raw.(type) {
 	case string:
 		return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }), nil
-	case []string:
-		return v, nil
 	case []any:
 		out := make([]string, 0, len(v))
 		for _, e := range v {

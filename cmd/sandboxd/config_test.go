@@ -182,3 +182,29 @@ func TestPoolMaxBoundedByHostMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestLogLevelFromConfig: server.log_level sets the level of the
+// service's logger.
+func TestLogLevelFromConfig(t *testing.T) {
+	var buf strings.Builder
+	log := newLogger(&buf, "warn")
+	log.Info("quiet")
+	log.Warn("loud")
+	if out := buf.String(); strings.Contains(out, "quiet") || !strings.Contains(out, "loud") {
+		t.Fatalf("at warn the log is %q", out)
+	}
+}
+
+// TestReplicaIDDefaultsToInstance: payments.replica_id, when empty, is
+// the host name and runtime.instance; a value given is kept.
+func TestReplicaIDDefaultsToInstance(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Runtime.Instance = "host-b"
+	if got := cfg.paymentsConfig().ReplicaID; !strings.HasSuffix(got, "/host-b") {
+		t.Errorf("replica id %q, want <host>/host-b", got)
+	}
+	cfg.Payments.ReplicaID = "r1"
+	if got := cfg.paymentsConfig().ReplicaID; got != "r1" {
+		t.Errorf("replica id %q, want r1", got)
+	}
+}
