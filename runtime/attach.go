@@ -46,7 +46,7 @@ func (d *Docker) attach(ctx context.Context, id string, proto *protocol) (*strea
 	}
 	return &stream{
 		hj:     hj,
-		out:    newOutput(d.cfg.MaxOutputBytes, proto),
+		out:    newOutput(int(d.cfg.MaxOutputBytes), proto),
 		capHit: make(chan struct{}),
 		done:   make(chan struct{}),
 	}, nil

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"sandboxd/internal/units"
 )
 
 // Config is the runtime section of the service's configuration: the limits
 // and identity every container of a Docker runner gets. cmd/sandboxd decodes
 // the runtime.* keys straight into it (the mapstructure tags name the keys;
-// unit:"bytes" reads a size such as 128MiB, unit:"cpus" a CPU count such as
-// 0.5), so this package never sees how they were read. Validate checks them.
+// a units.Bytes reads a size such as 128MiB, units.NanoCPUs a CPU count such
+// as 0.5), so this package never sees how they were read. Validate checks them.
 type Config struct {
 	// Image is the Python image every run uses, e.g. "sandbox-python:3.11".
 	Image string `mapstructure:"image"`
@@ -21,16 +23,16 @@ type Config struct {
 	// Timeout is the wall-clock limit, counted from the hand-over of the code.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// MemoryBytes caps memory, and memory plus swap, so nothing is swapped.
-	MemoryBytes int64 `mapstructure:"memory" unit:"bytes"`
+	MemoryBytes units.Bytes `mapstructure:"memory"`
 	// NanoCPUs caps CPU time in billionths of a CPU (1e9 is one CPU); the
 	// key runtime.cpus gives it in CPUs.
-	NanoCPUs int64 `mapstructure:"cpus" unit:"cpus"`
+	NanoCPUs units.NanoCPUs `mapstructure:"cpus"`
 	// PidsLimit caps the processes and threads alive at once.
 	PidsLimit int64 `mapstructure:"pids"`
 	// TmpfsBytes sizes the only writable place, /tmp, and caps any file's size.
-	TmpfsBytes int64 `mapstructure:"tmpfs" unit:"bytes"`
+	TmpfsBytes units.Bytes `mapstructure:"tmpfs"`
 	// MaxOutputBytes caps each of stdout and stderr; past it the run is killed.
-	MaxOutputBytes int `mapstructure:"max_output_bytes" unit:"bytes"`
+	MaxOutputBytes units.Bytes `mapstructure:"max_output_bytes"`
 	// PoolSize is how many containers are kept started ahead of the runs,
 	// each with its runner waiting for a program; 0 creates a container for
 	// each run when it comes.
@@ -78,10 +80,10 @@ func (c Config) Validate() error {
 	check(c.Image != "", "image", "Image", "is empty; name the image built by `make image` (sandbox-python:3.11)")
 	check(oneOf(c.OCIRuntime, "", "runc", "runsc", "crun"), "oci_runtime", "OCIRuntime", "%q is not one of runc, runsc, crun", c.OCIRuntime)
 	check(c.Timeout >= 100*time.Millisecond && c.Timeout <= 5*time.Minute, "timeout", "Timeout", "%v is outside 100ms..5m", c.Timeout)
-	check(inRange(c.MemoryBytes, 16*mib, 64*gib), "memory", "MemoryBytes", "%d bytes is outside 16MiB..64GiB", c.MemoryBytes)
-	check(inRange(c.NanoCPUs, 5e7, 64e9), "cpus", "NanoCPUs", "%v is outside 0.05..64", float64(c.NanoCPUs)/1e9)
+	check(inRange(int64(c.MemoryBytes), 16*mib, 64*gib), "memory", "MemoryBytes", "%d bytes is outside 16MiB..64GiB", c.MemoryBytes)
+	check(inRange(int64(c.NanoCPUs), 5e7, 64e9), "cpus", "NanoCPUs", "%v is outside 0.05..64", float64(c.NanoCPUs)/1e9)
 	check(inRange(c.PidsLimit, 8, 32768), "pids", "PidsLimit", "%d is outside 8..32768", c.PidsLimit)
-	check(inRange(c.TmpfsBytes, mib, 4*gib), "tmpfs", "TmpfsBytes", "%d bytes is outside 1MiB..4GiB", c.TmpfsBytes)
+	check(inRange(int64(c.TmpfsBytes), mib, 4*gib), "tmpfs", "TmpfsBytes", "%d bytes is outside 1MiB..4GiB", c.TmpfsBytes)
 	check(inRange(int64(c.MaxOutputBytes), kib, 16*mib), "max_output_bytes", "MaxOutputBytes", "%d is outside 1 KiB..16 MiB", c.MaxOutputBytes)
 	check(inRange(int64(c.PoolSize), 0, 256), "pool_size", "PoolSize", "%d is outside 0..256", c.PoolSize)
 	check(inRange(int64(c.PoolMax), 0, 256), "pool_max", "PoolMax", "%d is outside 0..256", c.PoolMax)

@@ -63,7 +63,7 @@ func New(cfg Config, log *slog.Logger) (*Docker, error) {
 		cli:      cli,
 		cfg:      cfg,
 		log:      log.With("instance", cfg.Instance),
-		inflight: inflight{runs: map[*flight]struct{}{}},
+		inflight: inflight{runs: map[*liveRun]struct{}{}},
 	}
 	if cfg.PoolSize > 0 {
 		d.pool = newPool(d, cfg.PoolSize, cfg.PoolMax)

@@ -11,26 +11,26 @@ import (
 type inflight struct {
 	mu     sync.Mutex
 	closed bool
-	runs   map[*flight]struct{}
+	runs   map[*liveRun]struct{}
 	wg     sync.WaitGroup
 }
 
-// flight is one run in progress: its cancel, and its container once created.
-type flight struct {
+// liveRun is one run in progress: its cancel, and its container once created.
+type liveRun struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	id     string
 }
 
 // setContainer records the run's container, for Close to kill.
-func (f *flight) setContainer(id string) {
+func (f *liveRun) setContainer(id string) {
 	f.mu.Lock()
 	f.id = id
 	f.mu.Unlock()
 }
 
 // containerID is the run's container, or "" before it is created.
-func (f *flight) containerID() string {
+func (f *liveRun) containerID() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.id
@@ -39,14 +39,14 @@ func (f *flight) containerID() string {
 // begin registers a run. It returns the run's context (cancelled by Close
 // with errClosing) and the function that unregisters it; or an error when
 // the runner is closed.
-func (in *inflight) begin(ctx context.Context) (context.Context, *flight, func(), error) {
+func (in *inflight) begin(ctx context.Context) (context.Context, *liveRun, func(), error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed {
 		return nil, nil, nil, sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.run", "the service is shutting down")
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	f := &flight{cancel: cancel}
+	f := &liveRun{cancel: cancel}
 	in.runs[f] = struct{}{}
 	in.wg.Add(1)
 	end := func() {
@@ -60,11 +60,11 @@ func (in *inflight) begin(ctx context.Context) (context.Context, *flight, func()
 }
 
 // close refuses new runs and returns those in flight.
-func (in *inflight) close() []*flight {
+func (in *inflight) close() []*liveRun {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.closed = true
-	flights := make([]*flight, 0, len(in.runs))
+	flights := make([]*liveRun, 0, len(in.runs))
 	for f := range in.runs {
 		flights = append(flights, f)
 	}

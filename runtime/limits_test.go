@@ -51,7 +51,7 @@ func TestLimitOutput(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				res := mustRun(t, d, tt.code)
 				flooded, other := tt.stream(res)
-				if len(flooded) != d.cfg.MaxOutputBytes {
+				if len(flooded) != int(d.cfg.MaxOutputBytes) {
 					t.Errorf("kept %d bytes, want exactly the cap %d", len(flooded), d.cfg.MaxOutputBytes)
 				}
 				if strings.Trim(flooded, "xy\n") != "" {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
 
 	"sandboxd"
 )
@@ -98,60 +97,6 @@ func (d *Docker) acquire(ctx context.Context, jobID string, pooled bool, log *sl
 		d.pool.kick() // the engine works again: the pool need not wait out its backoff
 	}
 	return b, err
-}
-
-// create creates a container and returns its ID. The call itself is not
-// cancelled with ctx: a create cancelled on our side may still complete on
-// the daemon's, after any attempt to remove it. When ctx ends meanwhile, the
-// new container is removed at once.
-func (d *Docker) create(ctx context.Context, sp spec, log *slog.Logger) (string, error) {
-	const op = "runtime.create"
-	if ctx.Err() != nil {
-		return "", ctxError(ctx, op)
-	}
-	cctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	resp, err := d.cli.ContainerCreate(cctx, sp.config, sp.host, nil, nil, sp.name)
-	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return "", d.missingImage(op, err)
-		}
-		return "", d.fail(ctx, op, err)
-	}
-	if ctx.Err() != nil {
-		d.removeLater(resp.ID, log, nil, nil)
-		return "", ctxError(ctx, op)
-	}
-	for _, w := range resp.Warnings {
-		log.Warn("docker warned at create", "warning", w)
-	}
-	return resp.ID, nil
-}
-
-// cleanup force-removes a container on a fresh short context, so a run whose
-// request was cancelled leaves nothing behind either.
-func (d *Docker) cleanup(ctx context.Context, id string, log *slog.Logger) {
-	ctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	if err := d.remove(ctx, id); err != nil {
-		log.Warn("removing the container failed; Reap will retry at the next start", "err", err)
-	}
-}
-
-// remove force-removes a container. One already gone, or being removed by
-// another call (Close and the run's own cleanup may race), is no error.
-func (d *Docker) remove(ctx context.Context, id string) error {
-	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
-		return nil
-	}
-	return err
-}
-
-// cleanupContext is a context for cleaning up after ctx: it keeps ctx's
-// values but not its cancellation, and ends after cleanupTimeout.
-func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
 // run is one program in one box.

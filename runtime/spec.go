@@ -38,7 +38,8 @@ type spec struct {
 // limit or an isolation: nothing about it depends on the program.
 func newSpec(cfg Config, job sandboxd.Job) spec {
 	pids := cfg.PidsLimit
-	tmpfs := strconv.FormatInt(cfg.TmpfsBytes, 10)
+	memory, tmpfsBytes := int64(cfg.MemoryBytes), int64(cfg.TmpfsBytes)
+	tmpfs := strconv.FormatInt(tmpfsBytes, 10)
 	return spec{
 		name: "sandboxd-" + randomHex(6),
 		config: &container.Config{
@@ -49,7 +50,7 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 			// runs: as an OCI rlimit it would bind runc's own init too, a Go
 			// program with 64 MiB heap arenas, which then fails to start
 			// containers now and then (ENOMEM adding its seccomp rules).
-			Env: []string{dataLimitEnv + "=" + strconv.FormatInt(dataLimit(cfg.MemoryBytes), 10)},
+			Env: []string{dataLimitEnv + "=" + strconv.FormatInt(dataLimit(memory), 10)},
 			// The code goes in on stdin, attached before start; StdinOnce
 			// closes the program's stdin when we close our end.
 			OpenStdin:    true,
@@ -74,21 +75,21 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 			// A private /dev/shm (multiprocessing needs it), sized like /tmp
 			// instead of Docker's 64 MiB; Docker mounts it noexec,nosuid,nodev.
 			IpcMode:    container.IPCModePrivate,
-			ShmSize:    cfg.TmpfsBytes,
+			ShmSize:    tmpfsBytes,
 			LogConfig:  container.LogConfig{Type: "none"},
 			AutoRemove: false,
 			Runtime:    cfg.OCIRuntime,
 			Resources: container.Resources{
-				Memory:     cfg.MemoryBytes,
-				MemorySwap: cfg.MemoryBytes,
-				NanoCPUs:   cfg.NanoCPUs,
+				Memory:     memory,
+				MemorySwap: memory,
+				NanoCPUs:   int64(cfg.NanoCPUs),
 				PidsLimit:  &pids,
 				// No nproc: it counts every process of uid 10001 on the host,
 				// so one run's fork bomb would starve the others. PidsLimit
 				// is per container.
 				Ulimits: []*container.Ulimit{
 					{Name: "nofile", Soft: nofileLimit, Hard: nofileLimit},
-					{Name: "fsize", Soft: cfg.TmpfsBytes, Hard: cfg.TmpfsBytes},
+					{Name: "fsize", Soft: tmpfsBytes, Hard: tmpfsBytes},
 					// No core dumps, and no raising the limit back: a hard
 					// limit only goes down.
 					{Name: "core", Soft: 0, Hard: 0},
@@ -154,12 +155,4 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
-}
-
-// Spec returns the container configuration a run of the job gets under
-// cfg, for harnesses that measure the engine with the service's own spec
-// (test/bench). The runner reads its program on stdin, attached by Run.
-func Spec(cfg Config, jobID string) (*container.Config, *container.HostConfig) {
-	sp := newSpec(cfg, sandboxd.Job{ID: jobID})
-	return sp.config, sp.host
 }

@@ -153,7 +153,7 @@ func TestNewDefaultInstance(t *testing.T) {
 
 func TestInflightRefusesAfterClose(t *testing.T) {
 	var in inflight
-	in.runs = map[*flight]struct{}{}
+	in.runs = map[*liveRun]struct{}{}
 	ctx, f, end, err := in.begin(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestInflightRefusesAfterClose(t *testing.T) {
 	f.setContainer("abc")
 	flights := in.close()
 	if len(flights) != 1 || flights[0].containerID() != "abc" {
-		t.Fatalf("close returned %v, want the one flight", flights)
+		t.Fatalf("close returned %v, want the one live run", flights)
 	}
 	flights[0].cancel(errClosing)
 	if err := ctxError(ctx, "runtime.run"); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {

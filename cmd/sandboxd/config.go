@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"sandboxd/internal/units"
 	"sandboxd/payments"
 	"sandboxd/runtime"
 )
@@ -28,7 +29,7 @@ type ServerConfig struct {
 	// Addr is server.addr, where to listen (host:port).
 	Addr string `mapstructure:"addr"`
 	// MaxBodyBytes is server.max_body_bytes, the largest request body.
-	MaxBodyBytes int64 `mapstructure:"max_body_bytes" unit:"bytes"`
+	MaxBodyBytes units.Bytes `mapstructure:"max_body_bytes"`
 	// ShutdownTimeout is server.shutdown_timeout: how long runs may finish
 	// after SIGTERM or SIGINT.
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
@@ -50,9 +51,9 @@ type ServerConfig struct {
 type RuntimeConfig struct {
 	runtime.Config `mapstructure:",squash"`
 	// MaxCodeBytes is runtime.max_code_bytes, the largest program.
-	MaxCodeBytes int64 `mapstructure:"max_code_bytes" unit:"bytes"`
+	MaxCodeBytes units.Bytes `mapstructure:"max_code_bytes"`
 	// MaxStdinBytes is runtime.max_stdin_bytes, the largest stdin.
-	MaxStdinBytes int64 `mapstructure:"max_stdin_bytes" unit:"bytes"`
+	MaxStdinBytes units.Bytes `mapstructure:"max_stdin_bytes"`
 	// MaxConcurrency is runtime.max_concurrency, the runs at once.
 	MaxConcurrency int64 `mapstructure:"max_concurrency"`
 	// QueueWait is runtime.queue_wait: how long a request waits for a

@@ -16,6 +16,12 @@ func TestCORSOriginsDecodeAndValidate(t *testing.T) {
 	if cfg.Server.Page || !slices.Equal(cfg.Server.CORSOrigins, []string{"https://a.example", "http://localhost:3000"}) {
 		t.Errorf("page %v, cors_origins %q", cfg.Server.Page, cfg.Server.CORSOrigins)
 	}
+	for _, yaml := range []string{"server:\n  cors_origins: [1]\n", "server:\n  cors_origins: {a: b}\n", "server:\n  cors_origins: 5\n"} {
+		if _, err := LoadConfig(writeConfig(t, yaml)); err == nil || !strings.Contains(err.Error(), "server.cors_origins: ") ||
+			!strings.Contains(err.Error(), "is not a list of strings") {
+			t.Errorf("%q: %v, want refused as not a list of strings", yaml, err)
+		}
+	}
 	t.Setenv("SANDBOX_SERVER_CORS_ORIGINS", "https://b.example,https://c.example")
 	cfg, err = LoadConfig(writeConfig(t, "{}\n"))
 	if err != nil {

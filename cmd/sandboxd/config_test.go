@@ -151,22 +151,6 @@ func TestMissingConfigFileIsAnError(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	cases := map[string]int64{"0": 0, "65536": 65536, "512KiB": 512 << 10, "128MiB": 128 << 20, "1GiB": 1 << 30,
-		"1MB": 1000000, "16m": 16 << 20, "2g": 2 << 30, "10B": 10}
-	for in, want := range cases {
-		got, err := parseBytes(in)
-		if err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "-1", "1.5MiB", "MiB", "1TiB", "99999999999999999999"} {
-		if _, err := parseBytes(bad); err == nil {
-			t.Errorf("parseBytes(%q) accepted", bad)
-		}
-	}
-}
-
 // TestFleetConfigExample: deploy/config.fleet.yaml holds only known keys
 // and is valid once the per-host values come from the environment.
 func TestFleetConfigExample(t *testing.T) {
@@ -196,5 +180,31 @@ func TestPoolMaxBoundedByHostMemory(t *testing.T) {
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// TestLogLevelFromConfig: server.log_level sets the level of the
+// service's logger.
+func TestLogLevelFromConfig(t *testing.T) {
+	var buf strings.Builder
+	log := newLogger(&buf, "warn")
+	log.Info("quiet")
+	log.Warn("loud")
+	if out := buf.String(); strings.Contains(out, "quiet") || !strings.Contains(out, "loud") {
+		t.Fatalf("at warn the log is %q", out)
+	}
+}
+
+// TestReplicaIDDefaultsToInstance: payments.replica_id, when empty, is
+// the host name and runtime.instance; a value given is kept.
+func TestReplicaIDDefaultsToInstance(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Runtime.Instance = "host-b"
+	if got := cfg.paymentsConfig().ReplicaID; !strings.HasSuffix(got, "/host-b") {
+		t.Errorf("replica id %q, want <host>/host-b", got)
+	}
+	cfg.Payments.ReplicaID = "r1"
+	if got := cfg.paymentsConfig().ReplicaID; got != "r1" {
+		t.Errorf("replica id %q, want r1", got)
 	}
 }

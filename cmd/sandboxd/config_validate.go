@@ -12,7 +12,7 @@ import (
 )
 
 // kib and mib are the size units of the ranges below.
-const kib, mib = int64(1) << 10, int64(1) << 20
+const kib, mib = 1 << 10, 1 << 20
 
 // Validate checks every value once and returns one message per problem,
 // each naming the key and what is allowed: the server keys and the
@@ -51,7 +51,7 @@ func (c Config) Validate() error {
 	check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
 	if host := hostMemory(); host > 0 {
 		n := int64(max(rt.PoolMax, rt.PoolSize))
-		most := n * rt.MemoryBytes
+		most := n * int64(rt.MemoryBytes)
 		check(most <= host/poolMemoryShare, "runtime.pool_max",
 			"%d warm containers × runtime.memory %d MiB = %d MiB, more than 1/%d of this host's memory (%d MiB): lower runtime.pool_max or runtime.memory",
 			n, rt.MemoryBytes/mib, most/mib, poolMemoryShare, host/mib)
@@ -96,7 +96,7 @@ func validMetricsAddr(a string) bool {
 }
 
 // inRange reports whether lo <= n <= hi.
-func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }
+func inRange[N ~int64](n, lo, hi N) bool { return n >= lo && n <= hi }
 
 // validOrigin reports whether o is "*" or a browser origin: http or https,
 // a host, an optional port, and nothing else.

@@ -97,7 +97,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Admitter:      adm,
 		Gate:          gate,
 		Log:           m.Log.With("component", "httpapi"),
-		MaxBodyBytes:  m.Config.Server.MaxBodyBytes,
+		MaxBodyBytes:  int64(m.Config.Server.MaxBodyBytes),
 		MaxCodeBytes:  int(rt.MaxCodeBytes),
 		MaxStdinBytes: int(rt.MaxStdinBytes),
 		RunLimit:      rt.runLimit(),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
 	"sandboxd/runtime"
@@ -44,7 +46,7 @@ func benchConfig(image string) runtime.Config {
 
 // measureCeiling counts create+start+wait+remove cycles a second through
 // the Engine API with conc at once: the most containers the engine gives
-// the service. The container is the service's own (runtime.Spec), without
+// the service. The container is the service's own (serviceSpec), without
 // stdin, so its runner finds no program and exits at once; netDisabled
 // false turns Config.NetworkDisabled off for the A/B.
 func measureCeiling(ctx context.Context, image string, conc int, window time.Duration, netDisabled bool) (float64, error) {
@@ -53,12 +55,16 @@ func measureCeiling(ctx context.Context, image string, conc int, window time.Dur
 		return 0, err
 	}
 	defer cli.Close()
+	spec, err := serviceSpec(ctx, cli, image)
+	if err != nil {
+		return 0, fmt.Errorf("the service's container spec: %w", err)
+	}
 	var done atomic.Int64
 	var firstErr error
 	var once sync.Once
 	start := time.Now()
 	load.Closed(ctx, conc, window, func() bool {
-		if err := cycle(ctx, cli, image, netDisabled); err != nil {
+		if err := cycle(ctx, cli, spec, netDisabled); err != nil {
 			once.Do(func() { firstErr = err })
 			return false
 		}
@@ -71,12 +77,42 @@ func measureCeiling(ctx context.Context, image string, conc int, window time.Dur
 	return float64(done.Load()) / time.Since(start).Seconds(), nil
 }
 
-// cycle creates, starts, waits for and removes one container.
-func cycle(ctx context.Context, cli *client.Client, image string, netDisabled bool) error {
-	cfg, host := runtime.Spec(benchConfig(image), "ceiling")
+// serviceSpec is the container configuration the service gives a run:
+// that of the warm container a runner of benchConfig (pool of one) starts,
+// as the engine reports it. The runner is closed again, its container
+// removed.
+func serviceSpec(ctx context.Context, cli *client.Client, image string) (container.InspectResponse, error) {
+	cfg := benchConfig(image)
+	cfg.PoolSize = 1
+	d, err := runtime.New(cfg, nil)
+	if err != nil {
+		return container.InspectResponse{}, err
+	}
+	defer d.Close(context.WithoutCancel(ctx))
+	if _, err := d.Reap(ctx); err != nil { // starts the pool
+		return container.InspectResponse{}, err
+	}
+	list := container.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", runtime.LabelInstance+"="+cfg.Instance), filters.Arg("status", "running"))}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		cs, err := cli.ContainerList(ctx, list)
+		if err != nil {
+			return container.InspectResponse{}, err
+		}
+		if len(cs) > 0 {
+			return cli.ContainerInspect(ctx, cs[0].ID)
+		}
+	}
+	return container.InspectResponse{}, errors.New("the runner's warm container did not start within a minute")
+}
+
+// cycle creates, starts, waits for and removes one container of spec.
+func cycle(ctx context.Context, cli *client.Client, spec container.InspectResponse, netDisabled bool) error {
+	cfg, host := *spec.Config, *spec.HostConfig
+	cfg.Hostname = ""
 	cfg.OpenStdin, cfg.StdinOnce, cfg.AttachStdin = false, false, false
 	cfg.NetworkDisabled = netDisabled
-	c, err := cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	c, err := cli.ContainerCreate(ctx, &cfg, &host, nil, nil, "")
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}

@@ -3,7 +3,7 @@
 // targets of issue 9 and whether each is met:
 //
 //   - the engine ceiling: create+start+wait+remove cycles a second of the
-//     service's own container spec (runtime.Spec), concurrency 8; and the
+//     service's own container spec (as the engine reports a warm one), concurrency 8; and the
 //     same with NetworkDisabled off, for the A/B of that field;
 //   - saturation: the service (its default configuration) under 8 callers
 //     in a closed loop, as a ratio to the ceiling, with failures counted;
