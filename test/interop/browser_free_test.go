@@ -17,7 +17,7 @@ func TestBrowserFree(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("browser-free"), true,
 		"SANDBOX_RUNTIME_TIMEOUT=2s", "SANDBOX_RUNTIME_MAX_CODE_BYTES=4096",
-		"SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=0s")
+		"SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=20s")
 	p := openPage(t, svc.URL, "")
 
 	t.Run("accessible", func(t *testing.T) { testAccessibleNames(t, p) })
@@ -64,23 +64,50 @@ func TestBrowserFree(t *testing.T) {
 			t.Errorf("answer %+v, want 413 in words", a)
 		}
 	})
-	t.Run("busy", func(t *testing.T) { testBusy(t, p, svc.URL) })
+	t.Run("busy", func(t *testing.T) {
+		// A service of its own that answers busy at once: the page's service
+		// queues, since a run's sandbox slot is held until its container is gone.
+		busy := startService(t, instance("browser-busy"), true, "SANDBOX_RUNTIME_TIMEOUT=10s",
+			"SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=0s")
+		testBusy(t, openPage(t, busy.URL, ""), busy.URL)
+	})
 	t.Run("hostile-output", func(t *testing.T) { testHostileOutput(t, p) })
 }
 
-// testBusy holds the one sandbox with a program that loops until the timeout, then
-// presses Run: the 429 is shown in words with its Retry-After.
+// testBusy holds the one sandbox of the service at base (no queue) with a program that
+// loops until the timeout, then presses Run: the 429 is shown in words with its
+// Retry-After.
 func testBusy(t *testing.T, p *page, base string) {
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		res, err := httpClient.Post(base+"/v1/code", "application/json", strings.NewReader(`{"code":"while True: pass"}`))
-		if err == nil {
+		// Until it gets the sandbox: a probe below may hold it for a moment.
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); {
+			res, err := httpClient.Post(base+"/v1/code", "application/json", strings.NewReader(`{"code":"while True: pass"}`))
+			if err != nil {
+				return
+			}
 			res.Body.Close()
+			if res.StatusCode != 429 {
+				return
+			}
 		}
 	}()
 	defer func() { <-held }()
-	time.Sleep(700 * time.Millisecond) // the loop has taken the sandbox (a warm one starts in ms)
+	// The loop holds the one sandbox (for the service's 10 s) once a probe is refused.
+	taken := false
+	waitFor(10*time.Second, func() bool {
+		res, err := httpClient.Post(base+"/v1/code", "application/json", strings.NewReader(`{"code":"pass"}`))
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		taken = res.StatusCode == 429
+		return taken
+	})
+	if !taken {
+		t.Fatal("the looping program never held the sandbox")
+	}
 	p.typeCode(t, "print(1)", "")
 	a := p.run(t, "busy")
 	if a.Status != "busy" || !strings.Contains(a.Message, "Every sandbox is busy. Try again in ") {
