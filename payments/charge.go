@@ -35,57 +35,7 @@ type parts struct {
 	quote
 	ledger  Ledger
 	settler Settler
-	flight  *flight
-}
-
-// Check decodes the payment header, verifies it locally (its validity
-// window included), then asks the settler whether it would settle, holding
-// one of the gate's check slots (never a sandbox) for that remote call
-// only. See sandboxd.PaymentGate for the errors.
-func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
-	const op = "payments.check"
-	p, err := x402.DecodePaymentHeader(r.Header)
-	if err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
-			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
-	}
-	now := g.now()
-	if err := x402.Verify(g.req, p, now); err != nil {
-		g.log.Info("payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
-			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	p.Quoted = g.quoted(r)
-	t := p.Transfer
-	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
-	if err := x402.CheckWindow(t, now, g.window); err != nil {
-		log.Info("payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	release, err := g.checks.Admit(ctx)
-	if err != nil {
-		return nil, checksBusy(err)
-	}
-	err = g.settler.Check(ctx, p)
-	release()
-	if err != nil {
-		log.Info("payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
-}
-
-// checksBusy turns a full check queue into the gate's own 429: the
-// sandboxes may well be free, it is the checks that are not.
-func checksBusy(err error) error {
-	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
-		return err
-	}
-	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
-		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
+	charges *charges
 }
 
 // authorization is a checked payment, not yet reserved.
@@ -104,7 +54,7 @@ var _ sandboxd.Authorization = (*authorization)(nil)
 func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 	const op = "payments.reserve"
 	t := a.p.Transfer
-	done, ok := a.flight.add()
+	done, ok := a.charges.add()
 	if !ok {
 		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
 	}
@@ -136,7 +86,7 @@ type charge struct {
 	resourceURL string
 	log         *slog.Logger
 	done        atomic.Bool
-	// finish ends the charge's count in the gate's flight (see Gate.Close).
+	// finish ends the charge's count among the gate's charges (see Gate.Close).
 	finish func()
 }
 
@@ -240,6 +190,16 @@ func (c *charge) settlePending(op, tx string, err error) error {
 	c.addSettleHeader(e, x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
 		ErrorReason: ReasonSettlementPending})
 	return e
+}
+
+// pendingBody is the JSON answer of a pending settlement (202).
+type pendingBody struct {
+	// Status is always ReasonSettlementPending.
+	Status string `json:"status"`
+	// Transaction is the settlement's hash, when one was sent.
+	Transaction string `json:"transaction"`
+	// Error says what happened and what the payer should do.
+	Error string `json:"error"`
 }
 
 // addSettleHeader adds the settlement response resp to e's headers.

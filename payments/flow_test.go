@@ -23,7 +23,7 @@ func TestGateRefusesAShortWindow(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.QueueWait, cfg.RunLimit = 2*time.Second, 5*time.Second
 	window := cfg.Window() // 90 s
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestGateBoundsRemoteChecks(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxChecks, cfg.CheckWait = 1, 50*time.Millisecond
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestGateCloseDrainIsBounded(t *testing.T) {
 	defer close(s.release)
 	cfg := testConfig(t)
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }, Drain: 100 * time.Millisecond})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }, Drain: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

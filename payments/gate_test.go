@@ -66,7 +66,7 @@ func newTestGate(tb testing.TB, s Settler) (*Gate, *SQLLedger) {
 	tb.Helper()
 	cfg := testConfig(tb)
 	l := mustLedger(tb, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -82,3 +82,12 @@ func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err erro
 	}
 	return row
 }
+
+// newGateWith returns a Gate quoting the terms of cfg with the given parts.
+// It validates cfg but opens nothing and runs no recovery.
+func newGateWith(cfg Config, o options) (*Gate, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newGate(cfg, o)
+}

@@ -40,6 +40,12 @@ const (
 	StatusReleased = "released"
 )
 
+// ReasonSettlementPending is the reason of a settling row whose
+// settlement may have been sent but whose outcome is not known yet, and the
+// errorReason answered for it. It is this service's own code: a payer that
+// reads it must wait, not pay again.
+const ReasonSettlementPending = "settlement_pending"
+
 // reasonUnknownAfterRestart is the reason of a row that was settling when
 // the service stopped, under a settler that cannot tell whether the
 // payment was collected (a facilitator). It is this service's own code, not
@@ -274,6 +280,15 @@ func (l *SQLLedger) MarkReleased(ctx context.Context, payer, nonce string) error
 		`status = 'released'`)
 }
 
+// MarkPending records that a settling payment's settlement may have been
+// sent by tx ("" when no hash is known) and its outcome is unknown: the row
+// stays settling (the payment is refused if offered again) with reason
+// ReasonSettlementPending, for the gate's resolver.
+func (l *SQLLedger) MarkPending(ctx context.Context, payer, nonce, tx string) error {
+	return l.move(ctx, "payments.ledger.pending", payer, nonce, []string{StatusSettling},
+		`tx_hash = ?, reason = ?`, tx, ReasonSettlementPending)
+}
+
 // move changes a row in one of the states from to another state; set is
 // the SET clause (without updated_at) and args its arguments. Only a row
 // of this replica moves: once another replica took a silent replica's row
@@ -300,59 +315,6 @@ WHERE payer = ? AND nonce = ? AND replica = ? AND status IN (`+in+`)`), args...)
 		return fmt.Errorf("%s: payer %s nonce %s: %w", op, payer, nonce, errNotReserved)
 	}
 	return nil
-}
-
-// Get returns the row of (payer, nonce), or sql.ErrNoRows.
-func (l *SQLLedger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
-	rows, err := l.query(ctx, `WHERE payer = ? AND nonce = ?`, key(payer), key(nonce))
-	if err != nil {
-		return Entry{}, err
-	}
-	if len(rows) == 0 {
-		return Entry{}, sql.ErrNoRows
-	}
-	return rows[0], nil
-}
-
-// Pending lists this replica's rows still reserved or settling, oldest
-// first. At start these are the payments a crash left unresolved.
-func (l *SQLLedger) Pending(ctx context.Context) ([]Entry, error) {
-	return l.query(ctx, `WHERE status IN ('reserved', 'settling') AND replica = ? ORDER BY created_at`, l.replica)
-}
-
-// entryColumns are the columns scanEntries reads, in its order.
-const entryColumns = `payer, nonce, created_at, updated_at, amount, network, asset, status, tx_hash,
-	run_status, reason, replica`
-
-func (l *SQLLedger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
-	defer cancel()
-	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`SELECT `+entryColumns+` FROM payments `+where), args...)
-	if err != nil {
-		return nil, ledgerError("payments.ledger.query", err)
-	}
-	return scanEntries(rows)
-}
-
-// scanEntries reads rows of entryColumns and closes them.
-func scanEntries(rows *sql.Rows) ([]Entry, error) {
-	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		var e Entry
-		var created, updated string
-		if err := rows.Scan(&e.Payer, &e.Nonce, &created, &updated, &e.Amount, &e.Network,
-			&e.Asset, &e.Status, &e.TxHash, &e.RunStatus, &e.Reason, &e.Replica); err != nil {
-			return nil, ledgerError("payments.ledger.query", err)
-		}
-		e.Created, _ = time.Parse(time.RFC3339Nano, created)
-		e.Updated, _ = time.Parse(time.RFC3339Nano, updated)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, ledgerError("payments.ledger.query", err)
-	}
-	return out, nil
 }
 
 // present checks that the file opened is still at the ledger's path. SQLite

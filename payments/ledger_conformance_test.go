@@ -216,11 +216,11 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		s := &fakeSettler{} // NonceUsed: errNonceStateUnknown
 
 		// Within the lease nobody touches anybody's rows.
-		if rep, err := c.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
+		if rep, err := RecoverStale(ctx, c, s, nil); err != nil || rep != (RecoverReport{}) {
 			t.Fatalf("RecoverStale within the lease = %+v, %v; want nothing", rep, err)
 		}
 		// A restart of b (its Recover at start) resolves b's row only.
-		if rep, err := bb.Recover(ctx, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
+		if rep, err := Recover(ctx, bb, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
 			t.Fatalf("b's restart Recover = %+v, %v; want 1 released", rep, err)
 		}
 		wantStatus(t, a, testEntry(1), StatusReserved)
@@ -235,7 +235,7 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rep, err := c.RecoverStale(ctx, s, nil)
+		rep, err := RecoverStale(ctx, c, s, nil)
 		if err != nil || rep != (RecoverReport{Released: 1, Failed: 1}) {
 			t.Fatalf("RecoverStale after the lease = %+v, %v; want 1 released, 1 failed", rep, err)
 		}
@@ -251,7 +251,7 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 			t.Fatalf("the silent replica's MarkSettling = %v, want errNotReserved", err)
 		}
 		// A second pass finds nothing: each row is resolved once.
-		if rep, err := bb.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
+		if rep, err := RecoverStale(ctx, bb, s, nil); err != nil || rep != (RecoverReport{}) {
 			t.Fatalf("second RecoverStale = %+v, %v", rep, err)
 		}
 	})
@@ -281,7 +281,7 @@ func TestLedgerConformanceSkewedReplica(t *testing.T) {
 			}
 		}
 		for _, l := range []*SQLLedger{ahead, live} {
-			if rep, err := l.RecoverStale(ctx, &fakeSettler{}, nil); err != nil || rep != (RecoverReport{}) {
+			if rep, err := RecoverStale(ctx, l, &fakeSettler{}, nil); err != nil || rep != (RecoverReport{}) {
 				t.Fatalf("%s's RecoverStale = %+v, %v; every replica is alive", l.replica, rep, err)
 			}
 		}
@@ -400,7 +400,7 @@ func TestLedgerConformanceRecover(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
 				mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusSettling, 3: StatusSettling})
-				if _, err := l.Recover(ctx, tc.s, nil); err != nil {
+				if _, err := Recover(ctx, l, tc.s, nil); err != nil {
 					t.Fatal(err)
 				}
 				for i, state := range tc.want {

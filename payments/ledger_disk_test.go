@@ -77,7 +77,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Ledger = filepath.Join(dir, "ledger.db")
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	}
 	// The stopped payment's row stayed reserved (its release could not be
 	// written either); the next start releases it and it may be sent again.
-	if rep, err := l.Recover(ctx, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
+	if rep, err := Recover(ctx, l, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 released", rep, err)
 	}
 	c, err = begin(g, ctx, running)

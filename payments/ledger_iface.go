@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"log/slog"
 	"time"
 )
 
@@ -48,15 +47,17 @@ type Ledger interface {
 	Stats(ctx context.Context) ([]StatsRow, error)
 	// Heartbeat records that this replica is alive, now.
 	Heartbeat(ctx context.Context) error
-	// Recover resolves this replica's open rows (left by its previous run)
-	// and those of replicas silent for longer than the lease. Run at start.
-	Recover(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error)
-	// RecoverStale resolves only the open rows of replicas silent for
-	// longer than the lease; a live replica runs it periodically.
-	RecoverStale(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error)
-	// ResolvePending resolves this replica's rows marked pending, as
-	// Recover does; a live replica runs it periodically.
-	ResolvePending(ctx context.Context, s Settler, log *slog.Logger) (RecoverReport, error)
+	// Pending returns this replica's rows still reserved or settling,
+	// oldest first: at start, the payments a crash left unresolved.
+	Pending(ctx context.Context) ([]Entry, error)
+	// PendingSettlements returns this replica's settling rows marked
+	// ReasonSettlementPending (settlements whose outcome it did not learn),
+	// oldest first. Rows settling without the mark are in flight in some
+	// request and are not returned.
+	PendingSettlements(ctx context.Context) ([]Entry, error)
+	// ClaimStale makes this replica the holder of the open rows of every
+	// replica silent for longer than the lease, and returns them.
+	ClaimStale(ctx context.Context) ([]Entry, error)
 	// Close releases the database.
 	Close() error
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // List returns the rows that match f, newest first.
@@ -58,6 +59,68 @@ func (l *SQLLedger) Stats(ctx context.Context) ([]StatsRow, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, ledgerError(op, err)
+	}
+	return out, nil
+}
+
+// Get returns the row of (payer, nonce), or sql.ErrNoRows.
+func (l *SQLLedger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
+	rows, err := l.query(ctx, `WHERE payer = ? AND nonce = ?`, key(payer), key(nonce))
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(rows) == 0 {
+		return Entry{}, sql.ErrNoRows
+	}
+	return rows[0], nil
+}
+
+// Pending lists this replica's rows still reserved or settling, oldest
+// first. At start these are the payments a crash left unresolved.
+func (l *SQLLedger) Pending(ctx context.Context) ([]Entry, error) {
+	return l.query(ctx, `WHERE status IN ('reserved', 'settling') AND replica = ? ORDER BY created_at`, l.replica)
+}
+
+// PendingSettlements lists this replica's settling rows marked
+// ReasonSettlementPending, oldest first: the settlements whose outcome it
+// did not learn. Rows settling without that mark are in flight in some
+// request and are left out.
+func (l *SQLLedger) PendingSettlements(ctx context.Context) ([]Entry, error) {
+	return l.query(ctx, `WHERE status = 'settling' AND reason = ? AND replica = ? ORDER BY created_at`,
+		ReasonSettlementPending, l.replica)
+}
+
+// entryColumns are the columns scanEntries reads, in its order.
+const entryColumns = `payer, nonce, created_at, updated_at, amount, network, asset, status, tx_hash,
+	run_status, reason, replica`
+
+func (l *SQLLedger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
+	defer cancel()
+	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`SELECT `+entryColumns+` FROM payments `+where), args...)
+	if err != nil {
+		return nil, ledgerError("payments.ledger.query", err)
+	}
+	return scanEntries(rows)
+}
+
+// scanEntries reads rows of entryColumns and closes them.
+func scanEntries(rows *sql.Rows) ([]Entry, error) {
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var created, updated string
+		if err := rows.Scan(&e.Payer, &e.Nonce, &created, &updated, &e.Amount, &e.Network,
+			&e.Asset, &e.Status, &e.TxHash, &e.RunStatus, &e.Reason, &e.Replica); err != nil {
+			return nil, ledgerError("payments.ledger.query", err)
+		}
+		e.Created, _ = time.Parse(time.RFC3339Nano, created)
+		e.Updated, _ = time.Parse(time.RFC3339Nano, updated)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, ledgerError("payments.ledger.query", err)
 	}
 	return out, nil
 }

@@ -58,7 +58,7 @@ func TestLedgerConformanceUnavailable(t *testing.T) {
 				cfg.Ledger = loc
 				l := mustLedgerConfig(t, cfg.ledgerConfig())
 				s := &fakeSettler{settleTx: "0x1"}
-				g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+				g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 				if err != nil {
 					t.Fatal(err)
 				}

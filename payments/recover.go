@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 )
+
+// resolveEvery is how often the gate NewGate builds looks the pending
+// settlements up on chain.
+const resolveEvery = 30 * time.Second
 
 // RecoverReport counts what Recover did with the rows a crash left
 // reserved or settling.
@@ -25,7 +30,7 @@ type RecoverReport struct {
 	Left int
 }
 
-// resolve settles the open rows given (this replica's own, left by a crash
+// resolve settles the open rows given of l (this replica's own, left by a crash
 // or a stop mid-request, or taken over from a silent replica), so that no
 // payment stays reserved:
 //   - reserved: the settlement was never sent (settling is written, durably,
@@ -44,7 +49,7 @@ type RecoverReport struct {
 // A row another replica took over meanwhile (errNotReserved) is skipped.
 // Only a ledger failure is returned as an error. A nil log discards the
 // events.
-func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *slog.Logger) (RecoverReport, error) {
+func resolve(ctx context.Context, l Ledger, s Settler, open []Entry, log *slog.Logger) (RecoverReport, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -58,7 +63,7 @@ func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *s
 				rep.Released++
 			}
 		} else {
-			err = l.recoverSettling(ctx, s, e, elog, &rep)
+			err = recoverSettling(ctx, l, s, e, elog, &rep)
 		}
 		if errors.Is(err, errNotReserved) {
 			elog.Info("open payment resolved by another replica meanwhile")
@@ -72,7 +77,7 @@ func (l *SQLLedger) resolve(ctx context.Context, s Settler, open []Entry, log *s
 }
 
 // recoverSettling resolves one settling row e, counting it in rep.
-func (l *SQLLedger) recoverSettling(ctx context.Context, s Settler, e Entry, log *slog.Logger, rep *RecoverReport) error {
+func recoverSettling(ctx context.Context, l Ledger, s Settler, e Entry, log *slog.Logger, rep *RecoverReport) error {
 	nonce, err := hexutil.Decode(e.Nonce)
 	if err != nil || len(nonce) != 32 || !common.IsHexAddress(e.Payer) {
 		log.Error("ledger row has a malformed key; left settling")
@@ -107,4 +112,87 @@ func (l *SQLLedger) recoverSettling(ctx context.Context, s Settler, e Entry, log
 		rep.Released++
 	}
 	return nil
+}
+
+// Recover resolves the rows this replica's previous run left open in l and
+// those of replicas silent for longer than the lease (see resolve). NewGate
+// runs it at start.
+func Recover(ctx context.Context, l Ledger, s Settler, log *slog.Logger) (RecoverReport, error) {
+	if _, err := l.ClaimStale(ctx); err != nil {
+		return RecoverReport{}, err
+	}
+	open, err := l.Pending(ctx)
+	if err != nil {
+		return RecoverReport{}, err
+	}
+	return resolve(ctx, l, s, open, log)
+}
+
+// RecoverStale resolves the open rows of replicas silent for longer than
+// the lease, never this replica's own (they may be in flight); a live
+// replica runs it periodically.
+func RecoverStale(ctx context.Context, l Ledger, s Settler, log *slog.Logger) (RecoverReport, error) {
+	claimed, err := l.ClaimStale(ctx)
+	if err != nil {
+		return RecoverReport{}, err
+	}
+	return resolve(ctx, l, s, claimed, log)
+}
+
+// ResolvePending resolves this replica's settlements marked pending in l
+// (see Ledger.PendingSettlements) as Recover does for the rows a crash left
+// settling: settled when its nonce is used on chain, released when it is
+// not, failed when the settler cannot tell (a facilitator), left when the
+// chain cannot be asked. Only a ledger failure is an error.
+func ResolvePending(ctx context.Context, l Ledger, s Settler, log *slog.Logger) (RecoverReport, error) {
+	rows, err := l.PendingSettlements(ctx)
+	if err != nil {
+		return RecoverReport{}, err
+	}
+	return resolve(ctx, l, s, rows, log)
+}
+
+// ResolvePending resolves the gate's pending settlements (see the
+// function ResolvePending).
+func (g *Gate) ResolvePending(ctx context.Context) (RecoverReport, error) {
+	return ResolvePending(ctx, g.ledger, g.settler, g.log)
+}
+
+// startResolver runs ResolvePending every interval until the returned
+// loop is closed.
+func (g *Gate) startResolver(every time.Duration) *loop {
+	return startLoop(every, func(ctx context.Context) {
+		if rep, err := g.ResolvePending(ctx); err != nil {
+			g.log.Warn("resolving pending settlements failed; trying again later", "err", err)
+		} else if rep != (RecoverReport{}) {
+			g.log.Info("pending settlements resolved", "settled", rep.Settled, "released", rep.Released,
+				"failed", rep.Failed, "left", rep.Left)
+		}
+	})
+}
+
+// keepAlive beats l's heartbeat and resolves the rows of silent replicas
+// once: one pass of the loop startKeepAlive runs.
+func keepAlive(ctx context.Context, l Ledger, s Settler, log *slog.Logger) {
+	if err := l.Heartbeat(ctx); err != nil {
+		log.Error("cannot record this replica's heartbeat; after the lease others resolve its open payments", "err", err)
+		return
+	}
+	rep, err := RecoverStale(ctx, l, s, log)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Error("cannot resolve the payments of silent replicas", "err", err)
+	case rep != RecoverReport{}:
+		log.Info("resolved the payments of silent replicas", "settled", rep.Settled,
+			"released", rep.Released, "failed", rep.Failed, "left_settling", rep.Left)
+	}
+}
+
+// startKeepAlive runs keepAlive every lease/3 in the background until the
+// returned loop is closed. A nil log discards the events.
+func startKeepAlive(l Ledger, lease time.Duration, s Settler, log *slog.Logger) *loop {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return startLoop(lease/3, func(ctx context.Context) { keepAlive(ctx, l, s, log) })
 }

@@ -84,7 +84,7 @@ func TestRecoverReserved(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 			mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusReserved})
-			rep, err := l.Recover(ctx, oracle, nil)
+			rep, err := Recover(ctx, l, oracle, nil)
 			if err != nil || rep != (RecoverReport{Released: 2}) {
 				t.Fatalf("Recover = %+v, %v; want 2 released", rep, err)
 			}
@@ -107,7 +107,7 @@ func TestRecoverSettlingOnchain(t *testing.T) {
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 	mustOpenRows(t, l, map[int]string{1: StatusSettling, 2: StatusSettling})
 	used := map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}
-	rep, err := l.Recover(ctx, &nonceOracle{used: used}, nil)
+	rep, err := Recover(ctx, l, &nonceOracle{used: used}, nil)
 	if err != nil || rep != (RecoverReport{Settled: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 settled, 1 released", rep, err)
 	}
@@ -129,7 +129,7 @@ func TestRecoverSettlingChainDown(t *testing.T) {
 	mustOpenRows(t, l, map[int]string{1: StatusSettling})
 	log, buf := bufLog()
 	down := sandboxd.Errorf(sandboxd.CodeUnavailable, "test", "down")
-	rep, err := l.Recover(ctx, &nonceOracle{err: down}, log)
+	rep, err := Recover(ctx, l, &nonceOracle{err: down}, log)
 	if err != nil || rep != (RecoverReport{Left: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 left", rep, err)
 	}
@@ -140,7 +140,7 @@ func TestRecoverSettlingChainDown(t *testing.T) {
 	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
 		t.Fatalf("Reserve of a settling payment = %v, want errAlreadyUsed", err)
 	}
-	rep, err = l.Recover(ctx, &nonceOracle{}, nil)
+	rep, err = Recover(ctx, l, &nonceOracle{}, nil)
 	if err != nil || rep != (RecoverReport{Released: 1}) {
 		t.Fatalf("second Recover = %+v, %v; want 1 released", rep, err)
 	}
@@ -154,7 +154,7 @@ func TestRecoverSettlingFacilitator(t *testing.T) {
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 	mustOpenRows(t, l, map[int]string{1: StatusSettling, 2: StatusReserved})
 	log, buf := bufLog()
-	rep, err := l.Recover(ctx, newFacilitatorSettler(facilitatorConfig{URL: "http://127.0.0.1:1"}), log)
+	rep, err := Recover(ctx, l, newFacilitatorSettler(facilitatorConfig{URL: "http://127.0.0.1:1"}), log)
 	if err != nil || rep != (RecoverReport{Failed: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 failed, 1 released", rep, err)
 	}
@@ -274,7 +274,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,13 +328,13 @@ func TestCrashRecovery(t *testing.T) {
 		wantStatus(t, l, entry(inSettle), StatusSettling)
 
 		s := &fakeSettler{settleTx: "0x2"} // NonceUsed: errNonceStateUnknown
-		rep, err := l.Recover(ctx, s, nil)
+		rep, err := Recover(ctx, l, s, nil)
 		if err != nil || rep != (RecoverReport{Released: 1, Failed: 1}) {
 			t.Fatalf("Recover = %+v, %v", rep, err)
 		}
 		cfg := testConfig(t)
 		cfg.Ledger = path
-		g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+		g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +354,7 @@ func TestCrashRecovery(t *testing.T) {
 		landed, lost := crash(t, path, "settle"), crash(t, path, "settle")
 		l := mustLedger(t, path)
 		oracle := &nonceOracle{used: map[string]bool{common.Hash(landed.p.Transfer.Nonce).Hex(): true}}
-		rep, err := l.Recover(ctx, oracle, nil)
+		rep, err := Recover(ctx, l, oracle, nil)
 		if err != nil || rep != (RecoverReport{Settled: 1, Released: 1}) {
 			t.Fatalf("Recover = %+v, %v", rep, err)
 		}

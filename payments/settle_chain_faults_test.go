@@ -78,7 +78,7 @@ func (c *faultChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
 	t.Cleanup(func() { s.Close() })
 	s.receiptPoll = 20 * time.Millisecond
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l})
 	if err != nil {
 		t.Fatal(err)
 	}

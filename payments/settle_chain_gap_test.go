@@ -103,7 +103,7 @@ func gapGate(t *testing.T, c *testChain, backend chainBackend) (*Gate, x402.Requ
 	}
 	s.receiptPoll = 20 * time.Millisecond
 	cfg := c.config(t)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger)})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: mustLedger(t, cfg.Ledger)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,7 +210,7 @@ func (c *testChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
 	cfg := c.config(t)
 	s := c.settler(t)
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestChainRecover(t *testing.T) {
 	if _, err := s.Settle(ctx, ps[0]); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := l.Recover(ctx, s, nil)
+	rep, err := Recover(ctx, l, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
