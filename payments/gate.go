@@ -58,7 +58,7 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	const op = "payments.check"
 	p, err := x402.DecodePaymentHeader(r.Header)
 	if err != nil {
-		return nil, err
+		return nil, headerInvalid(err)
 	}
 	if p == nil {
 		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
@@ -88,6 +88,17 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 		return nil, g.refusal(op, r.ResourceURL, err)
 	}
 	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
+}
+
+// headerInvalid classifies an error of x402.DecodePaymentHeader: a header
+// that does not decode is the caller's CodeInvalid.
+func headerInvalid(err error) error {
+	var he *x402.HeaderError
+	if !errors.As(err, &he) {
+		return err
+	}
+	return sandboxd.Wrap(sandboxd.CodeInvalid, "payments.decode", he.Err, fmt.Sprintf(
+		"the %s header does not decode: %v; it must be base64 of one x402 payment JSON object", he.Header, he.Err))
 }
 
 // checksBusy turns a full check queue into the gate's own 429: the
