@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -211,9 +212,7 @@ func (c *charge) addSettleHeader(e *sandboxd.Error, resp x402.SettleResponse) {
 	if e.Header == nil {
 		e.Header = http.Header{}
 	}
-	for k, v := range h {
-		e.Header[k] = v
-	}
+	maps.Copy(e.Header, h)
 }
 
 // Release records that nothing is collected: the service failed to deliver,
