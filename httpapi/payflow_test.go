@@ -74,8 +74,9 @@ func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 	cfg := payments.Config{Network: "eip155:84532", Asset: x402test.Asset,
 		AssetName: "USDC", AssetVersion: "2", Price: "0.005", PayTo: x402test.PayTo,
 		MaxTimeoutSeconds: 120, Settlement: payments.SettleFacilitator, FacilitatorURL: facilitator.URL,
-		Ledger: filepath.Join(t.TempDir(), "ledger.db"), QueueWait: 500 * time.Millisecond, RunLimit: time.Second}
-	gate, err := payments.NewGate(context.Background(), cfg, nil)
+		Ledger: filepath.Join(t.TempDir(), "ledger.db")}
+	run := payments.RunBounds{QueueWait: 500 * time.Millisecond, Limit: time.Second}
+	gate, err := payments.NewGate(context.Background(), cfg, run, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 	runner := &fakeRunner{result: sandboxd.Result{Stdout: "42\n", Status: sandboxd.StatusOK}}
 	srv := newTestServer(runner, nil)
 	srv.Gate = gate
-	srv.Admitter = slots.New(2, cfg.QueueWait)
+	srv.Admitter = slots.New(2, run.QueueWait)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 

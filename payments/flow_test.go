@@ -21,9 +21,9 @@ import (
 func TestGateRefusesAShortWindow(t *testing.T) {
 	s := &fakeSettler{}
 	cfg := testConfig(t)
-	cfg.QueueWait, cfg.RunLimit = 2*time.Second, 5*time.Second
-	window := cfg.Window() // 90 s
-	g, err := newGateWith(cfg, options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
+	run := RunBounds{QueueWait: 2 * time.Second, Limit: 5 * time.Second}
+	window := cfg.Window(run) // 90 s
+	g, err := newGateWith(cfg, options{Run: run, Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,8 @@ type options struct {
 	Log *slog.Logger
 	// Now is the clock verification uses; nil means time.Now.
 	Now func() time.Time
+	// Run is what bounds a run, for the validity window (Config.Window).
+	Run RunBounds
 	// Drain bounds how long Close waits for settlements in flight; zero
 	// means the settle timeout plus two ledger writes.
 	Drain time.Duration
@@ -123,7 +125,7 @@ func newGate(cfg Config, o options) (*Gate, error) {
 	}
 	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, charges: &charges{}},
 		log: o.Log, now: o.Now,
-		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(), drain: o.Drain}
+		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(o.Run), drain: o.Drain}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -136,15 +138,15 @@ func newGate(cfg Config, o options) (*Gate, error) {
 	return g, nil
 }
 
-// NewGate builds the gate of cfg: it validates cfg, opens the ledger, builds
+// NewGate builds the gate of cfg for runs bounded by run: it validates cfg, opens the ledger, builds
 // the settler (facilitator or onchain), and resolves the payments a crash
 // left reserved or settling (see Ledger.Recover). Close releases what it
 // opened.
-func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
+func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (*Gate, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(run); err != nil {
 		return nil, err
 	}
 	req, err := cfg.Requirements()
@@ -169,7 +171,7 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if closer != nil {
 		closers = append(closers, closer)
 	}
-	g, err := newGate(cfg, options{Settler: settler, Ledger: ledger, Log: log})
+	g, err := newGate(cfg, options{Settler: settler, Ledger: ledger, Log: log, Run: run})
 	if err != nil {
 		return fail(err)
 	}

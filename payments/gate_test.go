@@ -432,7 +432,7 @@ func TestNewGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	g, err := NewGate(ctx, cfg, nil)
+	g, err := NewGate(ctx, cfg, RunBounds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestNewGate(t *testing.T) {
 	}
 
 	cfg.PayTo = ""
-	if _, err := NewGate(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "payments.pay_to") {
+	if _, err := NewGate(ctx, cfg, RunBounds{}, nil); err == nil || !strings.Contains(err.Error(), "payments.pay_to") {
 		t.Fatalf("NewGate without pay_to = %v", err)
 	}
 }

@@ -86,7 +86,7 @@ func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err erro
 // newGateWith returns a Gate quoting the terms of cfg with the given parts.
 // It validates cfg but opens nothing and runs no recovery.
 func newGateWith(cfg Config, o options) (*Gate, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(o.Run); err != nil {
 		return nil, err
 	}
 	return newGate(cfg, o)

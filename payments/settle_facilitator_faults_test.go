@@ -95,7 +95,7 @@ func TestFacilitatorFaultsAtStart(t *testing.T) {
 	srv.Down()
 	cfg := testConfig(t)
 	cfg.FacilitatorURL = srv.URL()
-	g, err := NewGate(ctx, cfg, nil)
+	g, err := NewGate(ctx, cfg, RunBounds{}, nil)
 	if err != nil {
 		t.Fatalf("NewGate with the facilitator down: %v", err)
 	}

@@ -27,7 +27,7 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	}
 	pc := m.Config.paymentsConfig()
 	pc.LedgerObserver = m.metrics.Ledger
-	g, err := payments.NewGate(ctx, pc, m.Log.With("component", "payments"))
+	g, err := payments.NewGate(ctx, pc, m.Config.runBounds(), m.Log.With("component", "payments"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)
 	}
