@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
@@ -59,9 +60,9 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 	if !ok {
 		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
 	}
-	err := a.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
+	err := a.ledger.Reserve(ctx, ledger.Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
 		Network: a.req.Network, Asset: a.req.Asset})
-	if errors.Is(err, errAlreadyUsed) {
+	if errors.Is(err, ledger.ErrAlreadyUsed) {
 		done()
 		a.log.Info("payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
 		return nil, a.paymentError(op, a.resourceURL, fmt.Sprintf(
@@ -111,7 +112,7 @@ var _ sandboxd.Charge = (*charge)(nil)
 //   - possibly sent, outcome unknown (a timeout, a garbled answer after it
 //     left): CodePending (202) with the transaction hash when there is one,
 //     never a 402 that would invite the payer to pay again; the row stays
-//     settling with reason ReasonSettlementPending and the hash, and the
+//     settling with reason ledger.ReasonSettlementPending and the hash, and the
 //     gate's resolver (or Recover at the next start) settles or releases
 //     it from the chain.
 func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Header, error) {
@@ -172,7 +173,7 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 }
 
 // settlePending records a settlement whose outcome is unknown (the row
-// stays settling, with its hash and ReasonSettlementPending, for the
+// stays settling, with its hash and ledger.ReasonSettlementPending, for the
 // resolver) and returns the CodePending error: 202 with the hash, never a
 // refusal that would invite a second payment.
 func (c *charge) settlePending(op, tx string, err error) error {
@@ -187,15 +188,15 @@ func (c *charge) settlePending(op, tx string, err error) error {
 		msg += "; the transaction is " + tx
 	}
 	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
-		Body: pendingBody{Status: ReasonSettlementPending, Transaction: tx, Error: msg}}
+		Body: pendingBody{Status: ledger.ReasonSettlementPending, Transaction: tx, Error: msg}}
 	c.addSettleHeader(e, x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
-		ErrorReason: ReasonSettlementPending})
+		ErrorReason: ledger.ReasonSettlementPending})
 	return e
 }
 
 // pendingBody is the JSON answer of a pending settlement (202).
 type pendingBody struct {
-	// Status is always ReasonSettlementPending.
+	// Status is always ledger.ReasonSettlementPending.
 	Status string `json:"status"`
 	// Transaction is the settlement's hash, when one was sent.
 	Transaction string `json:"transaction"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sandboxd/payments/ledger"
 	"strings"
 	"time"
 
@@ -75,10 +76,10 @@ type Config struct {
 	// the postgres:// URL of a ledger shared by many replicas.
 	Ledger string `mapstructure:"ledger"`
 	// ReplicaID is payments.replica_id, recorded on every row this process
-	// reserves; empty means DefaultReplica("").
+	// reserves; empty means ledger.DefaultReplica("").
 	ReplicaID string `mapstructure:"replica_id"`
 	// Lease is payments.lease: how long a replica may be silent before
-	// another resolves its open rows; zero means DefaultLease.
+	// another resolves its open rows; zero means ledger.DefaultLease.
 	Lease time.Duration `mapstructure:"lease"`
 	// LedgerObserver, when set, is told how long each ledger write took.
 	LedgerObserver func(op string, d time.Duration) `mapstructure:"-"`
@@ -207,11 +208,11 @@ func (c Config) validateSettlement(bad badKey) {
 
 // validateLedger checks the ledger's location and lease.
 func (c Config) validateLedger(bad badKey) {
-	if err := validateLedger(c.Ledger); err != nil {
+	if err := ledger.Validate(c.Ledger); err != nil {
 		bad("ledger", "%v", err)
 	}
 	if c.Lease < 0 || (c.Lease > 0 && c.Lease < 3*time.Second) {
-		bad("lease", "%s is out of range (at least 3s; 0 means %s)", c.Lease, DefaultLease)
+		bad("lease", "%s is out of range (at least 3s; 0 means %s)", c.Lease, ledger.DefaultLease)
 	}
 }
 
@@ -309,12 +310,12 @@ func (c Config) lease() time.Duration {
 	if c.Lease > 0 {
 		return c.Lease
 	}
-	return DefaultLease
+	return ledger.DefaultLease
 }
 
 // ledgerConfig is the ledger part of c.
-func (c Config) ledgerConfig() LedgerConfig {
-	return LedgerConfig{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
+func (c Config) ledgerConfig() ledger.Config {
+	return ledger.Config{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
 }
 
 func isAddress(s string) bool {

@@ -10,6 +10,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/internal/slots"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
@@ -153,11 +154,11 @@ func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := OpenLedgerConfig(ctx, cfg.ledgerConfig())
+	led, err := ledger.Open(ctx, cfg.ledgerConfig())
 	if err != nil {
 		return nil, err
 	}
-	closers := []io.Closer{ledger}
+	closers := []io.Closer{led}
 	fail := func(err error) (*Gate, error) {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i].Close()
@@ -171,19 +172,19 @@ func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (
 	if closer != nil {
 		closers = append(closers, closer)
 	}
-	g, err := newGate(cfg, options{Settler: settler, Ledger: ledger, Log: log, Run: run})
+	g, err := newGate(cfg, options{Settler: settler, Ledger: led, Log: log, Run: run})
 	if err != nil {
 		return fail(err)
 	}
-	rep, err := Recover(ctx, ledger, settler, log)
+	rep, err := Recover(ctx, led, settler, log)
 	if err != nil {
 		return fail(err)
 	}
 	// Closed in reverse: the resolver, the keep-alive, then the settler
 	// and the ledger under them.
-	g.closers = append(closers, startKeepAlive(ledger, cfg.lease(), settler, log), g.startResolver(resolveEvery))
+	g.closers = append(closers, startKeepAlive(led, cfg.lease(), settler, log), g.startResolver(resolveEvery))
 	log.Info("gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
-		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", RedactLedger(cfg.Ledger), "replica", ledger.Replica(),
+		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", ledger.Redact(cfg.Ledger), "replica", led.Replica(),
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
 		"left_settling", rep.Left)
 	return g, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -55,7 +56,7 @@ func begin(g *Gate, ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Ch
 // no answer headers, CodePending (202, never a 402 inviting a second
 // payment) with a PAYMENT-RESPONSE saying settlement_pending and naming tx,
 // and a body carrying the same; the row stays settling, marked pending.
-func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err error, tx string) Entry {
+func wantPending(tb testing.TB, l Ledger, entry ledger.Entry, out http.Header, err error, tx string) ledger.Entry {
 	tb.Helper()
 	if out != nil {
 		tb.Fatalf("headers %v with an unknown settlement: the answer would be delivered", out)
@@ -72,12 +73,12 @@ func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err erro
 		tb.Fatal(err)
 	}
 	body, ok := e.Body.(pendingBody)
-	if sr.Success || sr.ErrorReason != ReasonSettlementPending || sr.Transaction != tx ||
-		!ok || body.Status != ReasonSettlementPending || body.Transaction != tx || body.Error == "" {
+	if sr.Success || sr.ErrorReason != ledger.ReasonSettlementPending || sr.Transaction != tx ||
+		!ok || body.Status != ledger.ReasonSettlementPending || body.Transaction != tx || body.Error == "" {
 		tb.Fatalf("settle response %+v, body %+v; want settlement_pending with transaction %q", sr, e.Body, tx)
 	}
-	row := wantStatus(tb, l, entry, StatusSettling)
-	if row.Reason != ReasonSettlementPending || row.TxHash != tx {
+	row := wantStatus(tb, l, entry, ledger.StatusSettling)
+	if row.Reason != ledger.ReasonSettlementPending || row.TxHash != tx {
 		tb.Fatalf("row %+v, want settling, pending, tx %q", row, tx)
 	}
 	return row

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -134,7 +135,7 @@ func TestLedgerReadOnly(t *testing.T) {
 	ctx := context.Background()
 	dir := mustTmpfs(t, "1m")
 	path := filepath.Join(dir, "ledger.db")
-	l, err := OpenLedger(ctx, path)
+	l, err := ledger.OpenFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +148,8 @@ func TestLedgerReadOnly(t *testing.T) {
 	if err := syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
 		needMount(t, "cannot make a bind mount read-only: "+err.Error())
 	}
-	_, err = OpenLedger(ctx, filepath.Join(ro, "ledger.db"))
+	_, err = ledger.OpenFile(ctx, filepath.Join(ro, "ledger.db"))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), filepath.Join(ro, "ledger.db")) {
-		t.Fatalf("OpenLedger on a read-only filesystem = %v, want CodeUnavailable naming the file", err)
+		t.Fatalf("ledger.OpenFile on a read-only filesystem = %v, want CodeUnavailable naming the file", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sandboxd/payments/ledger"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -23,7 +24,7 @@ type RecoverReport struct {
 	// found unused on chain: nothing was collected.
 	Released int
 	// Failed rows were settling under a settler that cannot tell whether
-	// they were collected: marked failed, reasonUnknownAfterRestart.
+	// they were collected: marked failed, ledger.ReasonUnknownAfterRestart.
 	Failed int
 	// Left rows stay settling: the chain could not be asked, or the row's
 	// key is malformed. The next start tries them again.
@@ -41,15 +42,15 @@ type RecoverReport struct {
 //     has one), released when it is not; when the chain cannot be asked the
 //     row stays settling, which refuses the payment, until the next start;
 //   - settling, and the settler cannot tell (errNonceStateUnknown, a
-//     facilitator): failed with reasonUnknownAfterRestart, logged at warn
+//     facilitator): failed with ledger.ReasonUnknownAfterRestart, logged at warn
 //     with the payer and nonce for an operator to look up. The signed
 //     authorization then never buys a second answer, whether or not it was
 //     collected.
 //
-// A row another replica took over meanwhile (errNotReserved) is skipped.
+// A row another replica took over meanwhile (ledger.ErrNotReserved) is skipped.
 // Only a ledger failure is returned as an error. A nil log discards the
 // events.
-func resolve(ctx context.Context, l Ledger, s Settler, open []Entry, log *slog.Logger) (RecoverReport, error) {
+func resolve(ctx context.Context, l Ledger, s Settler, open []ledger.Entry, log *slog.Logger) (RecoverReport, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -57,7 +58,7 @@ func resolve(ctx context.Context, l Ledger, s Settler, open []Entry, log *slog.L
 	for _, e := range open {
 		elog := log.With("payer", e.Payer, "nonce", e.Nonce, "status", e.Status, "reserved_at", e.Created)
 		var err error
-		if e.Status == StatusReserved {
+		if e.Status == ledger.StatusReserved {
 			if err = l.MarkReleased(ctx, e.Payer, e.Nonce); err == nil {
 				elog.Info("recovered payment: its settlement was never sent, released")
 				rep.Released++
@@ -65,7 +66,7 @@ func resolve(ctx context.Context, l Ledger, s Settler, open []Entry, log *slog.L
 		} else {
 			err = recoverSettling(ctx, l, s, e, elog, &rep)
 		}
-		if errors.Is(err, errNotReserved) {
+		if errors.Is(err, ledger.ErrNotReserved) {
 			elog.Info("open payment resolved by another replica meanwhile")
 			continue
 		}
@@ -77,7 +78,7 @@ func resolve(ctx context.Context, l Ledger, s Settler, open []Entry, log *slog.L
 }
 
 // recoverSettling resolves one settling row e, counting it in rep.
-func recoverSettling(ctx context.Context, l Ledger, s Settler, e Entry, log *slog.Logger, rep *RecoverReport) error {
+func recoverSettling(ctx context.Context, l Ledger, s Settler, e ledger.Entry, log *slog.Logger, rep *RecoverReport) error {
 	nonce, err := hexutil.Decode(e.Nonce)
 	if err != nil || len(nonce) != 32 || !common.IsHexAddress(e.Payer) {
 		log.Error("ledger row has a malformed key; left settling")
@@ -87,12 +88,12 @@ func recoverSettling(ctx context.Context, l Ledger, s Settler, e Entry, log *slo
 	used, err := s.NonceUsed(ctx, common.HexToAddress(e.Payer), [32]byte(nonce))
 	switch {
 	case errors.Is(err, errNonceStateUnknown):
-		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, e.TxHash, reasonUnknownAfterRestart); err != nil {
+		if err := l.MarkFailed(ctx, e.Payer, e.Nonce, e.TxHash, ledger.ReasonUnknownAfterRestart); err != nil {
 			return err
 		}
 		log.Warn("a settlement's outcome is unknown (in flight at a stop, or pending) and the settler cannot tell "+
 			"whether it was collected; marked failed, so this payment is never admitted again (look the payer and nonce up on chain)",
-			"reason", reasonUnknownAfterRestart)
+			"reason", ledger.ReasonUnknownAfterRestart)
 		rep.Failed++
 	case err != nil:
 		log.Warn("a settlement's outcome is unknown (in flight at a stop, or pending); asking the chain failed, "+

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sandboxd/payments/ledger"
 	"strings"
 	"testing"
 	"time"
@@ -130,12 +131,12 @@ func TestRedactLedger(t *testing.T) {
 		"postgres://u@db/ledger?sslkey=/k&sslpassword=pw3#pw4":                                      "postgres://db/ledger",
 		"data/ledger.db": "data/ledger.db",
 	} {
-		got := RedactLedger(in)
+		got := ledger.Redact(in)
 		if got != want {
-			t.Errorf("RedactLedger(%q) = %q, want %q", in, got, want)
+			t.Errorf("ledger.Redact(%q) = %q, want %q", in, got, want)
 		}
 		if strings.Contains(got, "pw") {
-			t.Errorf("RedactLedger(%q) = %q shows a password", in, got)
+			t.Errorf("ledger.Redact(%q) = %q shows a password", in, got)
 		}
 	}
 }

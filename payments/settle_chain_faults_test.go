@@ -18,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -68,7 +69,7 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 
 // gate dials the chain through the proxy and returns a gate on a fresh
 // ledger.
-func (c *faultChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
+func (c *faultChain) gate(t *testing.T) (*Gate, *chainSettler, *ledger.SQL) {
 	t.Helper()
 	cfg := faultConfig(t, c.testChain, c.srv.URL())
 	s, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
@@ -229,7 +230,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 		t.Run(tc.name, func(t *testing.T) {
 			h, payer := c.funded(t, req)
 			p := x402test.Decode(t, h)
-			entry := Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
+			entry := ledger.Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
 			charge, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatal(err)
@@ -239,7 +240,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			} else {
 				c.proxy.set(tc.method, tc.times, tc.faults...)
 			}
-			if tc.want == StatusSettling {
+			if tc.want == ledger.StatusSettling {
 				s.settleTimeout = faultSettleTimeout // it waits this long for a receipt
 			}
 			s.mu.Lock()
@@ -254,11 +255,11 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			}
 			row := wantStatus(t, l, entry, tc.want)
 
-			if tc.want == StatusSettled {
+			if tc.want == ledger.StatusSettled {
 				if err != nil || out.Get(x402.HeaderPaymentResponse) == "" {
 					t.Fatalf("Settle = %v, %v; want the answer delivered", out, err)
 				}
-			} else if tc.want == StatusSettling {
+			} else if tc.want == ledger.StatusSettling {
 				if row.TxHash == "" {
 					t.Fatalf("row %+v: want the transaction hash", row)
 				}
@@ -267,7 +268,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				wantSettleRefused(t, out, err, row)
 			}
 			switch tc.want {
-			case StatusReleased:
+			case ledger.StatusReleased:
 				if !strings.Contains(sandboxd.ErrorMessage(err), "nothing was charged") {
 					t.Fatalf("message %q does not say nothing was charged", sandboxd.ErrorMessage(err))
 				}
@@ -278,23 +279,23 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				if _, err := retry.Settle(ctx, sandboxd.Result{}); err != nil {
 					t.Fatalf("settling the retry: %v", err)
 				}
-				wantStatus(t, l, entry, StatusSettled)
-			case StatusSettling:
+				wantStatus(t, l, entry, ledger.StatusSettled)
+			case ledger.StatusSettling:
 				// The resolver looks it up: collected or not, never twice.
 				if _, err := g.ResolvePending(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if !tc.charged {
-					wantStatus(t, l, entry, StatusReleased)
+					wantStatus(t, l, entry, ledger.StatusReleased)
 					break
 				}
-				if row := wantStatus(t, l, entry, StatusSettled); row.TxHash == "" {
+				if row := wantStatus(t, l, entry, ledger.StatusSettled); row.TxHash == "" {
 					t.Fatalf("settled row %+v lost its transaction hash", row)
 				}
 				_, err := begin(g, ctx, paidRequest(h))
 				wantPaymentError(t, err, "already used")
 			}
-			charged := tc.charged || tc.want != StatusSettling
+			charged := tc.charged || tc.want != ledger.StatusSettling
 			if got, want := c.balance(t, payer), int64(1_000_000); (got == want-5000) != charged || got < want-5000 {
 				t.Fatalf("payer balance %d (charged %v); want charged once: %v", got, want-got, charged)
 			}
@@ -305,7 +306,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 // wantSettleRefused asserts a failed settlement: no answer (no headers),
 // CodePayment with a failed PAYMENT-RESPONSE naming the row's transaction,
 // and a message saying the chain RPC failed.
-func wantSettleRefused(t *testing.T, out http.Header, err error, row Entry) {
+func wantSettleRefused(t *testing.T, out http.Header, err error, row ledger.Entry) {
 	t.Helper()
 	if out != nil {
 		t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
@@ -326,14 +327,14 @@ func wantSettleRefused(t *testing.T, out http.Header, err error, row Entry) {
 func TestChainRPCFaultsBeforeSend(t *testing.T) {
 	t.Parallel()
 	runSettleFaults(t, []settleFault{
-		{name: "closed port", want: StatusReleased},
-		{name: "estimateGas slow", method: "eth_estimateGas", faults: []rpcFault{faultSlow}, times: -1, want: StatusReleased},
-		{name: "estimateGas html", method: "eth_estimateGas", faults: []rpcFault{faultHTML}, times: -1, want: StatusReleased},
-		{name: "estimateGas bad json", method: "eth_estimateGas", faults: []rpcFault{faultBadJSON}, times: -1, want: StatusReleased},
-		{name: "estimateGas rpc error", method: "eth_estimateGas", faults: []rpcFault{faultRPCError}, times: -1, want: StatusReleased},
-		{name: "fees html", method: "eth_getBlockByNumber", faults: []rpcFault{faultHTML}, times: -1, want: StatusReleased},
-		{name: "relayer nonce bad json", method: "eth_getTransactionCount", faults: []rpcFault{faultBadJSON}, times: -1, want: StatusReleased},
-		{name: "send refused by the node", method: "eth_sendRawTransaction", faults: []rpcFault{faultRefuseTx}, times: -1, want: StatusReleased},
+		{name: "closed port", want: ledger.StatusReleased},
+		{name: "estimateGas slow", method: "eth_estimateGas", faults: []rpcFault{faultSlow}, times: -1, want: ledger.StatusReleased},
+		{name: "estimateGas html", method: "eth_estimateGas", faults: []rpcFault{faultHTML}, times: -1, want: ledger.StatusReleased},
+		{name: "estimateGas bad json", method: "eth_estimateGas", faults: []rpcFault{faultBadJSON}, times: -1, want: ledger.StatusReleased},
+		{name: "estimateGas rpc error", method: "eth_estimateGas", faults: []rpcFault{faultRPCError}, times: -1, want: ledger.StatusReleased},
+		{name: "fees html", method: "eth_getBlockByNumber", faults: []rpcFault{faultHTML}, times: -1, want: ledger.StatusReleased},
+		{name: "relayer nonce bad json", method: "eth_getTransactionCount", faults: []rpcFault{faultBadJSON}, times: -1, want: ledger.StatusReleased},
+		{name: "send refused by the node", method: "eth_sendRawTransaction", faults: []rpcFault{faultRefuseTx}, times: -1, want: ledger.StatusReleased},
 	})
 }
 
@@ -347,11 +348,11 @@ func TestChainRPCFaultsAfterSend(t *testing.T) {
 	t.Parallel()
 	garbage := []rpcFault{faultHTML, faultBadJSON, faultRPCError, faultSlow}
 	runSettleFaults(t, []settleFault{
-		{name: "send answer lost", method: "eth_sendRawTransaction", faults: []rpcFault{faultLostAnswer}, times: -1, want: StatusSettled},
-		{name: "send answer slow", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlowAnswer}, times: -1, want: StatusSettled},
-		{name: "receipt flaky", method: "eth_getTransactionReceipt", faults: garbage[:3], times: 3, want: StatusSettled},
-		{name: "send dropped", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlow}, times: -1, want: StatusSettling, charged: false},
+		{name: "send answer lost", method: "eth_sendRawTransaction", faults: []rpcFault{faultLostAnswer}, times: -1, want: ledger.StatusSettled},
+		{name: "send answer slow", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlowAnswer}, times: -1, want: ledger.StatusSettled},
+		{name: "receipt flaky", method: "eth_getTransactionReceipt", faults: garbage[:3], times: 3, want: ledger.StatusSettled},
+		{name: "send dropped", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlow}, times: -1, want: ledger.StatusSettling, charged: false},
 		// Each poll meets the next of html, bad JSON, a JSON-RPC error, no answer.
-		{name: "receipt never", method: "eth_getTransactionReceipt", faults: garbage, times: -1, want: StatusSettling, charged: true},
+		{name: "receipt never", method: "eth_getTransactionReceipt", faults: garbage, times: -1, want: ledger.StatusSettling, charged: true},
 	})
 }

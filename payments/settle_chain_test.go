@@ -22,6 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -205,7 +206,7 @@ func (c *testChain) settler(t *testing.T) *chainSettler {
 }
 
 // gate returns a gate on the real clock settling on the test chain.
-func (c *testChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
+func (c *testChain) gate(t *testing.T) (*Gate, *chainSettler, *ledger.SQL) {
 	t.Helper()
 	cfg := c.config(t)
 	s := c.settler(t)
@@ -378,7 +379,7 @@ func TestChainRecover(t *testing.T) {
 		if err := x402.Verify(req, p, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Reserve(ctx, Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
+		if err := l.Reserve(ctx, ledger.Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.MarkSettling(ctx, p.Transfer.Payer(), p.Transfer.NonceHex()); err != nil {
@@ -396,8 +397,8 @@ func TestChainRecover(t *testing.T) {
 	if rep != (RecoverReport{Settled: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v", rep)
 	}
-	wantStatus(t, l, Entry{Payer: ps[0].Transfer.Payer(), Nonce: ps[0].Transfer.NonceHex()}, StatusSettled)
-	wantStatus(t, l, Entry{Payer: ps[1].Transfer.Payer(), Nonce: ps[1].Transfer.NonceHex()}, StatusReleased)
+	wantStatus(t, l, ledger.Entry{Payer: ps[0].Transfer.Payer(), Nonce: ps[0].Transfer.NonceHex()}, ledger.StatusSettled)
+	wantStatus(t, l, ledger.Entry{Payer: ps[1].Transfer.Payer(), Nonce: ps[1].Transfer.NonceHex()}, ledger.StatusReleased)
 }
 
 func TestNewChainSettlerChecks(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/viper"
 
 	"sandboxd/payments"
+	"sandboxd/payments/ledger"
 	"sandboxd/runtime"
 )
 
@@ -117,7 +118,7 @@ func defaultConfig() Config {
 				RelayerKeyFile:    "",
 				Ledger:            "data/ledger.db",
 				ReplicaID:         "",
-				Lease:             payments.DefaultLease,
+				Lease:             ledger.DefaultLease,
 				VerifyTimeout:     payments.DefaultVerifyTimeout,
 				SettleTimeout:     payments.DefaultSettleTimeout,
 				RPCTimeout:        payments.DefaultRPCTimeout,

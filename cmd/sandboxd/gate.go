@@ -6,6 +6,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/payments"
+	"sandboxd/payments/ledger"
 )
 
 // paymentsConfig is the payments section with the replica id's default
@@ -13,7 +14,7 @@ import (
 func (c Config) paymentsConfig() payments.Config {
 	pc := c.Payments.Config
 	if pc.ReplicaID == "" {
-		pc.ReplicaID = payments.DefaultReplica(c.Runtime.Instance)
+		pc.ReplicaID = ledger.DefaultReplica(c.Runtime.Instance)
 	}
 	return pc
 }

@@ -1,4 +1,4 @@
-package payments
+package ledger
 
 import (
 	"database/sql"
@@ -66,9 +66,9 @@ func (d dialect) bind(q string) string {
 }
 
 // newSQLLedger returns the ledger on db, migrated, as DefaultReplica with
-// DefaultLease; OpenLedgerConfig sets the replica and lease configured.
-func newSQLLedger(db *sql.DB, d dialect) *SQLLedger {
-	return &SQLLedger{db: db, dialect: d, replica: DefaultReplica(""), lease: DefaultLease, now: time.Now}
+// DefaultLease; Open sets the replica and lease configured.
+func newSQLLedger(db *sql.DB, d dialect) *SQL {
+	return &SQL{db: db, dialect: d, replica: DefaultReplica(""), lease: DefaultLease, now: time.Now}
 }
 
 // formatStamp is t in stampLayout.

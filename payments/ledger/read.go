@@ -1,4 +1,4 @@
-package payments
+package ledger
 
 import (
 	"context"
@@ -8,8 +8,28 @@ import (
 	"time"
 )
 
+// Filter selects rows for List; zero fields select everything.
+type Filter struct {
+	// State is one of the Status constants.
+	State string
+	// Since keeps rows reserved at or after it.
+	Since time.Time
+	// Payer keeps the rows of one payer address (any case).
+	Payer string
+	// Limit caps the rows returned; zero means no cap.
+	Limit int
+}
+
+// StatsRow is the count and the sum of amounts (atomic units, decimal) of
+// the rows in one state reserved on one day (UTC, YYYY-MM-DD).
+type StatsRow struct {
+	Day, State string
+	Count      int64
+	Amount     string
+}
+
 // List returns the rows that match f, newest first.
-func (l *SQLLedger) List(ctx context.Context, f Filter) ([]Entry, error) {
+func (l *SQL) List(ctx context.Context, f Filter) ([]Entry, error) {
 	var where []string
 	var args []any
 	if f.State != "" {
@@ -37,7 +57,7 @@ func (l *SQLLedger) List(ctx context.Context, f Filter) ([]Entry, error) {
 
 // Stats returns the count and amount of the rows in each state, by day,
 // oldest day first.
-func (l *SQLLedger) Stats(ctx context.Context) ([]StatsRow, error) {
+func (l *SQL) Stats(ctx context.Context) ([]StatsRow, error) {
 	const op = "payments.ledger.stats"
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
@@ -64,7 +84,7 @@ func (l *SQLLedger) Stats(ctx context.Context) ([]StatsRow, error) {
 }
 
 // Get returns the row of (payer, nonce), or sql.ErrNoRows.
-func (l *SQLLedger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
+func (l *SQL) Get(ctx context.Context, payer, nonce string) (Entry, error) {
 	rows, err := l.query(ctx, `WHERE payer = ? AND nonce = ?`, key(payer), key(nonce))
 	if err != nil {
 		return Entry{}, err
@@ -77,7 +97,7 @@ func (l *SQLLedger) Get(ctx context.Context, payer, nonce string) (Entry, error)
 
 // Pending lists this replica's rows still reserved or settling, oldest
 // first. At start these are the payments a crash left unresolved.
-func (l *SQLLedger) Pending(ctx context.Context) ([]Entry, error) {
+func (l *SQL) Pending(ctx context.Context) ([]Entry, error) {
 	return l.query(ctx, `WHERE status IN ('reserved', 'settling') AND replica = ? ORDER BY created_at`, l.replica)
 }
 
@@ -85,7 +105,7 @@ func (l *SQLLedger) Pending(ctx context.Context) ([]Entry, error) {
 // ReasonSettlementPending, oldest first: the settlements whose outcome it
 // did not learn. Rows settling without that mark are in flight in some
 // request and are left out.
-func (l *SQLLedger) PendingSettlements(ctx context.Context) ([]Entry, error) {
+func (l *SQL) PendingSettlements(ctx context.Context) ([]Entry, error) {
 	return l.query(ctx, `WHERE status = 'settling' AND reason = ? AND replica = ? ORDER BY created_at`,
 		ReasonSettlementPending, l.replica)
 }
@@ -94,7 +114,7 @@ func (l *SQLLedger) PendingSettlements(ctx context.Context) ([]Entry, error) {
 const entryColumns = `payer, nonce, created_at, updated_at, amount, network, asset, status, tx_hash,
 	run_status, reason, replica`
 
-func (l *SQLLedger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
+func (l *SQL) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`SELECT `+entryColumns+` FROM payments `+where), args...)

@@ -1,4 +1,4 @@
-package payments
+package ledger
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const replicaLockSpace = 7243111
 // connection and with it the lock, so a restart takes it again at once;
 // a second live process with the same id is refused. (SQLite ledgers
 // belong to one process anyway.)
-func (l *SQLLedger) holdReplicaID(ctx context.Context) error {
+func (l *SQL) holdReplicaID(ctx context.Context) error {
 	const op = "payments.ledger.open"
 	if !l.dialect.dollar {
 		return nil
@@ -54,9 +54,9 @@ func (l *SQLLedger) holdReplicaID(ctx context.Context) error {
 // DefaultReplica with DefaultLease. Uniqueness of a payment is the table's
 // primary key, so every replica sharing the database admits a payment at
 // most once. Errors are CodeUnavailable and never show the password.
-func openPostgres(ctx context.Context, url string) (*SQLLedger, error) {
+func openPostgres(ctx context.Context, url string) (*SQL, error) {
 	const op = "payments.ledger.open"
-	where := RedactLedger(url)
+	where := Redact(url)
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot open the ledger "+where)

@@ -1,7 +1,8 @@
-package payments
+package ledger
 
 import (
 	"context"
+	"time"
 )
 
 // Heartbeat records that this replica is alive now, by the database's
@@ -10,7 +11,7 @@ import (
 // clocks differ (a replica 31 s ahead would otherwise find a live one's
 // 30 s lease over and release its reservations in flight), the database's
 // is one.
-func (l *SQLLedger) Heartbeat(ctx context.Context) error {
+func (l *SQL) Heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	_, err := l.db.ExecContext(ctx, l.dialect.bind(`INSERT INTO replicas (id, seen_at) VALUES (?, `+l.dialect.dbNow+`)
@@ -26,9 +27,9 @@ ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), l.replica)
 // Heartbeat stamps) (or with no heartbeat at all,
 // as rows written before replicas existed), in one statement, and returns
 // them. From then on only this replica can move them: the silent one, if
-// it was only slow, finds its rows gone (errNotReserved) and sends no
+// it was only slow, finds its rows gone (ErrNotReserved) and sends no
 // settlement. A live replica's rows are never taken.
-func (l *SQLLedger) ClaimStale(ctx context.Context) ([]Entry, error) {
+func (l *SQL) ClaimStale(ctx context.Context) ([]Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`UPDATE payments SET replica = ?, updated_at = ?
@@ -39,4 +40,16 @@ RETURNING `+entryColumns), l.replica, l.stamp(), l.replica, l.lease.Seconds())
 		return nil, ledgerError("payments.ledger.claim", err)
 	}
 	return scanEntries(rows)
+}
+
+// As returns a view of l that acts as the replica id, with the clock now
+// (nil keeps l's): the same database and connections, closed with l. On
+// SQLite, which one process owns, it stands for another host of a fleet.
+func (l *SQL) As(id string, now func() time.Time) *SQL {
+	v := *l
+	v.replica = id
+	if now != nil {
+		v.now = now
+	}
+	return &v
 }
