@@ -18,21 +18,9 @@ import (
 // parts are the collaborators a payment needs from Check to its end, handed
 // by the gate to each authorization and charge (which never reach back into
 // the Gate): the terms a refusal quotes, the ledger, the settler, and the
-// count of charges in flight that Gate.Close waits for.
-//
-// The lifecycle of one paid request, as httpapi drives it, with the
-// payment's ledger row:
-//
-//   - Gate.Check: the header is decoded, verified locally and checked by the
-//     settler; no row yet. It returns an authorization.
-//   - authorization.Reserve: the row is reserved (a nonce already in the
-//     ledger is refused here) and the charge counts as in flight.
-//   - charge.Settle: the row is settling, then settled; or failed (refused
-//     or reverted), released (never sent), or left settling and pending
-//     (outcome unknown, for the resolver).
-//   - charge.Release: the row is released; nothing is collected.
-//
-// A charge ends exactly once, by Settle or Release.
+// count of charges in flight that Gate.Close waits for. A charge ends
+// exactly once, by Settle or Release; each method's doc says the ledger
+// row it leaves.
 type parts struct {
 	quote
 	ledger  Ledger
