@@ -3,10 +3,10 @@ package payments
 import (
 	"context"
 	"fmt"
-	"sandboxd/payments/ledger"
 	"sync/atomic"
 	"testing"
 
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )

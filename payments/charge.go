@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/remote"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
@@ -94,7 +95,7 @@ var _ sandboxd.Charge = (*charge)(nil)
 //   - refused or reverted (a *x402.RejectError): CodePayment (402) with a failed
 //     PAYMENT-RESPONSE; the row ends failed (the hash kept when a
 //     transaction was sent) and the payment is never admitted again;
-//   - never sent (errSettleNotSent): CodePayment (402) with a failed
+//   - never sent (remote.ErrNotSent): CodePayment (402) with a failed
 //     PAYMENT-RESPONSE whose message says the same payment may be sent
 //     again; the row is released, and a retry is settled exactly once;
 //   - possibly sent, outcome unknown (a timeout, a garbled answer after it
@@ -140,7 +141,7 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 	t := c.p.Transfer
 	reason := x402.RejectReason(err, x402.ReasonUnexpectedSettle)
 	var r *x402.RejectError
-	if !errors.As(err, &r) && !errors.Is(err, errSettleNotSent) {
+	if !errors.As(err, &r) && !errors.Is(err, remote.ErrNotSent) {
 		return c.settlePending(op, tx, err)
 	}
 	if r == nil {

@@ -3,13 +3,15 @@ package payments
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
-	"sandboxd/payments/ledger"
 	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
@@ -196,7 +198,7 @@ func (c Config) validateSettlement(bad badKey) {
 		}
 	case SettleOnchain:
 		if u, err := url.Parse(c.RPCURL); err != nil || u.Scheme == "" {
-			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", redactURL(c.RPCURL))
+			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", chain.RedactURL(c.RPCURL))
 		}
 		if c.RelayerKeyFile == "" {
 			bad("relayer_key_file", "is empty; onchain settlement needs a file with the hex key that pays gas")
@@ -316,6 +318,12 @@ func (c Config) lease() time.Duration {
 // ledgerConfig is the ledger part of c.
 func (c Config) ledgerConfig() ledger.Config {
 	return ledger.Config{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
+}
+
+// chainConfig is the on-chain settler's part of c.
+func (c Config) chainConfig(log *slog.Logger) chain.Config {
+	return chain.Config{Endpoint: c.RPCURL, CheckTimeout: c.verifyTimeout(), SettleTimeout: c.settleTimeout(),
+		RPCTimeout: c.rpcTimeout(), Log: log}
 }
 
 func isAddress(s string) bool {

@@ -10,6 +10,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/internal/slots"
+	"sandboxd/payments/chain"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
@@ -199,7 +200,7 @@ func newSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slo
 			URL: cfg.FacilitatorURL, VerifyTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(),
 		}), nil, nil
 	case SettleOnchain:
-		s, err := dialChainSettler(ctx, cfg, req, log)
+		s, err := chain.Dial(ctx, cfg.RelayerKeyFile, req, cfg.chainConfig(log))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -3,15 +3,20 @@ package payments
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"math/big"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sandboxd"
+	"sandboxd/payments/chain"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
+
+	"github.com/ethereum/go-ethereum/common"
 )
 
 // testConfig is a valid facilitator configuration with its ledger in a
@@ -91,4 +96,21 @@ func newGateWith(cfg Config, o options) (*Gate, error) {
 		return nil, err
 	}
 	return newGate(cfg, o)
+}
+
+// dialChain dials the on-chain settler of cfg as NewGate does; tune, when
+// given, adjusts its configuration first.
+func dialChain(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger, tune ...func(*chain.Config)) (*chain.Settler, error) {
+	cc := cfg.chainConfig(log)
+	for _, f := range tune {
+		f(&cc)
+	}
+	return chain.Dial(ctx, cfg.RelayerKeyFile, req, cc)
+}
+
+// testChainConfig is a chain.Config for the test chain's token with the
+// default timeouts.
+func testChainConfig(asset common.Address, chainID *big.Int) chain.Config {
+	return chain.Config{Asset: asset, ChainID: chainID, CheckTimeout: DefaultVerifyTimeout,
+		SettleTimeout: DefaultSettleTimeout, RPCTimeout: DefaultRPCTimeout}
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sandboxd/payments/ledger"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"sandboxd/internal/pgtest"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 

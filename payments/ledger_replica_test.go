@@ -3,9 +3,10 @@ package payments
 import (
 	"context"
 	"path/filepath"
-	"sandboxd/payments/ledger"
 	"testing"
 	"time"
+
+	"sandboxd/payments/ledger"
 )
 
 // TestKeepAliveResolvesSilentReplicas: a live replica's background loop

@@ -2,8 +2,8 @@ package payments
 
 import (
 	"errors"
-	"sandboxd/payments/ledger"
 
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 

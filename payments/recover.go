@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sandboxd/payments/ledger"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+
+	"sandboxd/payments/ledger"
 )
 
 // resolveEvery is how often the gate NewGate builds looks the pending

@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sandboxd/payments/ledger"
 	"strings"
 	"testing"
 	"time"
 
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -39,8 +40,8 @@ func TestRedactURL(t *testing.T) {
 		"/var/run/geth.ipc":                                       "the configured RPC",
 		"::not a url":                                             "the configured RPC",
 	} {
-		if got := redactURL(raw); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
+		if got := chain.RedactURL(raw); got != want {
+			t.Errorf("chain.RedactURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }
@@ -58,9 +59,9 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	closed := newFlakyServer(t, newRPCProxy(nil))
 	closed.Down()
 	cfg := faultConfig(t, c.testChain, secretRPC(closed.URL()))
-	_, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	_, err := dialChain(ctx, cfg, mustRequirements(t, cfg), log)
 	if err == nil {
-		t.Fatal("dialChainSettler reached a closed port")
+		t.Fatal("dialChain reached a closed port")
 	}
 	wantNoSecret(t, "the start-up error", err.Error())
 	if !strings.Contains(err.Error(), closed.URL()) {
@@ -68,7 +69,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	}
 
 	cfg = faultConfig(t, c.testChain, secretRPC(c.srv.URL()))
-	s, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	s, err := dialChain(ctx, cfg, mustRequirements(t, cfg), log)
 	if err != nil {
 		t.Fatal(err)
 	}

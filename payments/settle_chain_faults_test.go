@@ -18,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"sandboxd"
+	"sandboxd/payments/chain"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -69,21 +70,31 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 
 // gate dials the chain through the proxy and returns a gate on a fresh
 // ledger.
-func (c *faultChain) gate(t *testing.T) (*Gate, *chainSettler, *ledger.SQL) {
+func (c *faultChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
+	t.Helper()
+	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	g, s := c.gateOn(t, l, 20*time.Second)
+	return g, s, l
+}
+
+// gateOn dials the chain through the proxy with a fresh settler (which
+// fetches the relayer's nonce anew, and replaces a transaction stuck for
+// 5 s) waiting up to settle for a receipt, and returns a gate on l.
+func (c *faultChain) gateOn(t *testing.T, l *ledger.SQL, settle time.Duration) (*Gate, *chain.Settler) {
 	t.Helper()
 	cfg := faultConfig(t, c.testChain, c.srv.URL())
-	s, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+	s, err := dialChain(context.Background(), cfg, mustRequirements(t, cfg), nil, func(cc *chain.Config) {
+		cc.SettleTimeout, cc.BumpAfter, cc.ReceiptPoll = settle, 5*time.Second, 20*time.Millisecond
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	s.receiptPoll = 20 * time.Millisecond
-	l := mustLedger(t, cfg.Ledger)
 	g, err := newGateWith(cfg, options{Settler: s, Ledger: l})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, s, l
+	return g, s
 }
 
 func mustRequirements(t *testing.T, cfg Config) x402.Requirements {
@@ -129,9 +140,9 @@ func TestChainRPCFaultsAtStart(t *testing.T) {
 			}
 			cfg := faultConfig(t, c, srv.URL())
 			start := time.Now()
-			_, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+			_, err := dialChain(context.Background(), cfg, mustRequirements(t, cfg), nil)
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
-				t.Fatalf("dialChainSettler = %v, want CodeUnavailable", err)
+				t.Fatalf("dialChain = %v, want CodeUnavailable", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, "payments.rpc_url "+srv.URL()) || !strings.Contains(msg, "eth_chainId") {
 				t.Fatalf("error %q does not name payments.rpc_url %s and the call", msg, srv.URL())
@@ -224,10 +235,16 @@ type settleFault struct {
 func runSettleFaults(t *testing.T, cases []settleFault) {
 	ctx := context.Background()
 	c := newFaultChain(t)
-	g, s, l := c.gate(t)
+	g, _, l := c.gate(t)
 	req := g.Requirements()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			settle := 20 * time.Second
+			if tc.want == ledger.StatusSettling {
+				settle = faultSettleTimeout // it waits this long for a receipt
+			}
+			// A fresh settler, so the relayer nonce is fetched, and can fail.
+			g, _ := c.gateOn(t, l, settle)
 			h, payer := c.funded(t, req)
 			p := x402test.Decode(t, h)
 			entry := ledger.Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
@@ -240,14 +257,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			} else {
 				c.proxy.set(tc.method, tc.times, tc.faults...)
 			}
-			if tc.want == ledger.StatusSettling {
-				s.settleTimeout = faultSettleTimeout // it waits this long for a receipt
-			}
-			s.mu.Lock()
-			s.known = false // so the relayer nonce is fetched, and can fail
-			s.mu.Unlock()
 			out, err := charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
-			s.settleTimeout = 20 * time.Second
 			if tc.method == "" {
 				c.srv.Up()
 			} else if c.proxy.clear() == 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
 	"sandboxd"
+	"sandboxd/payments/chain"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -195,10 +196,11 @@ func (c *testChain) config(t *testing.T) Config {
 	return cfg
 }
 
-func (c *testChain) settler(t *testing.T) *chainSettler {
+func (c *testChain) settler(t *testing.T) *chain.Settler {
 	t.Helper()
-	s, err := newChainSettler(context.Background(), c.client, c.relayer, chainConfig{
-		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 20 * time.Second})
+	cc := testChainConfig(c.token, big.NewInt(1337))
+	cc.SettleTimeout = 20 * time.Second
+	s, err := chain.New(context.Background(), c.client, c.relayer, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func (c *testChain) settler(t *testing.T) *chainSettler {
 }
 
 // gate returns a gate on the real clock settling on the test chain.
-func (c *testChain) gate(t *testing.T) (*Gate, *chainSettler, *ledger.SQL) {
+func (c *testChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
 	t.Helper()
 	cfg := c.config(t)
 	s := c.settler(t)
@@ -405,11 +407,11 @@ func TestNewChainSettlerChecks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
-	_, err := newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
+	_, err := chain.New(ctx, c.client, c.relayer, testChainConfig(c.token, big.NewInt(84532)))
 	if err == nil || !strings.Contains(err.Error(), "chain 1337") {
 		t.Fatalf("wrong chain id: %v", err)
 	}
-	_, err = newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: common.HexToAddress(x402test.PayTo)})
+	_, err = chain.New(ctx, c.client, c.relayer, testChainConfig(common.HexToAddress(x402test.PayTo), nil))
 	if err == nil || !strings.Contains(err.Error(), "no contract code") {
 		t.Fatalf("asset without code: %v", err)
 	}

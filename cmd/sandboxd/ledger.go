@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sandboxd/payments/ledger"
 	"text/tabwriter"
 	"time"
+
+	"sandboxd/payments/ledger"
 )
 
 const ledgerUsage = `usage:

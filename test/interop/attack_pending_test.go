@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"net/http"
 	"path/filepath"
-	payledger "sandboxd/payments/ledger"
 	"strings"
 	"testing"
 	"time"
+
+	payledger "sandboxd/payments/ledger"
 )
 
 // stallDelay holds the settlement's outcome well past payments.settle_timeout (3 s here).

@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
-	payledger "sandboxd/payments/ledger"
 	"strings"
 	"testing"
 	"time"
+
+	payledger "sandboxd/payments/ledger"
 )
 
 // TestShutdownFinishesSettlement (issue 8, item 6): SIGTERM arrives while a paid call's
