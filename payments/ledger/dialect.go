@@ -26,7 +26,7 @@ type dialect struct {
 	// dbNow is the SQL of the database's own current time in stampLayout,
 	// and dbAgo the same time less ? seconds (a float). Heartbeats and the
 	// lease are stamped and compared with these: one clock for every
-	// replica, never each replica's own (see ledger_replica.go).
+	// replica, never each replica's own (see replica.go).
 	dbNow, dbAgo string
 }
 

@@ -105,7 +105,7 @@ type SQL struct {
 	location string
 	// replica is the id recorded on the rows this process reserves, and
 	// lease how long a replica may be silent before its rows are resolved
-	// by another (see ledger_replica.go).
+	// by another (see replica.go).
 	replica string
 	lease   time.Duration
 	now     func() time.Time
