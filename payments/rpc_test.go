@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"sandboxd/payments/chain"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -29,19 +28,6 @@ func wantNoSecret(t *testing.T, what, text string) {
 	for _, s := range rpcSecrets {
 		if strings.Contains(text, s) {
 			t.Errorf("%s holds the RPC URL's secret %q: %s", what, s, text)
-		}
-	}
-}
-
-func TestRedactURL(t *testing.T) {
-	for raw, want := range map[string]string{
-		"https://user:pw@base-sepolia.g.alchemy.com/v2/KEY?x=1#f": "https://base-sepolia.g.alchemy.com",
-		"wss://node.example:8546/ws/KEY":                          "wss://node.example:8546",
-		"/var/run/geth.ipc":                                       "the configured RPC",
-		"::not a url":                                             "the configured RPC",
-	} {
-		if got := chain.RedactURL(raw); got != want {
-			t.Errorf("chain.RedactURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }
