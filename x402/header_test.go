@@ -66,7 +66,7 @@ func TestDecodePaymentHeader(t *testing.T) {
 				h.Set(header, value)
 				_, err := DecodePaymentHeader(h)
 				var he *HeaderError
-				if !errors.As(err, &he) || he.Header != header {
+				if !errors.As(err, &he) || he.Header != header || errors.Unwrap(he) != he.Err {
 					t.Fatalf("err %v, want a *HeaderError naming %s", err, header)
 				}
 				if !strings.Contains(err.Error(), header) {

@@ -1,6 +1,12 @@
 package chain
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+)
 
 func TestRedactURL(t *testing.T) {
 	for raw, want := range map[string]string{
@@ -11,6 +17,21 @@ func TestRedactURL(t *testing.T) {
 	} {
 		if got := RedactURL(raw); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestNewNeedsTimeouts: a settler without its check, settle and RPC
+// timeouts is refused before the backend is asked anything (payments.Config
+// resolves their defaults; a zero one would leave a call unbounded).
+func TestNewNeedsTimeouts(t *testing.T) {
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Config{{}, {CheckTimeout: time.Second, SettleTimeout: time.Second}} {
+		if _, err := New(context.Background(), nil, key, c); err == nil {
+			t.Errorf("New with %+v: no error", c)
 		}
 	}
 }
