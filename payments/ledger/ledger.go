@@ -1,3 +1,8 @@
+// Package ledger is the payment ledger: every payment keyed by (payer,
+// nonce), on SQLite (one file, one host) or PostgreSQL (shared by a fleet),
+// moving through one state machine (reserved → settling → settled, failed
+// or released). It stores and moves rows only; deciding what an open row
+// becomes is package payments' recovery.
 package ledger
 
 import (
