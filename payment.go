@@ -18,10 +18,10 @@ type PaymentRequest struct {
 }
 
 // PaymentGate decides whether a request may run, in two phases around the
-// sandbox slot, so that checking a payment never holds a sandbox and a
-// request refused for capacity is never charged:
-//
-//	validate the body → Check (no slot) → take a slot → Reserve → run → Settle
+// sandbox slot (Check before it, Authorization.Reserve once it is held), so
+// that checking a payment never holds a sandbox and a request refused for
+// capacity is never charged. The whole flow, in order, is described once in
+// ARCHITECTURE.md ("One request").
 //
 // Check is called after the request was validated, before a slot is taken.
 // It decodes the payment, verifies it locally, then asks the chain or the

@@ -66,11 +66,7 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, withExtensions(err, ext))
 		return
 	}
-	for k, vs := range out.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
+	addHeaders(w.Header(), out.Header)
 	writeJSON(w, http.StatusOK, newCodeResponse(job, out.Result))
 }
 

@@ -19,10 +19,11 @@ import (
 // decodes the payment header as the service's gate does, then authorizes.
 type decodingGate struct{ fakeGate }
 
-// Check decodes req's payment header with x402's strict decoder.
+// Check decodes req's payment header with x402's strict decoder; a header
+// that does not decode is CodeInvalid, as the gate classifies it.
 func (g *decodingGate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	if _, err := x402.DecodePaymentHeader(req.Header); err != nil {
-		return nil, err
+		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.test", err, err.Error())
 	}
 	return g.fakeGate.Check(ctx, req)
 }

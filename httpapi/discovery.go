@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // The x402 v2 discovery extension ("bazaar"): directories of paid endpoints
@@ -131,6 +132,6 @@ func withExtensions(err error, declared map[string]any) error {
 	errors.As(err, &e)
 	with := *e
 	with.Header = e.Header.Clone()
-	with.Header.Set(headerPaymentRequired, base64.StdEncoding.EncodeToString(raw))
+	with.Header.Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString(raw))
 	return &with
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // TestHTTPTermsCarryDiscovery: the 402 of POST /v1/code carries the bazaar
@@ -19,7 +20,7 @@ func TestHTTPTermsCarryDiscovery(t *testing.T) {
 	if rec.Code != http.StatusPaymentRequired || rec.Header().Get("X-Other") != "kept" {
 		t.Fatalf("status %d, headers %v", rec.Code, rec.Header())
 	}
-	got := headerObject(rec.Header(), headerPaymentRequired)
+	got := headerObject(rec.Header(), x402.HeaderPaymentRequired)
 	bazaar := bazaarOf(t, got)
 	input, _ := bazaar["info"].(map[string]any)["input"].(map[string]any)
 	if input["type"] != "http" || input["method"] != "POST" || input["bodyType"] != "json" || input["body"] == nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"sandboxd"
 )
@@ -52,14 +53,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var body any = errorBody{Error: sandboxd.ErrorMessage(err)}
 	var e *sandboxd.Error
 	if errors.As(err, &e) {
-		for k, vs := range e.Header {
-			for _, v := range vs {
-				w.Header().Add(k, v)
-			}
-		}
+		addHeaders(w.Header(), e.Header)
 		if e.RetryAfter > 0 {
-			secs := int(math.Ceil(e.RetryAfter.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(e.RetryAfter)))
 		}
 		if e.Body != nil {
 			body = e.Body
@@ -78,4 +74,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		log.Debug("request refused", "err", err)
 	}
 	writeJSON(w, status, body)
+}
+
+// retrySeconds is the one rounding of a retry delay to whole seconds (up),
+// for the Retry-After header and the MCP tool's message.
+func retrySeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
+
+// addHeaders adds every value of from to to.
+func addHeaders(to, from http.Header) {
+	for k, vs := range from {
+		for _, v := range vs {
+			to.Add(k, v)
+		}
+	}
 }

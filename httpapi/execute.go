@@ -14,21 +14,14 @@ type outcome struct {
 	Header http.Header
 }
 
-// execute runs one validated job through the payment flow. It is the one
-// flow of every paid entry point (POST /v1/code, the MCP tool), in an order
-// that keeps two promises: nobody pays for a refusal, and nobody gets a run
-// without paying for it.
-//
-//  1. Check the payment: decode and verify locally, then the remote check,
-//     bounded by the gate's own limit; no sandbox slot is held, so payments
-//     signed by unfunded keys cannot take the sandboxes.
-//  2. Take a sandbox slot: a 429 here has reserved and charged nothing. The
-//     slot is held past the answer until the run's sandbox is gone.
-//  3. Reserve the payment in the ledger.
-//  4. Run and settle, detached from ctx: once reserved, the authorization
-//     is spent whether or not the caller is still there, so a hang-up can
-//     neither stop the run nor release the payment for a second run. The
-//     run is bounded by the runner's own timeout and RunLimit.
+// execute runs one validated job through the payment flow, the one flow of
+// every paid entry point (POST /v1/code, the MCP tool), in the order
+// ARCHITECTURE.md ("One request") describes: Gate.Check, Admitter.Admit,
+// Authorization.Reserve, Runner.Run, then Charge.Settle or Charge.Release.
+// It keeps two promises: nobody pays for a refusal (nothing is reserved
+// before the slot is held), and nobody gets a run without paying for it
+// (from Reserve on, the run and its settlement are detached from ctx; the
+// run is bounded by the runner's own timeout and RunLimit).
 //
 // Only the service's own failure to deliver (a runner error) releases the
 // reservation. The errors are the gate's and the runner's (see

@@ -2,11 +2,25 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
 	"sandboxd"
 )
+
+// healthTimeout bounds a health check, so a stuck daemon answers 503 quickly.
+const healthTimeout = 3 * time.Second
+
+// handleHealth answers 200 when runs can start, else 503 with the reason.
+// Answers are reused for engineTTL (see shared).
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkHealth(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
 
 // engineTTL is how long an answer about the engine (health, version), good
 // or bad, is reused: each costs several Engine API calls, and a flood of

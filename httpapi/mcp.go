@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -159,7 +158,7 @@ func (s *Server) toolError(err error) *mcp.CallToolResult {
 	}
 	msg := sandboxd.ErrorMessage(err)
 	if e != nil && e.RetryAfter > 0 {
-		msg += fmt.Sprintf("; retry the call in %d s", int(math.Ceil(e.RetryAfter.Seconds())))
+		msg += fmt.Sprintf("; retry the call in %d s", retrySeconds(e.RetryAfter))
 	}
 	result.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
 	return result

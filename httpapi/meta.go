@@ -4,21 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"time"
 )
-
-// healthTimeout bounds a health check, so a stuck daemon answers 503 quickly.
-const healthTimeout = 3 * time.Second
-
-// handleHealth answers 200 when runs can start, else 503 with the reason.
-// Answers are reused for engineTTL (see shared).
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if err := s.checkHealth(r.Context()); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
 
 // versionResponse is the answer of GET /v1/version.
 type versionResponse struct {

@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"sandboxd/x402"
+)
 
 // handleOpenAPI answers the OpenAPI 3.1 document of the API.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
@@ -82,7 +86,7 @@ func codeOperation() map[string]any {
 		"description": "The body is read as JSON whatever Content-Type says. With payments on, a call without payment " +
 			"gets 402 with the terms; the client retries with PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).",
 		"parameters": []any{
-			map[string]any{"name": headerPaymentSignature, "in": "header", "required": false,
+			map[string]any{"name": x402.HeaderPaymentSignature, "in": "header", "required": false,
 				"description": "x402 v2 PaymentPayload, standard base64 of its JSON.", "schema": map[string]any{"type": "string"}},
 			map[string]any{"name": "X-PAYMENT", "in": "header", "required": false,
 				"description": "x402 v1 payment, standard base64 of its JSON.", "schema": map[string]any{"type": "string"}},
@@ -90,13 +94,13 @@ func codeOperation() map[string]any {
 		"requestBody": map[string]any{"required": true, "content": jsonContent(ref("schemas", "CodeRequest"))},
 		"responses": map[string]any{
 			"200": reply("The run was delivered (whatever the program did). Paid calls carry the settlement.", ref("schemas", "RunResult"), map[string]any{
-				headerPaymentResponse:  x402Header("x402 v2 SettleResponse of a paid call."),
-				headerXPaymentResponse: x402Header("x402 v1 settlement report, when paid with X-PAYMENT."),
+				x402.HeaderPaymentResponse:  x402Header("x402 v2 SettleResponse of a paid call."),
+				x402.HeaderXPaymentResponse: x402Header("x402 v1 settlement report, when paid with X-PAYMENT."),
 			}),
 			"400": errorReply("The body is not a JSON object, or a field is wrong or unknown."),
 			"402": reply("Payment required, refused, or not settled (the answer is then withheld). The v1 terms are the body.", ref("schemas", "PaymentRequiredV1"), map[string]any{
-				headerPaymentRequired: x402Header("x402 v2 PaymentRequired (the terms)."),
-				headerPaymentResponse: x402Header("x402 v2 SettleResponse with success false, when settlement failed."),
+				x402.HeaderPaymentRequired: x402Header("x402 v2 PaymentRequired (the terms)."),
+				x402.HeaderPaymentResponse: x402Header("x402 v2 SettleResponse with success false, when settlement failed."),
 			}),
 			"413": errorReply("The body, code or stdin is over its limit."),
 			"429": reply("Every sandbox is busy; nothing was charged.", ref("schemas", "Error"), map[string]any{

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"crypto/ecdsa"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,31 +23,42 @@ import (
 	"sandboxd/x402/x402test"
 )
 
-// slowRefuser is a settler whose remote check refuses every payer but the
-// funded one, slowly, as a facilitator under load or a slow RPC would.
-type slowRefuser struct {
-	funded common.Address
-	delay  time.Duration
-}
-
-func (s *slowRefuser) Check(ctx context.Context, p *x402.Payment) error {
-	if p.Transfer.From == s.funded {
-		return nil
-	}
-	select {
-	case <-time.After(s.delay):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return &x402.RejectError{Reason: x402.ReasonInsufficientFunds, Check: "the payer's balance is 0"}
-}
-
-func (s *slowRefuser) Settle(context.Context, *x402.Payment) (string, error) {
-	return "0x" + strings.Repeat("ab", 32), nil
-}
-
-func (s *slowRefuser) NonceUsed(context.Context, common.Address, [32]byte) (bool, error) {
-	return false, nil
+// slowRefuser is a facilitator whose /verify refuses every payer but the
+// funded one, slowly, as a facilitator under load would; its /settle
+// collects.
+func slowRefuser(t *testing.T, funded common.Address, delay time.Duration) *httptest.Server {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			PaymentPayload struct {
+				Payload struct {
+					Authorization struct {
+						From string `json:"from"`
+					} `json:"authorization"`
+				} `json:"payload"`
+			} `json:"paymentPayload"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		paid := common.HexToAddress(req.PaymentPayload.Payload.Authorization.From) == funded
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/settle":
+			fmt.Fprintf(w, `{"success":true,"transaction":"0x%s"}`, strings.Repeat("ab", 32))
+		case paid:
+			fmt.Fprint(w, `{"isValid":true}`)
+		default:
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprintf(w, `{"isValid":false,"invalidReason":%q}`, x402.ReasonInsufficientFunds)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	return ts
 }
 
 // TestUnfundedPayersCannotTakeTheSandboxes (issue 8, item 4): 24 requests
@@ -57,24 +70,21 @@ func (s *slowRefuser) NonceUsed(context.Context, common.Address, [32]byte) (bool
 func TestUnfundedPayersCannotTakeTheSandboxes(t *testing.T) {
 	const slow = 2 * time.Second
 	payer := x402test.Key(t)
-	settler := &slowRefuser{funded: crypto.PubkeyToAddress(payer.PublicKey), delay: slow}
+	facilitator := slowRefuser(t, crypto.PubkeyToAddress(payer.PublicKey), slow)
 	cfg := payments.Config{Network: "eip155:84532", Asset: x402test.Asset,
 		AssetName: "USDC", AssetVersion: "2", Price: "0.005", PayTo: x402test.PayTo,
-		MaxTimeoutSeconds: 120, Settlement: payments.SettleFacilitator, FacilitatorURL: "http://127.0.0.1:1",
-		Ledger: filepath.Join(t.TempDir(), "ledger.db"), QueueWait: 500 * time.Millisecond, RunLimit: time.Second}
-	ledger, err := payments.OpenLedger(context.Background(), cfg.Ledger)
+		MaxTimeoutSeconds: 120, Settlement: payments.SettleFacilitator, FacilitatorURL: facilitator.URL,
+		Ledger: filepath.Join(t.TempDir(), "ledger.db")}
+	run := payments.RunBounds{QueueWait: 500 * time.Millisecond, Limit: time.Second}
+	gate, err := payments.NewGate(context.Background(), cfg, run, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ledger.Close() })
-	gate, err := payments.NewGateWith(cfg, payments.Options{Settler: settler, Ledger: ledger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { gate.Close() })
 	runner := &fakeRunner{result: sandboxd.Result{Stdout: "42\n", Status: sandboxd.StatusOK}}
 	srv := newTestServer(runner, nil)
 	srv.Gate = gate
-	srv.Admitter = slots.New(2, cfg.QueueWait)
+	srv.Admitter = slots.New(2, run.QueueWait)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 

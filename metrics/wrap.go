@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // Runner counts and times the runs of the Runner it wraps.
@@ -116,7 +117,7 @@ func (g Gate) reason(err error) string {
 
 // paid reports whether the request carried a payment header (v2 or v1).
 func paid(h http.Header) bool {
-	return h.Get("PAYMENT-SIGNATURE") != "" || h.Get("X-PAYMENT") != ""
+	return h.Get(x402.HeaderPaymentSignature) != "" || h.Get(x402.HeaderXPayment) != ""
 }
 
 // charge records how an admitted payment ended.

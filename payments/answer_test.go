@@ -93,11 +93,11 @@ func TestRPCAnswersAreBounded(t *testing.T) {
 			cfg := faultConfig(t, c, srv.URL)
 			var err error
 			start := time.Now()
-			bytes := allocated(func() { _, err = dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil) })
+			bytes := allocated(func() { _, err = dialChain(context.Background(), cfg, mustRequirements(t, cfg), nil) })
 			took := time.Since(start)
 			t.Logf("%s: %v, %d bytes allocated: %v", h.name, took, bytes, err)
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), h.want) {
-				t.Errorf("dialChainSettler = %v, want CodeUnavailable with %q", err, h.want)
+				t.Errorf("dialChain = %v, want CodeUnavailable with %q", err, h.want)
 			}
 			if took > 3*faultRPCTimeout {
 				t.Errorf("took %v; the RPC timeout is %v", took, faultRPCTimeout)

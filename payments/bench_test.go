@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -35,7 +36,7 @@ func BenchmarkVerify(b *testing.B) {
 func BenchmarkLedgerReserveSettle(b *testing.B) {
 	for _, be := range ledgerBackends() {
 		b.Run(be.name, func(b *testing.B) {
-			l := mustLedgerConfig(b, LedgerConfig{Ledger: be.location(b)})
+			l := mustLedgerConfig(b, ledger.Config{Ledger: be.location(b)})
 			var seq atomic.Int64
 			b.ReportAllocs()
 			for b.Loop() {
@@ -43,7 +44,7 @@ func BenchmarkLedgerReserveSettle(b *testing.B) {
 			}
 		})
 		b.Run(be.name+"-parallel", func(b *testing.B) {
-			l := mustLedgerConfig(b, LedgerConfig{Ledger: be.location(b)})
+			l := mustLedgerConfig(b, ledger.Config{Ledger: be.location(b)})
 			var seq atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -55,7 +56,7 @@ func BenchmarkLedgerReserveSettle(b *testing.B) {
 }
 
 // reserveSettle writes one paid call's rows: reserved, settling, settled.
-func reserveSettle(b *testing.B, l *SQLLedger, i int) {
+func reserveSettle(b *testing.B, l *ledger.SQL, i int) {
 	ctx := context.Background()
 	e := testEntry(i)
 	if err := l.Reserve(ctx, e); err != nil {

@@ -5,87 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/remote"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
 // parts are the collaborators a payment needs from Check to its end, handed
 // by the gate to each authorization and charge (which never reach back into
 // the Gate): the terms a refusal quotes, the ledger, the settler, and the
-// count of charges in flight that Gate.Close waits for.
-//
-// The lifecycle of one paid request, as httpapi drives it, with the
-// payment's ledger row:
-//
-//   - Gate.Check: the header is decoded, verified locally and checked by the
-//     settler; no row yet. It returns an authorization.
-//   - authorization.Reserve: the row is reserved (a nonce already in the
-//     ledger is refused here) and the charge counts as in flight.
-//   - charge.Settle: the row is settling, then settled; or failed (refused
-//     or reverted), released (never sent), or left settling and pending
-//     (outcome unknown, for the resolver).
-//   - charge.Release: the row is released; nothing is collected.
-//
-// A charge ends exactly once, by Settle or Release.
+// count of charges in flight that Gate.Close waits for. A charge ends
+// exactly once, by Settle or Release; each method's doc says the ledger
+// row it leaves.
 type parts struct {
 	quote
 	ledger  Ledger
 	settler Settler
-	flight  *flight
-}
-
-// Check decodes the payment header, verifies it locally (its validity
-// window included), then asks the settler whether it would settle, holding
-// one of the gate's check slots (never a sandbox) for that remote call
-// only. See sandboxd.PaymentGate for the errors.
-func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
-	const op = "payments.check"
-	p, err := x402.DecodePaymentHeader(r.Header)
-	if err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
-			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
-	}
-	now := g.now()
-	if err := x402.Verify(g.req, p, now); err != nil {
-		g.log.Info("payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
-			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	p.Quoted = g.quoted(r)
-	t := p.Transfer
-	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
-	if err := x402.CheckWindow(t, now, g.window); err != nil {
-		log.Info("payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	release, err := g.checks.Admit(ctx)
-	if err != nil {
-		return nil, checksBusy(err)
-	}
-	err = g.settler.Check(ctx, p)
-	release()
-	if err != nil {
-		log.Info("payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
-	}
-	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
-}
-
-// checksBusy turns a full check queue into the gate's own 429: the
-// sandboxes may well be free, it is the checks that are not.
-func checksBusy(err error) error {
-	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
-		return err
-	}
-	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
-		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
+	charges *charges
 }
 
 // authorization is a checked payment, not yet reserved.
@@ -104,13 +45,13 @@ var _ sandboxd.Authorization = (*authorization)(nil)
 func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 	const op = "payments.reserve"
 	t := a.p.Transfer
-	done, ok := a.flight.add()
+	done, ok := a.charges.add()
 	if !ok {
 		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
 	}
-	err := a.ledger.Reserve(ctx, Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
+	err := a.ledger.Reserve(ctx, ledger.Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
 		Network: a.req.Network, Asset: a.req.Asset})
-	if errors.Is(err, errAlreadyUsed) {
+	if errors.Is(err, ledger.ErrAlreadyUsed) {
 		done()
 		a.log.Info("payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
 		return nil, a.paymentError(op, a.resourceURL, fmt.Sprintf(
@@ -136,7 +77,7 @@ type charge struct {
 	resourceURL string
 	log         *slog.Logger
 	done        atomic.Bool
-	// finish ends the charge's count in the gate's flight (see Gate.Close).
+	// finish ends the charge's count among the gate's charges (see Gate.Close).
 	finish func()
 }
 
@@ -154,13 +95,13 @@ var _ sandboxd.Charge = (*charge)(nil)
 //   - refused or reverted (a *x402.RejectError): CodePayment (402) with a failed
 //     PAYMENT-RESPONSE; the row ends failed (the hash kept when a
 //     transaction was sent) and the payment is never admitted again;
-//   - never sent (errSettleNotSent): CodePayment (402) with a failed
+//   - never sent (remote.ErrNotSent): CodePayment (402) with a failed
 //     PAYMENT-RESPONSE whose message says the same payment may be sent
 //     again; the row is released, and a retry is settled exactly once;
 //   - possibly sent, outcome unknown (a timeout, a garbled answer after it
 //     left): CodePending (202) with the transaction hash when there is one,
 //     never a 402 that would invite the payer to pay again; the row stays
-//     settling with reason ReasonSettlementPending and the hash, and the
+//     settling with reason ledger.ReasonSettlementPending and the hash, and the
 //     gate's resolver (or Recover at the next start) settles or releases
 //     it from the chain.
 func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Header, error) {
@@ -200,7 +141,7 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 	t := c.p.Transfer
 	reason := x402.RejectReason(err, x402.ReasonUnexpectedSettle)
 	var r *x402.RejectError
-	if !errors.As(err, &r) && !errors.Is(err, errSettleNotSent) {
+	if !errors.As(err, &r) && !errors.Is(err, remote.ErrNotSent) {
 		return c.settlePending(op, tx, err)
 	}
 	if r == nil {
@@ -221,7 +162,7 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 }
 
 // settlePending records a settlement whose outcome is unknown (the row
-// stays settling, with its hash and ReasonSettlementPending, for the
+// stays settling, with its hash and ledger.ReasonSettlementPending, for the
 // resolver) and returns the CodePending error: 202 with the hash, never a
 // refusal that would invite a second payment.
 func (c *charge) settlePending(op, tx string, err error) error {
@@ -236,10 +177,20 @@ func (c *charge) settlePending(op, tx string, err error) error {
 		msg += "; the transaction is " + tx
 	}
 	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
-		Body: pendingBody{Status: ReasonSettlementPending, Transaction: tx, Error: msg}}
+		Body: pendingBody{Status: ledger.ReasonSettlementPending, Transaction: tx, Error: msg}}
 	c.addSettleHeader(e, x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
-		ErrorReason: ReasonSettlementPending})
+		ErrorReason: ledger.ReasonSettlementPending})
 	return e
+}
+
+// pendingBody is the JSON answer of a pending settlement (202).
+type pendingBody struct {
+	// Status is always ledger.ReasonSettlementPending.
+	Status string `json:"status"`
+	// Transaction is the settlement's hash, when one was sent.
+	Transaction string `json:"transaction"`
+	// Error says what happened and what the payer should do.
+	Error string `json:"error"`
 }
 
 // addSettleHeader adds the settlement response resp to e's headers.
@@ -251,9 +202,7 @@ func (c *charge) addSettleHeader(e *sandboxd.Error, resp x402.SettleResponse) {
 	if e.Header == nil {
 		e.Header = http.Header{}
 	}
-	for k, v := range h {
-		e.Header[k] = v
-	}
+	maps.Copy(e.Header, h)
 }
 
 // Release records that nothing is collected: the service failed to deliver,

@@ -3,12 +3,15 @@ package payments
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
@@ -75,10 +78,10 @@ type Config struct {
 	// the postgres:// URL of a ledger shared by many replicas.
 	Ledger string `mapstructure:"ledger"`
 	// ReplicaID is payments.replica_id, recorded on every row this process
-	// reserves; empty means DefaultReplica("").
+	// reserves; empty means ledger.DefaultReplica("").
 	ReplicaID string `mapstructure:"replica_id"`
 	// Lease is payments.lease: how long a replica may be silent before
-	// another resolves its open rows; zero means DefaultLease.
+	// another resolves its open rows; zero means ledger.DefaultLease.
 	Lease time.Duration `mapstructure:"lease"`
 	// LedgerObserver, when set, is told how long each ledger write took.
 	LedgerObserver func(op string, d time.Duration) `mapstructure:"-"`
@@ -99,19 +102,24 @@ type Config struct {
 	// check slot before the request is answered 429; zero means
 	// DefaultCheckWait.
 	CheckWait time.Duration `mapstructure:"check_wait"`
-	// QueueWait is runtime.queue_wait, and RunLimit the longest a run may
-	// take before it is abandoned (runtime.timeout plus the run's own
-	// overhead: cmd/sandboxd's runLimit, the bound of the detached run):
-	// a paid request may wait that long for a sandbox and then run that
-	// long before it settles. They enter the validity window (Window) and
-	// the request's budget (RequestBudget).
-	QueueWait time.Duration `mapstructure:"-"`
-	RunLimit  time.Duration `mapstructure:"-"`
+}
+
+// RunBounds is what bounds a paid run, from the runtime's configuration:
+// a paid request may wait QueueWait for a sandbox and then run up to Limit
+// before it settles. They enter the validity window (Config.Window) and
+// the request's budget (Config.RequestBudget).
+type RunBounds struct {
+	// QueueWait is runtime.queue_wait.
+	QueueWait time.Duration
+	// Limit is the longest a run may take before it is abandoned:
+	// runtime.timeout plus the run's own overhead (cmd/sandboxd's
+	// runLimit, the bound of the detached run).
+	Limit time.Duration
 }
 
 // Window is the validity a payment must have left when it is checked: the
 // longest the service can take from the check to a settlement on chain,
-// flow() plus a margin,
+// flow plus a margin,
 //
 //	check_wait + verify_timeout + runtime.queue_wait + run limit + settle_timeout + 10 s
 //
@@ -121,25 +129,40 @@ type Config struct {
 // between this host and the chain). An authorization whose validBefore
 // comes sooner could expire while it runs or settles: the run would be
 // free, or the relayer's transaction would revert at its own cost.
-func (c Config) Window() time.Duration {
-	return c.flow() + windowMargin
+func (c Config) Window(run RunBounds) time.Duration {
+	return c.flow(run) + windowMargin
 }
 
 // flow is the longest a paid request can take from its payment's check to
 // its settlement's receipt: a wait for a check slot and the remote check,
 // the wait for a sandbox, the run up to its limit, and the settlement. The
 // one sum that Window and RequestBudget are derived from.
-func (c Config) flow() time.Duration {
-	return c.checkWait() + c.verifyTimeout() + c.QueueWait + c.RunLimit + c.settleTimeout()
+func (c Config) flow(run RunBounds) time.Duration {
+	return c.checkWait() + c.verifyTimeout() + run.QueueWait + run.Limit + c.settleTimeout()
 }
 
-// Validate checks every field and returns one error listing each problem,
-// each line naming its config key.
-func (c Config) Validate() error {
+// Validate checks every field, and the validity window that run needs
+// against max_timeout_seconds, and returns one error listing each
+// problem, each line naming its config key.
+func (c Config) Validate(run RunBounds) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("payments.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
+	c.validateTerms(bad)
+	c.validateSettlement(bad)
+	c.validateLedger(bad)
+	c.validateBounds(bad)
+	c.validateWindow(run, bad)
+	return errors.Join(errs...)
+}
+
+// badKey records a problem with the key payments.<key>.
+type badKey func(key, format string, args ...any)
+
+// validateTerms checks the keys of the terms quoted: the network, the
+// token, the price, the payee and the authorization's validity.
+func (c Config) validateTerms(bad badKey) {
 	if _, err := x402.ChainID(c.Network); err != nil {
 		bad("network", "%v", err)
 	}
@@ -164,6 +187,10 @@ func (c Config) Validate() error {
 	if c.MaxTimeoutSeconds < 10 || c.MaxTimeoutSeconds > 3600 {
 		bad("max_timeout_seconds", "%d is out of range (10 to 3600)", c.MaxTimeoutSeconds)
 	}
+}
+
+// validateSettlement checks the settlement mode and what it needs.
+func (c Config) validateSettlement(bad badKey) {
 	switch c.Settlement {
 	case SettleFacilitator:
 		if u, err := url.Parse(c.FacilitatorURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -171,7 +198,7 @@ func (c Config) Validate() error {
 		}
 	case SettleOnchain:
 		if u, err := url.Parse(c.RPCURL); err != nil || u.Scheme == "" {
-			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", redactURL(c.RPCURL))
+			bad("rpc_url", "%s is not a JSON-RPC URL (http, https, ws, wss or an IPC path)", chain.RedactURL(c.RPCURL))
 		}
 		if c.RelayerKeyFile == "" {
 			bad("relayer_key_file", "is empty; onchain settlement needs a file with the hex key that pays gas")
@@ -179,12 +206,20 @@ func (c Config) Validate() error {
 	default:
 		bad("settlement", "%q is not one of facilitator, onchain", c.Settlement)
 	}
-	if err := validateLedger(c.Ledger); err != nil {
+}
+
+// validateLedger checks the ledger's location and lease.
+func (c Config) validateLedger(bad badKey) {
+	if err := ledger.Validate(c.Ledger); err != nil {
 		bad("ledger", "%v", err)
 	}
 	if c.Lease < 0 || (c.Lease > 0 && c.Lease < 3*time.Second) {
-		bad("lease", "%s is out of range (at least 3s; 0 means %s)", c.Lease, DefaultLease)
+		bad("lease", "%s is out of range (at least 3s; 0 means %s)", c.Lease, ledger.DefaultLease)
 	}
+}
+
+// validateBounds checks the timeouts and the bound on remote checks.
+func (c Config) validateBounds(bad badKey) {
 	if c.VerifyTimeout < 0 {
 		bad("verify_timeout", "%s is negative", c.VerifyTimeout)
 	}
@@ -200,13 +235,17 @@ func (c Config) Validate() error {
 	if c.CheckWait < 0 || c.CheckWait > time.Minute {
 		bad("check_wait", "%s is out of range (0s, the default of 3s, to 60s)", c.CheckWait)
 	}
-	if w := c.Window(); c.MaxTimeoutSeconds >= 10 && time.Duration(c.MaxTimeoutSeconds)*time.Second < w {
+}
+
+// validateWindow checks that max_timeout_seconds covers the validity
+// window a payment needs (Window).
+func (c Config) validateWindow(run RunBounds, bad badKey) {
+	if w := c.Window(run); c.MaxTimeoutSeconds >= 10 && time.Duration(c.MaxTimeoutSeconds)*time.Second < w {
 		bad("max_timeout_seconds", "%d s cannot cover the validity window a payment needs, %s = payments.check_wait (%s) + "+
 			"payments.verify_timeout (%s) + runtime.queue_wait (%s) + the run limit, runtime.timeout and its overhead (%s) + "+
 			"payments.settle_timeout (%s) + %s margin; raise it to at least %d or lower those", c.MaxTimeoutSeconds, w,
-			c.checkWait(), c.verifyTimeout(), c.QueueWait, c.RunLimit, c.settleTimeout(), windowMargin, int((w+time.Second-1)/time.Second))
+			c.checkWait(), c.verifyTimeout(), run.QueueWait, run.Limit, c.settleTimeout(), windowMargin, int((w+time.Second-1)/time.Second))
 	}
-	return errors.Join(errs...)
 }
 
 // Requirements returns the v2 terms entry the configuration quotes. It
@@ -242,10 +281,10 @@ func (c Config) settleTimeout() time.Duration {
 }
 
 // RequestBudget is the longest a paid request can take once its body is
-// read: flow() (check, queue, run, settlement) and the ledger writes
+// read: the flow (check, queue, run, settlement) and the ledger writes
 // around it. The HTTP write deadline covers it.
-func (c Config) RequestBudget() time.Duration {
-	return c.flow() + 3*ledgerWriteTimeout
+func (c Config) RequestBudget(run RunBounds) time.Duration {
+	return c.flow(run) + 3*ledgerWriteTimeout
 }
 
 func (c Config) checkWait() time.Duration {
@@ -273,12 +312,18 @@ func (c Config) lease() time.Duration {
 	if c.Lease > 0 {
 		return c.Lease
 	}
-	return DefaultLease
+	return ledger.DefaultLease
 }
 
 // ledgerConfig is the ledger part of c.
-func (c Config) ledgerConfig() LedgerConfig {
-	return LedgerConfig{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
+func (c Config) ledgerConfig() ledger.Config {
+	return ledger.Config{Ledger: c.Ledger, Replica: c.ReplicaID, Lease: c.lease(), Observe: c.LedgerObserver}
+}
+
+// chainConfig is the on-chain settler's part of c.
+func (c Config) chainConfig(log *slog.Logger) chain.Config {
+	return chain.Config{Endpoint: c.RPCURL, CheckTimeout: c.verifyTimeout(), SettleTimeout: c.settleTimeout(),
+		RPCTimeout: c.rpcTimeout(), Log: log}
 }
 
 func isAddress(s string) bool {

@@ -48,58 +48,61 @@ func mustPrice(t *testing.T, s string) *big.Int {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := testConfig(t).Validate(); err != nil {
+	if err := testConfig(t).Validate(RunBounds{}); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
 	tests := []struct {
 		key    string
-		change func(*Config)
+		change func(*Config, *RunBounds)
 	}{
-		{"payments.network", func(c *Config) { c.Network = "solana:1" }},
-		{"payments.asset", func(c *Config) { c.Asset = "USDC" }},
-		{"payments.asset_name", func(c *Config) { c.AssetName = " " }},
-		{"payments.asset_version", func(c *Config) { c.AssetVersion = "" }},
-		{"payments.price", func(c *Config) { c.Price = "0.0000001" }},
-		{"payments.price", func(c *Config) { c.Price = "0" }},
-		{"payments.pay_to", func(c *Config) { c.PayTo = "" }},
-		{"payments.pay_to", func(c *Config) { c.PayTo = "0x0000000000000000000000000000000000000000" }},
-		{"payments.pay_to", func(c *Config) { c.PayTo = "0x123" }},
-		{"payments.max_timeout_seconds", func(c *Config) { c.MaxTimeoutSeconds = 5 }},
-		{"payments.settlement", func(c *Config) { c.Settlement = "magic" }},
-		{"payments.facilitator_url", func(c *Config) { c.FacilitatorURL = "x402.org" }},
-		{"payments.rpc_url", func(c *Config) { c.Settlement = SettleOnchain; c.RelayerKeyFile = "k" }},
-		{"payments.relayer_key_file", func(c *Config) { c.Settlement = SettleOnchain; c.RPCURL = "http://localhost:8545" }},
-		{"payments.ledger", func(c *Config) { c.Ledger = "" }},
-		{"payments.verify_timeout", func(c *Config) { c.VerifyTimeout = -time.Second }},
-		{"payments.settle_timeout", func(c *Config) { c.SettleTimeout = -time.Second }},
-		{"payments.rpc_timeout", func(c *Config) { c.RPCTimeout = -time.Second }},
-		{"payments.max_checks", func(c *Config) { c.MaxChecks = -1 }},
-		{"payments.check_wait", func(c *Config) { c.CheckWait = time.Hour }},
+		{"payments.network", func(c *Config, r *RunBounds) { c.Network = "solana:1" }},
+		{"payments.asset", func(c *Config, r *RunBounds) { c.Asset = "USDC" }},
+		{"payments.asset_name", func(c *Config, r *RunBounds) { c.AssetName = " " }},
+		{"payments.asset_version", func(c *Config, r *RunBounds) { c.AssetVersion = "" }},
+		{"payments.price", func(c *Config, r *RunBounds) { c.Price = "0.0000001" }},
+		{"payments.price", func(c *Config, r *RunBounds) { c.Price = "0" }},
+		{"payments.pay_to", func(c *Config, r *RunBounds) { c.PayTo = "" }},
+		{"payments.pay_to", func(c *Config, r *RunBounds) { c.PayTo = "0x0000000000000000000000000000000000000000" }},
+		{"payments.pay_to", func(c *Config, r *RunBounds) { c.PayTo = "0x123" }},
+		{"payments.max_timeout_seconds", func(c *Config, r *RunBounds) { c.MaxTimeoutSeconds = 5 }},
+		{"payments.settlement", func(c *Config, r *RunBounds) { c.Settlement = "magic" }},
+		{"payments.facilitator_url", func(c *Config, r *RunBounds) { c.FacilitatorURL = "x402.org" }},
+		{"payments.rpc_url", func(c *Config, r *RunBounds) { c.Settlement = SettleOnchain; c.RelayerKeyFile = "k" }},
+		{"payments.relayer_key_file", func(c *Config, r *RunBounds) { c.Settlement = SettleOnchain; c.RPCURL = "http://localhost:8545" }},
+		{"payments.ledger", func(c *Config, r *RunBounds) { c.Ledger = "" }},
+		{"payments.verify_timeout", func(c *Config, r *RunBounds) { c.VerifyTimeout = -time.Second }},
+		{"payments.settle_timeout", func(c *Config, r *RunBounds) { c.SettleTimeout = -time.Second }},
+		{"payments.rpc_timeout", func(c *Config, r *RunBounds) { c.RPCTimeout = -time.Second }},
+		{"payments.max_checks", func(c *Config, r *RunBounds) { c.MaxChecks = -1 }},
+		{"payments.check_wait", func(c *Config, r *RunBounds) { c.CheckWait = time.Hour }},
 		// The validity window (issue 8, item 3): 3 + 10 + 2 + 5 + 60 + 10 s = 90 s.
-		{"payments.max_timeout_seconds", func(c *Config) { c.QueueWait, c.RunLimit, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 89 }},
-		{"payments.max_timeout_seconds", func(c *Config) { c.RunLimit = 5 * time.Minute }},
-		{"payments.max_timeout_seconds", func(c *Config) { c.SettleTimeout = 2 * time.Minute }},
+		{"payments.max_timeout_seconds", func(c *Config, r *RunBounds) {
+			r.QueueWait, r.Limit, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 89
+		}},
+		{"payments.max_timeout_seconds", func(c *Config, r *RunBounds) { r.Limit = 5 * time.Minute }},
+		{"payments.max_timeout_seconds", func(c *Config, r *RunBounds) { c.SettleTimeout = 2 * time.Minute }},
 	}
 	for _, tt := range tests {
-		c := testConfig(t)
-		tt.change(&c)
-		err := c.Validate()
+		c, run := testConfig(t), RunBounds{}
+		tt.change(&c, &run)
+		err := c.Validate(run)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.key+": ") {
 			t.Errorf("%s: Validate = %v, want a message starting with the key", tt.key, err)
 		}
 	}
 	c := testConfig(t)
-	c.QueueWait, c.RunLimit, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 90
-	if err := c.Validate(); err != nil || c.Window() != 90*time.Second {
-		t.Fatalf("a window of exactly max_timeout_seconds: %v, window %s", err, c.Window())
+	run := RunBounds{QueueWait: 2 * time.Second, Limit: 5 * time.Second}
+	c.MaxTimeoutSeconds = 90
+	if err := c.Validate(run); err != nil || c.Window(run) != 90*time.Second {
+		t.Fatalf("a window of exactly max_timeout_seconds: %v, window %s", err, c.Window(run))
 	}
 	c.MaxTimeoutSeconds = 89
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "runtime.timeout and its overhead (5s)") || !strings.Contains(err.Error(), "at least 90") {
+	if err := c.Validate(run); err == nil || !strings.Contains(err.Error(), "runtime.timeout and its overhead (5s)") || !strings.Contains(err.Error(), "at least 90") {
 		t.Fatalf("the message names the keys and the bound: %v", err)
 	}
 	c = testConfig(t)
 	c.Network = "base-sepolia"
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(RunBounds{}); err != nil {
 		t.Fatalf("v1 network name: %v", err)
 	}
 	if req, _ := c.Requirements(); req.Network != "eip155:84532" {
@@ -112,7 +115,7 @@ func TestNewGateOnchainErrors(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Settlement, cfg.RPCURL = SettleOnchain, "http://127.0.0.1:1"
 	cfg.RelayerKeyFile = filepath.Join(t.TempDir(), "missing.key")
-	if _, err := NewGate(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "payments.relayer_key_file") {
+	if _, err := NewGate(ctx, cfg, RunBounds{}, nil); err == nil || !strings.Contains(err.Error(), "payments.relayer_key_file") {
 		t.Fatalf("missing key file: %v", err)
 	}
 	key := x402test.Key(t)
@@ -124,7 +127,7 @@ func TestNewGateOnchainErrors(t *testing.T) {
 		t.Fatalf("LoadKey = %v", err)
 	}
 	cfg.VerifyTimeout = time.Second
-	_, err = NewGate(ctx, cfg, nil)
+	_, err = NewGate(ctx, cfg, RunBounds{}, nil)
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "payments.rpc_url") {
 		t.Fatalf("unreachable RPC: %v", err)
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -21,9 +23,9 @@ import (
 func TestGateRefusesAShortWindow(t *testing.T) {
 	s := &fakeSettler{}
 	cfg := testConfig(t)
-	cfg.QueueWait, cfg.RunLimit = 2*time.Second, 5*time.Second
-	window := cfg.Window() // 90 s
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
+	run := RunBounds{QueueWait: 2 * time.Second, Limit: 5 * time.Second}
+	window := cfg.Window(run) // 90 s
+	g, err := newGateWith(cfg, options{Run: run, Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestGateBoundsRemoteChecks(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxChecks, cfg.CheckWait = 1, 50*time.Millisecond
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,8 @@ func (b *blockingSettler) Settle(ctx context.Context, p *x402.Payment) (string, 
 func TestGateCloseWaitsForSettlement(t *testing.T) {
 	ctx := context.Background()
 	s := &blockingSettler{entered: make(chan struct{}), release: make(chan struct{})}
-	g, l := newTestGate(t, s)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	g, l := newTestGateAt(t, s, path)
 	g.closers = []io.Closer{l}
 	pp := x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)
 	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, pp)))
@@ -130,8 +133,8 @@ func TestGateCloseWaitsForSettlement(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	l2 := mustLedger(t, l.path)
-	if row := wantStatus(t, l2, Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}, StatusSettled); row.TxHash == "" {
+	l2 := mustLedger(t, path)
+	if row := wantStatus(t, l2, ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled); row.TxHash == "" {
 		t.Fatalf("row %+v", row)
 	}
 }
@@ -143,7 +146,7 @@ func TestGateCloseDrainIsBounded(t *testing.T) {
 	defer close(s.release)
 	cfg := testConfig(t)
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }, Drain: 100 * time.Millisecond})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }, Drain: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,14 +175,14 @@ func TestResolverResolvesPendingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := c.Settle(ctx, sandboxd.Result{})
-	entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
+	entry := ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 	wantPending(t, l, entry, out, err, "")
 	resolver := g.startResolver(10 * time.Millisecond)
 	defer resolver.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		row, err := l.Get(ctx, entry.Payer, entry.Nonce)
-		if err == nil && row.Status == StatusFailed {
+		if err == nil && row.Status == ledger.StatusFailed {
 			break
 		}
 		if time.Now().After(deadline) {

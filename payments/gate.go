@@ -10,6 +10,8 @@ import (
 
 	"sandboxd"
 	"sandboxd/internal/slots"
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
@@ -19,7 +21,7 @@ import (
 // reserves in the ledger once a slot is held.
 type Gate struct {
 	// parts are what each authorization and charge is handed: the terms,
-	// the ledger, the settler and the flight of charges (see charge.go).
+	// the ledger, the settler and the charges in flight (see charge.go).
 	parts
 	log     *slog.Logger
 	now     func() time.Time
@@ -34,9 +36,9 @@ type Gate struct {
 
 var _ sandboxd.PaymentGate = (*Gate)(nil)
 
-// Options are the parts of a Gate that NewGate builds from the
+// options are the parts of a Gate that NewGate builds from the
 // configuration, given directly (tests pass a fake settler and a clock).
-type Options struct {
+type options struct {
 	// Settler checks and collects payments. Required.
 	Settler Settler
 	// Ledger records payments. Required; the Gate does not close it.
@@ -45,22 +47,77 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the clock verification uses; nil means time.Now.
 	Now func() time.Time
+	// Run is what bounds a run, for the validity window (Config.Window).
+	Run RunBounds
 	// Drain bounds how long Close waits for settlements in flight; zero
 	// means the settle timeout plus two ledger writes.
 	Drain time.Duration
 }
 
-// NewGateWith returns a Gate quoting the terms of cfg with the given parts.
-// It validates cfg but opens nothing and runs no recovery.
-func NewGateWith(cfg Config, o Options) (*Gate, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+// Check decodes the payment header, verifies it locally (its validity
+// window included), then asks the settler whether it would settle, holding
+// one of the gate's check slots (never a sandbox) for that remote call
+// only. See sandboxd.PaymentGate for the errors.
+func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	const op = "payments.check"
+	p, err := x402.DecodePaymentHeader(r.Header)
+	if err != nil {
+		return nil, headerInvalid(err)
 	}
-	return newGate(cfg, o)
+	if p == nil {
+		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
+			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
+	}
+	now := g.now()
+	if err := x402.Verify(g.req, p, now); err != nil {
+		g.log.Info("payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
+			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	p.Quoted = g.quoted(r)
+	t := p.Transfer
+	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
+	if err := x402.CheckWindow(t, now, g.window); err != nil {
+		log.Info("payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	release, err := g.checks.Admit(ctx)
+	if err != nil {
+		return nil, checksBusy(err)
+	}
+	err = g.settler.Check(ctx, p)
+	release()
+	if err != nil {
+		log.Info("payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
+		return nil, g.refusal(op, r.ResourceURL, err)
+	}
+	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
 }
 
-// newGate is NewGateWith for a cfg already validated.
-func newGate(cfg Config, o Options) (*Gate, error) {
+// headerInvalid classifies an error of x402.DecodePaymentHeader: a header
+// that does not decode is the caller's CodeInvalid.
+func headerInvalid(err error) error {
+	var he *x402.HeaderError
+	if !errors.As(err, &he) {
+		return err
+	}
+	return sandboxd.Wrap(sandboxd.CodeInvalid, "payments.decode", he.Err, fmt.Sprintf(
+		"the %s header does not decode: %v; it must be base64 of one x402 payment JSON object", he.Header, he.Err))
+}
+
+// checksBusy turns a full check queue into the gate's own 429: the
+// sandboxes may well be free, it is the checks that are not.
+func checksBusy(err error) error {
+	if sandboxd.ErrorCode(err) != sandboxd.CodeBusy {
+		return err
+	}
+	return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.check", Err: err, RetryAfter: time.Second,
+		Message: "too many payments are being checked at once; nothing was reserved or charged, retry after the time in Retry-After"}
+}
+
+// newGate returns a Gate quoting the terms of cfg, already validated,
+// with the given parts. It opens nothing and runs no recovery.
+func newGate(cfg Config, o options) (*Gate, error) {
 	if o.Settler == nil || o.Ledger == nil {
 		return nil, errors.New("payments: a gate needs a settler and a ledger")
 	}
@@ -68,9 +125,9 @@ func newGate(cfg Config, o Options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, flight: &flight{}},
+	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, charges: &charges{}},
 		log: o.Log, now: o.Now,
-		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(), drain: o.Drain}
+		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(o.Run), drain: o.Drain}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -83,26 +140,26 @@ func newGate(cfg Config, o Options) (*Gate, error) {
 	return g, nil
 }
 
-// NewGate builds the gate of cfg: it validates cfg, opens the ledger, builds
+// NewGate builds the gate of cfg for runs bounded by run: it validates cfg, opens the ledger, builds
 // the settler (facilitator or onchain), and resolves the payments a crash
 // left reserved or settling (see Ledger.Recover). Close releases what it
 // opened.
-func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
+func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (*Gate, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(run); err != nil {
 		return nil, err
 	}
 	req, err := cfg.Requirements()
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := OpenLedgerConfig(ctx, cfg.ledgerConfig())
+	led, err := ledger.Open(ctx, cfg.ledgerConfig())
 	if err != nil {
 		return nil, err
 	}
-	closers := []io.Closer{ledger}
+	closers := []io.Closer{led}
 	fail := func(err error) (*Gate, error) {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i].Close()
@@ -116,19 +173,19 @@ func NewGate(ctx context.Context, cfg Config, log *slog.Logger) (*Gate, error) {
 	if closer != nil {
 		closers = append(closers, closer)
 	}
-	g, err := newGate(cfg, Options{Settler: settler, Ledger: ledger, Log: log})
+	g, err := newGate(cfg, options{Settler: settler, Ledger: led, Log: log, Run: run})
 	if err != nil {
 		return fail(err)
 	}
-	rep, err := ledger.Recover(ctx, settler, log)
+	rep, err := Recover(ctx, led, settler, log)
 	if err != nil {
 		return fail(err)
 	}
 	// Closed in reverse: the resolver, the keep-alive, then the settler
 	// and the ledger under them.
-	g.closers = append(closers, startKeepAlive(ledger, cfg.lease(), settler, log), g.startResolver(resolveEvery))
+	g.closers = append(closers, startKeepAlive(led, cfg.lease(), settler, log), g.startResolver(resolveEvery))
 	log.Info("gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
-		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", RedactLedger(cfg.Ledger), "replica", ledger.Replica(),
+		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", ledger.Redact(cfg.Ledger), "replica", led.Replica(),
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
 		"left_settling", rep.Left)
 	return g, nil
@@ -143,7 +200,7 @@ func newSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slo
 			URL: cfg.FacilitatorURL, VerifyTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(),
 		}), nil, nil
 	case SettleOnchain:
-		s, err := dialChainSettler(ctx, cfg, req, log)
+		s, err := chain.Dial(ctx, cfg.RelayerKeyFile, req, cfg.chainConfig(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -158,7 +215,7 @@ func newSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slo
 // reservations, stops the pending resolver, then closes the ledger and the
 // chain connection NewGate opened.
 func (g *Gate) Close() error {
-	if left := g.flight.close(g.drain); left > 0 {
+	if left := g.charges.close(g.drain); left > 0 {
 		g.log.Error("settlements still in flight after the drain bound; closing under them, "+
 			"Recover resolves their rows at the next start", "in_flight", left, "drain", g.drain)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -62,11 +63,18 @@ func (f *fakeSettler) NonceUsed(context.Context, common.Address, [32]byte) (bool
 }
 
 // newTestGate returns a gate at x402test.Now over a fresh ledger and s.
-func newTestGate(tb testing.TB, s Settler) (*Gate, *SQLLedger) {
+func newTestGate(tb testing.TB, s Settler) (*Gate, *ledger.SQL) {
+	tb.Helper()
+	return newTestGateAt(tb, s, testConfig(tb).Ledger)
+}
+
+// newTestGateAt is newTestGate over the SQLite ledger at path.
+func newTestGateAt(tb testing.TB, s Settler, path string) (*Gate, *ledger.SQL) {
 	tb.Helper()
 	cfg := testConfig(tb)
+	cfg.Ledger = path
 	l := mustLedger(tb, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -197,8 +205,8 @@ func TestGateOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Release(ctx)
-	e := Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
-	wantStatus(t, l, e, StatusReserved)
+	e := ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
+	wantStatus(t, l, e, ledger.StatusReserved)
 	if strings.Join(s.calls, ",") != "check" {
 		t.Fatalf("calls %v, want [check]", s.calls)
 	}
@@ -264,7 +272,7 @@ func TestGateSettle(t *testing.T) {
 			if sr != (x402.SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
 				t.Fatalf("settle response %+v", sr)
 			}
-			row := wantStatus(t, l, Entry{Payer: payer, Nonce: pp.Payload.Authorization.Nonce}, StatusSettled)
+			row := wantStatus(t, l, ledger.Entry{Payer: payer, Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled)
 			if row.TxHash != "0xabc" || row.RunStatus != "error" {
 				t.Fatalf("row %+v", row)
 			}
@@ -295,7 +303,7 @@ func TestGateSettleFailure(t *testing.T) {
 	if sr.Success || sr.ErrorReason != x402.ReasonInsufficientFunds || sr.Network != "eip155:84532" {
 		t.Fatalf("settle response %+v", sr)
 	}
-	row := wantStatus(t, l, Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, StatusFailed)
+	row := wantStatus(t, l, ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusFailed)
 	if row.Reason != x402.ReasonInsufficientFunds {
 		t.Fatalf("row %+v", row)
 	}
@@ -314,7 +322,7 @@ func TestGateSettleFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err = c.Settle(ctx, sandboxd.Result{})
-	entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
+	entry := ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 	wantPending(t, l, entry, out, err, s.settleTx)
 	_, err = begin(g, ctx, paidRequest(h))
 	wantPaymentError(t, err, "already used", x402.ReasonNonceUsed)
@@ -332,8 +340,8 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Release(ctx)
-	e := Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
-	wantStatus(t, l, e, StatusReleased)
+	e := ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
+	wantStatus(t, l, e, ledger.StatusReleased)
 	if s.settles.Load() != 0 {
 		t.Fatal("Release settled")
 	}
@@ -344,7 +352,7 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, l, e, StatusSettled)
+	wantStatus(t, l, e, ledger.StatusSettled)
 }
 
 func TestGateSettleOnce(t *testing.T) {
@@ -373,7 +381,7 @@ func TestGateSettleOnce(t *testing.T) {
 	if ok.Load() != 1 || s.settles.Load() != 1 {
 		t.Fatalf("%d Settle calls succeeded, settler called %d times; want 1 and 1", ok.Load(), s.settles.Load())
 	}
-	wantStatus(t, l, Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, StatusSettled)
+	wantStatus(t, l, ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled)
 }
 
 func TestGateDuplicatePayment(t *testing.T) {
@@ -418,12 +426,12 @@ func TestNewGate(t *testing.T) {
 	// A crash left one payment reserved (its run in progress) and one
 	// settling (its /settle sent). Under a facilitator the first is
 	// released and the second failed: none stays open.
-	l, err := OpenLedger(ctx, cfg.Ledger)
+	l, err := ledger.OpenFile(ctx, cfg.Ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	running, settling := testEntry(1), testEntry(2)
-	for _, e := range []Entry{running, settling} {
+	for _, e := range []ledger.Entry{running, settling} {
 		if err := l.Reserve(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -432,15 +440,15 @@ func TestNewGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	g, err := NewGate(ctx, cfg, nil)
+	g, err := NewGate(ctx, cfg, RunBounds{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pending, err := g.ledger.(*SQLLedger).Pending(ctx); err != nil || len(pending) != 0 {
+	if pending, err := g.ledger.(*ledger.SQL).Pending(ctx); err != nil || len(pending) != 0 {
 		t.Fatalf("Pending = %v, %v; want none", pending, err)
 	}
-	wantStatus(t, g.ledger, running, StatusReleased)
-	if row := wantStatus(t, g.ledger, settling, StatusFailed); row.Reason != reasonUnknownAfterRestart {
+	wantStatus(t, g.ledger, running, ledger.StatusReleased)
+	if row := wantStatus(t, g.ledger, settling, ledger.StatusFailed); row.Reason != ledger.ReasonUnknownAfterRestart {
 		t.Fatalf("row %+v", row)
 	}
 	if err := g.Close(); err != nil {
@@ -448,7 +456,7 @@ func TestNewGate(t *testing.T) {
 	}
 
 	cfg.PayTo = ""
-	if _, err := NewGate(ctx, cfg, nil); err == nil || !strings.Contains(err.Error(), "payments.pay_to") {
+	if _, err := NewGate(ctx, cfg, RunBounds{}, nil); err == nil || !strings.Contains(err.Error(), "payments.pay_to") {
 		t.Fatalf("NewGate without pay_to = %v", err)
 	}
 }

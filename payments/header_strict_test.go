@@ -74,6 +74,7 @@ func TestDecodeRefusesTwoReadings(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := x402.DecodePaymentHeader(rawHeader(c.header, c.raw))
+			err = headerInvalid(err) // the gate's classification
 			if code := sandboxd.ErrorCode(err); code != sandboxd.CodeInvalid {
 				t.Fatalf("decoded %+v, %v (code %s); want an invalid-request error", p, err, code)
 			}

@@ -3,14 +3,20 @@ package payments
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"math/big"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sandboxd"
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
+
+	"github.com/ethereum/go-ethereum/common"
 )
 
 // testConfig is a valid facilitator configuration with its ledger in a
@@ -55,7 +61,7 @@ func begin(g *Gate, ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Ch
 // no answer headers, CodePending (202, never a 402 inviting a second
 // payment) with a PAYMENT-RESPONSE saying settlement_pending and naming tx,
 // and a body carrying the same; the row stays settling, marked pending.
-func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err error, tx string) Entry {
+func wantPending(tb testing.TB, l Ledger, entry ledger.Entry, out http.Header, err error, tx string) ledger.Entry {
 	tb.Helper()
 	if out != nil {
 		tb.Fatalf("headers %v with an unknown settlement: the answer would be delivered", out)
@@ -72,13 +78,39 @@ func wantPending(tb testing.TB, l Ledger, entry Entry, out http.Header, err erro
 		tb.Fatal(err)
 	}
 	body, ok := e.Body.(pendingBody)
-	if sr.Success || sr.ErrorReason != ReasonSettlementPending || sr.Transaction != tx ||
-		!ok || body.Status != ReasonSettlementPending || body.Transaction != tx || body.Error == "" {
+	if sr.Success || sr.ErrorReason != ledger.ReasonSettlementPending || sr.Transaction != tx ||
+		!ok || body.Status != ledger.ReasonSettlementPending || body.Transaction != tx || body.Error == "" {
 		tb.Fatalf("settle response %+v, body %+v; want settlement_pending with transaction %q", sr, e.Body, tx)
 	}
-	row := wantStatus(tb, l, entry, StatusSettling)
-	if row.Reason != ReasonSettlementPending || row.TxHash != tx {
+	row := wantStatus(tb, l, entry, ledger.StatusSettling)
+	if row.Reason != ledger.ReasonSettlementPending || row.TxHash != tx {
 		tb.Fatalf("row %+v, want settling, pending, tx %q", row, tx)
 	}
 	return row
+}
+
+// newGateWith returns a Gate quoting the terms of cfg with the given parts.
+// It validates cfg but opens nothing and runs no recovery.
+func newGateWith(cfg Config, o options) (*Gate, error) {
+	if err := cfg.Validate(o.Run); err != nil {
+		return nil, err
+	}
+	return newGate(cfg, o)
+}
+
+// dialChain dials the on-chain settler of cfg as NewGate does; tune, when
+// given, adjusts its configuration first.
+func dialChain(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger, tune ...func(*chain.Config)) (*chain.Settler, error) {
+	cc := cfg.chainConfig(log)
+	for _, f := range tune {
+		f(&cc)
+	}
+	return chain.Dial(ctx, cfg.RelayerKeyFile, req, cc)
+}
+
+// testChainConfig is a chain.Config for the test chain's token with the
+// default timeouts.
+func testChainConfig(asset common.Address, chainID *big.Int) chain.Config {
+	return chain.Config{Asset: asset, ChainID: chainID, CheckTimeout: DefaultVerifyTimeout,
+		SettleTimeout: DefaultSettleTimeout, RPCTimeout: DefaultRPCTimeout}
 }

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"sandboxd/internal/pgtest"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
@@ -19,11 +21,11 @@ type ledgerBackend struct {
 	name string
 	// location returns a fresh, empty ledger location (a path or a URL).
 	location func(tb testing.TB) string
-	// sibling returns a second handle on l's database as another replica:
-	// a separate connection pool on PostgreSQL, as another host would
-	// have; on SQLite, which one process owns, a view sharing l's
-	// connection.
-	sibling func(tb testing.TB, l *SQLLedger, replica string) *SQLLedger
+	// sibling returns a second handle on l's database (c.Ledger) as
+	// another replica (c.Replica, with c's lease and clock): a separate
+	// connection pool on PostgreSQL, as another host would have; on
+	// SQLite, which one process owns, a view sharing l's connection.
+	sibling func(tb testing.TB, l *ledger.SQL, c ledger.Config) *ledger.SQL
 }
 
 // ledgerBackends are the backends every conformance test runs against.
@@ -32,20 +34,34 @@ func ledgerBackends() []ledgerBackend {
 		{
 			name:     "sqlite",
 			location: func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "ledger.db") },
-			sibling: func(tb testing.TB, l *SQLLedger, replica string) *SQLLedger {
-				v := *l
-				v.replica = replica
-				return &v
+			sibling: func(tb testing.TB, l *ledger.SQL, c ledger.Config) *ledger.SQL {
+				return l.As(c.Replica, c.Now)
 			},
 		},
 		{
 			name:     "postgres",
 			location: pgtest.NewDatabase,
-			sibling: func(tb testing.TB, l *SQLLedger, replica string) *SQLLedger {
-				return mustLedgerConfig(tb, LedgerConfig{Ledger: l.location, Replica: replica, Lease: l.lease, Now: l.now})
+			sibling: func(tb testing.TB, l *ledger.SQL, c ledger.Config) *ledger.SQL {
+				return mustLedgerConfig(tb, c)
 			},
 		},
 	}
+}
+
+// rawDB opens the database at loc of backend b directly, past the ledger,
+// closed at cleanup.
+func rawDB(tb testing.TB, b ledgerBackend, loc string) *sql.DB {
+	tb.Helper()
+	driver := "pgx"
+	if b.name == "sqlite" {
+		driver = "sqlite"
+	}
+	db, err := sql.Open(driver, loc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }
 
 // forEachBackend runs test as a subtest per backend.
@@ -56,9 +72,9 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b ledgerBackend)) {
 }
 
 // mustLedgerConfig opens the ledger of c, closed at cleanup.
-func mustLedgerConfig(tb testing.TB, c LedgerConfig) *SQLLedger {
+func mustLedgerConfig(tb testing.TB, c ledger.Config) *ledger.SQL {
 	tb.Helper()
-	l, err := OpenLedgerConfig(context.Background(), c)
+	l, err := ledger.Open(context.Background(), c)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -85,12 +101,13 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 // TestLedgerConformanceRace: 50 goroutines on two replicas reserve the same
-// payment at once; exactly one wins, the others get errAlreadyUsed.
+// payment at once; exactly one wins, the others get ledger.ErrAlreadyUsed.
 func TestLedgerConformanceRace(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
-		a := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
-		ls := []*SQLLedger{a, b.sibling(t, a, "b")}
+		loc := b.location(t)
+		a := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
+		ls := []*ledger.SQL{a, b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})}
 		e := testEntry(7)
 		var wg sync.WaitGroup
 		errs := make([]error, 50)
@@ -108,38 +125,42 @@ func TestLedgerConformanceRace(t *testing.T) {
 			switch {
 			case err == nil:
 				won++
-			case !errors.Is(err, errAlreadyUsed):
-				t.Errorf("goroutine %d: %v, want nil or errAlreadyUsed", i, err)
+			case !errors.Is(err, ledger.ErrAlreadyUsed):
+				t.Errorf("goroutine %d: %v, want nil or ledger.ErrAlreadyUsed", i, err)
 			}
 		}
 		if won != 1 {
 			t.Fatalf("%d reservations won, want exactly 1", won)
 		}
-		wantStatus(t, a, e, StatusReserved)
+		wantStatus(t, a, e, ledger.StatusReserved)
 	})
 }
 
 // ledgerOps are the moves of the state machine, by name.
-var ledgerOps = map[string]func(ctx context.Context, l Ledger, e Entry) error{
-	"reserve":  func(ctx context.Context, l Ledger, e Entry) error { return l.Reserve(ctx, e) },
-	"settling": func(ctx context.Context, l Ledger, e Entry) error { return l.MarkSettling(ctx, e.Payer, e.Nonce) },
-	"settled": func(ctx context.Context, l Ledger, e Entry) error {
+var ledgerOps = map[string]func(ctx context.Context, l Ledger, e ledger.Entry) error{
+	"reserve": func(ctx context.Context, l Ledger, e ledger.Entry) error { return l.Reserve(ctx, e) },
+	"settling": func(ctx context.Context, l Ledger, e ledger.Entry) error {
+		return l.MarkSettling(ctx, e.Payer, e.Nonce)
+	},
+	"settled": func(ctx context.Context, l Ledger, e ledger.Entry) error {
 		return l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok")
 	},
-	"failed": func(ctx context.Context, l Ledger, e Entry) error {
+	"failed": func(ctx context.Context, l Ledger, e ledger.Entry) error {
 		return l.MarkFailed(ctx, e.Payer, e.Nonce, "0xtx", x402.ReasonUnexpectedSettle)
 	},
-	"released": func(ctx context.Context, l Ledger, e Entry) error { return l.MarkReleased(ctx, e.Payer, e.Nonce) },
+	"released": func(ctx context.Context, l Ledger, e ledger.Entry) error {
+		return l.MarkReleased(ctx, e.Payer, e.Nonce)
+	},
 }
 
 // pathTo are the moves that bring a new row to each state.
 var pathTo = map[string][]string{
-	"":             nil,
-	StatusReserved: {"reserve"},
-	StatusSettling: {"reserve", "settling"},
-	StatusSettled:  {"reserve", "settling", "settled"},
-	StatusFailed:   {"reserve", "settling", "failed"},
-	StatusReleased: {"reserve", "released"},
+	"":                    nil,
+	ledger.StatusReserved: {"reserve"},
+	ledger.StatusSettling: {"reserve", "settling"},
+	ledger.StatusSettled:  {"reserve", "settling", "settled"},
+	ledger.StatusFailed:   {"reserve", "settling", "failed"},
+	ledger.StatusReleased: {"reserve", "released"},
 }
 
 // TestLedgerConformanceTransitions tries every move from every state, on the
@@ -147,21 +168,22 @@ var pathTo = map[string][]string{
 func TestLedgerConformanceTransitions(t *testing.T) {
 	// want[from][op] is the state after op, or the error it returns.
 	want := map[string]map[string]any{
-		"":             {"reserve": StatusReserved, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
-		StatusReserved: {"reserve": errAlreadyUsed, "settling": StatusSettling, "settled": errNotReserved, "failed": errNotReserved, "released": StatusReleased},
-		StatusSettling: {"reserve": errAlreadyUsed, "settling": errNotReserved, "settled": StatusSettled, "failed": StatusFailed, "released": StatusReleased},
-		StatusSettled:  {"reserve": errAlreadyUsed, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
-		StatusFailed:   {"reserve": errAlreadyUsed, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
-		StatusReleased: {"reserve": StatusReserved, "settling": errNotReserved, "settled": errNotReserved, "failed": errNotReserved, "released": errNotReserved},
+		"":                    {"reserve": ledger.StatusReserved, "settling": ledger.ErrNotReserved, "settled": ledger.ErrNotReserved, "failed": ledger.ErrNotReserved, "released": ledger.ErrNotReserved},
+		ledger.StatusReserved: {"reserve": ledger.ErrAlreadyUsed, "settling": ledger.StatusSettling, "settled": ledger.ErrNotReserved, "failed": ledger.ErrNotReserved, "released": ledger.StatusReleased},
+		ledger.StatusSettling: {"reserve": ledger.ErrAlreadyUsed, "settling": ledger.ErrNotReserved, "settled": ledger.StatusSettled, "failed": ledger.StatusFailed, "released": ledger.StatusReleased},
+		ledger.StatusSettled:  {"reserve": ledger.ErrAlreadyUsed, "settling": ledger.ErrNotReserved, "settled": ledger.ErrNotReserved, "failed": ledger.ErrNotReserved, "released": ledger.ErrNotReserved},
+		ledger.StatusFailed:   {"reserve": ledger.ErrAlreadyUsed, "settling": ledger.ErrNotReserved, "settled": ledger.ErrNotReserved, "failed": ledger.ErrNotReserved, "released": ledger.ErrNotReserved},
+		ledger.StatusReleased: {"reserve": ledger.StatusReserved, "settling": ledger.ErrNotReserved, "settled": ledger.ErrNotReserved, "failed": ledger.ErrNotReserved, "released": ledger.ErrNotReserved},
 	}
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
-		l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
-		other := b.sibling(t, l, "b")
+		loc := b.location(t)
+		l := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
+		other := b.sibling(t, l, ledger.Config{Ledger: loc, Replica: "b"})
 		i := 100
 		for from, ops := range want {
 			for op, result := range ops {
-				for _, by := range []*SQLLedger{l, other} {
+				for _, by := range []*ledger.SQL{l, other} {
 					i++
 					e := testEntry(i)
 					for _, step := range pathTo[from] {
@@ -172,9 +194,9 @@ func TestLedgerConformanceTransitions(t *testing.T) {
 					err := ledgerOps[op](ctx, by, e)
 					expect := result
 					if by == other && op != "reserve" && from != "" {
-						expect = errNotReserved // only the holder moves a row
+						expect = ledger.ErrNotReserved // only the holder moves a row
 					}
-					name := fmt.Sprintf("%s from %q by %s", op, from, by.replica)
+					name := fmt.Sprintf("%s from %q by %s", op, from, by.Replica())
 					if wantErr, ok := expect.(error); ok {
 						if !errors.Is(err, wantErr) {
 							t.Errorf("%s = %v, want %v", name, err, wantErr)
@@ -186,8 +208,8 @@ func TestLedgerConformanceTransitions(t *testing.T) {
 						continue
 					}
 					got := wantStatus(t, l, e, expect.(string))
-					if got.Replica != by.replica {
-						t.Errorf("%s: row held by %q, want %q", name, got.Replica, by.replica)
+					if got.Replica != by.Replica() {
+						t.Errorf("%s: row held by %q, want %q", name, got.Replica, by.Replica())
 					}
 				}
 			}
@@ -204,54 +226,55 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		ctx := context.Background()
 		// The lease runs on the database's clock: real time, a short lease.
 		const lease = 3 * time.Second
-		a := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a", Lease: lease})
-		bb, c := b.sibling(t, a, "b"), b.sibling(t, a, "c")
-		for _, l := range []*SQLLedger{bb, c} {
+		loc := b.location(t)
+		a := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a", Lease: lease})
+		bb, c := b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "b", Lease: lease}), b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "c", Lease: lease})
+		for _, l := range []*ledger.SQL{bb, c} {
 			if err := l.Heartbeat(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		mustOpenRows(t, a, map[int]string{1: StatusReserved, 2: StatusSettling})
-		mustOpenRows(t, bb, map[int]string{3: StatusReserved})
+		mustOpenRows(t, a, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling})
+		mustOpenRows(t, bb, map[int]string{3: ledger.StatusReserved})
 		s := &fakeSettler{} // NonceUsed: errNonceStateUnknown
 
 		// Within the lease nobody touches anybody's rows.
-		if rep, err := c.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
+		if rep, err := RecoverStale(ctx, c, s, nil); err != nil || rep != (RecoverReport{}) {
 			t.Fatalf("RecoverStale within the lease = %+v, %v; want nothing", rep, err)
 		}
 		// A restart of b (its Recover at start) resolves b's row only.
-		if rep, err := bb.Recover(ctx, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
+		if rep, err := Recover(ctx, bb, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
 			t.Fatalf("b's restart Recover = %+v, %v; want 1 released", rep, err)
 		}
-		wantStatus(t, a, testEntry(1), StatusReserved)
-		wantStatus(t, a, testEntry(2), StatusSettling)
-		wantStatus(t, a, testEntry(3), StatusReleased)
-		mustOpenRows(t, bb, map[int]string{4: StatusReserved})
+		wantStatus(t, a, testEntry(1), ledger.StatusReserved)
+		wantStatus(t, a, testEntry(2), ledger.StatusSettling)
+		wantStatus(t, a, testEntry(3), ledger.StatusReleased)
+		mustOpenRows(t, bb, map[int]string{4: ledger.StatusReserved})
 
 		// a falls silent past the lease while b and c beat.
 		time.Sleep(lease + 500*time.Millisecond)
-		for _, l := range []*SQLLedger{bb, c} {
+		for _, l := range []*ledger.SQL{bb, c} {
 			if err := l.Heartbeat(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		rep, err := c.RecoverStale(ctx, s, nil)
+		rep, err := RecoverStale(ctx, c, s, nil)
 		if err != nil || rep != (RecoverReport{Released: 1, Failed: 1}) {
 			t.Fatalf("RecoverStale after the lease = %+v, %v; want 1 released, 1 failed", rep, err)
 		}
-		if got := wantStatus(t, a, testEntry(1), StatusReleased); got.Replica != "c" {
+		if got := wantStatus(t, a, testEntry(1), ledger.StatusReleased); got.Replica != "c" {
 			t.Fatalf("a's reserved row is held by %q, want c", got.Replica)
 		}
-		if got := wantStatus(t, a, testEntry(2), StatusFailed); got.Reason != reasonUnknownAfterRestart {
+		if got := wantStatus(t, a, testEntry(2), ledger.StatusFailed); got.Reason != ledger.ReasonUnknownAfterRestart {
 			t.Fatalf("a's settling row: %+v", got)
 		}
-		wantStatus(t, a, testEntry(4), StatusReserved) // b is alive
+		wantStatus(t, a, testEntry(4), ledger.StatusReserved) // b is alive
 		// a was only slow: it can no longer move what c took over.
-		if err := a.MarkSettling(ctx, testEntry(1).Payer, testEntry(1).Nonce); !errors.Is(err, errNotReserved) {
-			t.Fatalf("the silent replica's MarkSettling = %v, want errNotReserved", err)
+		if err := a.MarkSettling(ctx, testEntry(1).Payer, testEntry(1).Nonce); !errors.Is(err, ledger.ErrNotReserved) {
+			t.Fatalf("the silent replica's MarkSettling = %v, want ledger.ErrNotReserved", err)
 		}
 		// A second pass finds nothing: each row is resolved once.
-		if rep, err := bb.RecoverStale(ctx, s, nil); err != nil || rep != (RecoverReport{}) {
+		if rep, err := RecoverStale(ctx, bb, s, nil); err != nil || rep != (RecoverReport{}) {
 			t.Fatalf("second RecoverStale = %+v, %v", rep, err)
 		}
 	})
@@ -268,30 +291,31 @@ func TestLedgerConformanceSkewedReplica(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
 		const lease, skew = 30 * time.Second, 31 * time.Second
-		behind := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "behind", Lease: lease,
+		loc := b.location(t)
+		behind := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "behind", Lease: lease,
 			Now: func() time.Time { return time.Now().Add(-skew) }})
-		ahead, live := b.sibling(t, behind, "ahead"), b.sibling(t, behind, "live")
-		ahead.now = func() time.Time { return time.Now().Add(skew) }
-		live.now = time.Now
-		mustOpenRows(t, live, map[int]string{1: StatusReserved})
-		mustOpenRows(t, behind, map[int]string{2: StatusReserved})
-		for _, l := range []*SQLLedger{behind, ahead, live} {
+		ahead := b.sibling(t, behind, ledger.Config{Ledger: loc, Replica: "ahead", Lease: lease,
+			Now: func() time.Time { return time.Now().Add(skew) }})
+		live := b.sibling(t, behind, ledger.Config{Ledger: loc, Replica: "live", Lease: lease, Now: time.Now})
+		mustOpenRows(t, live, map[int]string{1: ledger.StatusReserved})
+		mustOpenRows(t, behind, map[int]string{2: ledger.StatusReserved})
+		for _, l := range []*ledger.SQL{behind, ahead, live} {
 			if err := l.Heartbeat(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, l := range []*SQLLedger{ahead, live} {
-			if rep, err := l.RecoverStale(ctx, &fakeSettler{}, nil); err != nil || rep != (RecoverReport{}) {
-				t.Fatalf("%s's RecoverStale = %+v, %v; every replica is alive", l.replica, rep, err)
+		for _, l := range []*ledger.SQL{ahead, live} {
+			if rep, err := RecoverStale(ctx, l, &fakeSettler{}, nil); err != nil || rep != (RecoverReport{}) {
+				t.Fatalf("%s's RecoverStale = %+v, %v; every replica is alive", l.Replica(), rep, err)
 			}
 		}
-		for i, holder := range map[int]*SQLLedger{1: live, 2: behind} {
+		for i, holder := range map[int]*ledger.SQL{1: live, 2: behind} {
 			e := testEntry(i)
-			if got := wantStatus(t, holder, e, StatusReserved); got.Replica != holder.replica {
-				t.Fatalf("row %d is held by %q, want %q", i, got.Replica, holder.replica)
+			if got := wantStatus(t, holder, e, ledger.StatusReserved); got.Replica != holder.Replica() {
+				t.Fatalf("row %d is held by %q, want %q", i, got.Replica, holder.Replica())
 			}
 			if err := holder.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
-				t.Fatalf("%s cannot settle its own reservation: %v", holder.replica, err)
+				t.Fatalf("%s cannot settle its own reservation: %v", holder.Replica(), err)
 			}
 		}
 	})
@@ -303,17 +327,20 @@ func TestLedgerConformanceMigrations(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
 		loc := b.location(t)
-		l := mustLedgerConfig(t, LedgerConfig{Ledger: loc})
-		mustOpenRows(t, l, map[int]string{1: StatusReserved})
+		l := mustLedgerConfig(t, ledger.Config{Ledger: loc})
+		mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved})
 		l.Close()
-		l = mustLedgerConfig(t, LedgerConfig{Ledger: loc})
-		wantStatus(t, l, testEntry(1), StatusReserved)
-		if _, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE schema_version SET version = ?`), schemaVersion+1); err != nil {
+		l = mustLedgerConfig(t, ledger.Config{Ledger: loc})
+		wantStatus(t, l, testEntry(1), ledger.StatusReserved)
+		l.Close()
+		db := rawDB(t, b, loc)
+		var newer int
+		if err := db.QueryRowContext(ctx, `UPDATE schema_version SET version = version + 1 RETURNING version`).Scan(&newer); err != nil {
 			t.Fatal(err)
 		}
-		l.Close()
-		_, err := OpenLedgerConfig(ctx, LedgerConfig{Ledger: loc})
-		if err == nil || !containsAll(err.Error(), fmt.Sprintf("version %d", schemaVersion+1), "newer") {
+		db.Close()
+		_, err := ledger.Open(ctx, ledger.Config{Ledger: loc})
+		if err == nil || !containsAll(err.Error(), fmt.Sprintf("version %d", newer), "newer") {
 			t.Fatalf("open at a newer schema = %v, want a refusal naming the version", err)
 		}
 	})
@@ -325,10 +352,10 @@ func TestLedgerConformanceReport(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
 		clock := &fakeClock{t: time.Date(2026, 11, 1, 23, 0, 0, 0, time.UTC)}
-		l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Now: clock.Now})
-		mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusSettling})
+		l := mustLedgerConfig(t, ledger.Config{Ledger: b.location(t), Now: clock.Now})
+		mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling})
 		clock.Add(2 * time.Hour)
-		mustOpenRows(t, l, map[int]string{3: StatusSettling})
+		mustOpenRows(t, l, map[int]string{3: ledger.StatusSettling})
 		if err := l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0xabc", "ok"); err != nil {
 			t.Fatal(err)
 		}
@@ -338,32 +365,32 @@ func TestLedgerConformanceReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
-			f    Filter
+			f    ledger.Filter
 			want int
 		}{
-			{Filter{}, 4},
-			{Filter{State: StatusSettled}, 1},
-			{Filter{Since: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}, 2},
-			{Filter{Payer: "0x00000000000000000000000000000000000000aa"}, 1},
-			{Filter{Limit: 3}, 3},
+			{ledger.Filter{}, 4},
+			{ledger.Filter{State: ledger.StatusSettled}, 1},
+			{ledger.Filter{Since: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}, 2},
+			{ledger.Filter{Payer: "0x00000000000000000000000000000000000000aa"}, 1},
+			{ledger.Filter{Limit: 3}, 3},
 		} {
 			rows, err := l.List(ctx, tc.f)
 			if err != nil || len(rows) != tc.want {
 				t.Errorf("List(%+v) = %d rows, %v; want %d", tc.f, len(rows), err, tc.want)
 			}
 		}
-		if rows, _ := l.List(ctx, Filter{State: StatusSettled}); len(rows) == 1 && rows[0].TxHash != "0xabc" {
+		if rows, _ := l.List(ctx, ledger.Filter{State: ledger.StatusSettled}); len(rows) == 1 && rows[0].TxHash != "0xabc" {
 			t.Errorf("settled row without its hash: %+v", rows[0])
 		}
 		stats, err := l.Stats(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []StatsRow{
-			{Day: "2026-11-01", State: StatusReserved, Count: 1, Amount: "5000"},
-			{Day: "2026-11-01", State: StatusSettling, Count: 1, Amount: "5000"},
-			{Day: "2026-11-02", State: StatusReserved, Count: 1, Amount: "5000"},
-			{Day: "2026-11-02", State: StatusSettled, Count: 1, Amount: "5000"},
+		want := []ledger.StatsRow{
+			{Day: "2026-11-01", State: ledger.StatusReserved, Count: 1, Amount: "5000"},
+			{Day: "2026-11-01", State: ledger.StatusSettling, Count: 1, Amount: "5000"},
+			{Day: "2026-11-02", State: ledger.StatusReserved, Count: 1, Amount: "5000"},
+			{Day: "2026-11-02", State: ledger.StatusSettled, Count: 1, Amount: "5000"},
 		}
 		if fmt.Sprint(stats) != fmt.Sprint(want) {
 			t.Fatalf("Stats = %v, want %v", stats, want)
@@ -393,14 +420,14 @@ func TestLedgerConformanceRecover(t *testing.T) {
 			want map[int]string
 		}{
 			{"onchain", &nonceOracle{used: map[string]bool{testEntry(2).Nonce: true}},
-				map[int]string{1: StatusReleased, 2: StatusSettled, 3: StatusReleased}},
-			{"facilitator", &fakeSettler{}, map[int]string{1: StatusReleased, 2: StatusFailed, 3: StatusFailed}},
-			{"chain down", &nonceOracle{err: errors.New("down")}, map[int]string{1: StatusReleased, 2: StatusSettling, 3: StatusSettling}},
+				map[int]string{1: ledger.StatusReleased, 2: ledger.StatusSettled, 3: ledger.StatusReleased}},
+			{"facilitator", &fakeSettler{}, map[int]string{1: ledger.StatusReleased, 2: ledger.StatusFailed, 3: ledger.StatusFailed}},
+			{"chain down", &nonceOracle{err: errors.New("down")}, map[int]string{1: ledger.StatusReleased, 2: ledger.StatusSettling, 3: ledger.StatusSettling}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				l := mustLedgerConfig(t, LedgerConfig{Ledger: b.location(t), Replica: "a"})
-				mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusSettling, 3: StatusSettling})
-				if _, err := l.Recover(ctx, tc.s, nil); err != nil {
+				l := mustLedgerConfig(t, ledger.Config{Ledger: b.location(t), Replica: "a"})
+				mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling, 3: ledger.StatusSettling})
+				if _, err := Recover(ctx, l, tc.s, nil); err != nil {
 					t.Fatal(err)
 				}
 				for i, state := range tc.want {
@@ -418,7 +445,7 @@ func TestLedgerConformanceReopenAtOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		loc := b.location(t)
 		for i := 0; i < 20; i++ {
-			l := mustLedgerConfig(t, LedgerConfig{Ledger: loc})
+			l := mustLedgerConfig(t, ledger.Config{Ledger: loc})
 			l.Close()
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -77,7 +78,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Ledger = filepath.Join(dir, "ledger.db")
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	}
 	// The stopped payment's row stayed reserved (its release could not be
 	// written either); the next start releases it and it may be sent again.
-	if rep, err := l.Recover(ctx, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
+	if rep, err := Recover(ctx, l, s, nil); err != nil || rep != (RecoverReport{Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 released", rep, err)
 	}
 	c, err = begin(g, ctx, running)
@@ -134,7 +135,7 @@ func TestLedgerReadOnly(t *testing.T) {
 	ctx := context.Background()
 	dir := mustTmpfs(t, "1m")
 	path := filepath.Join(dir, "ledger.db")
-	l, err := OpenLedger(ctx, path)
+	l, err := ledger.OpenFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +148,8 @@ func TestLedgerReadOnly(t *testing.T) {
 	if err := syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
 		needMount(t, "cannot make a bind mount read-only: "+err.Error())
 	}
-	_, err = OpenLedger(ctx, filepath.Join(ro, "ledger.db"))
+	_, err = ledger.OpenFile(ctx, filepath.Join(ro, "ledger.db"))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), filepath.Join(ro, "ledger.db")) {
-		t.Fatalf("OpenLedger on a read-only filesystem = %v, want CodeUnavailable naming the file", err)
+		t.Fatalf("ledger.OpenFile on a read-only filesystem = %v, want CodeUnavailable naming the file", err)
 	}
 }

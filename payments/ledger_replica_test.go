@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"sandboxd/payments/ledger"
 )
 
 // TestKeepAliveResolvesSilentReplicas: a live replica's background loop
@@ -14,14 +16,13 @@ import (
 func TestKeepAliveResolvesSilentReplicas(t *testing.T) {
 	ctx := context.Background()
 	const lease = 300 * time.Millisecond
-	live := mustLedgerConfig(t, LedgerConfig{Ledger: filepath.Join(t.TempDir(), "ledger.db"), Replica: "live", Lease: lease})
-	silent := *live
-	silent.replica = "silent"
+	live := mustLedgerConfig(t, ledger.Config{Ledger: filepath.Join(t.TempDir(), "ledger.db"), Replica: "live", Lease: lease})
+	silent := live.As("silent", nil)
 	if err := silent.Heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mustOpenRows(t, &silent, map[int]string{1: StatusReserved})
-	mustOpenRows(t, live, map[int]string{2: StatusReserved})
+	mustOpenRows(t, silent, map[int]string{1: ledger.StatusReserved})
+	mustOpenRows(t, live, map[int]string{2: ledger.StatusReserved})
 	k := startKeepAlive(live, lease, &fakeSettler{}, nil)
 	defer k.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -30,7 +31,7 @@ func TestKeepAliveResolvesSilentReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == StatusReleased {
+		if got.Status == ledger.StatusReleased {
 			if got.Replica != "live" {
 				t.Fatalf("released by %q, want live", got.Replica)
 			}
@@ -41,5 +42,5 @@ func TestKeepAliveResolvesSilentReplicas(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	wantStatus(t, live, testEntry(2), StatusReserved)
+	wantStatus(t, live, testEntry(2), ledger.StatusReserved)
 }

@@ -14,13 +14,14 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
 
-func mustLedger(tb testing.TB, path string) *SQLLedger {
+func mustLedger(tb testing.TB, path string) *ledger.SQL {
 	tb.Helper()
-	l, err := OpenLedger(context.Background(), path)
+	l, err := ledger.OpenFile(context.Background(), path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -28,8 +29,8 @@ func mustLedger(tb testing.TB, path string) *SQLLedger {
 	return l
 }
 
-func testEntry(i int) Entry {
-	return Entry{
+func testEntry(i int) ledger.Entry {
+	return ledger.Entry{
 		Payer:   "0xAbCdEf0000000000000000000000000000000001",
 		Nonce:   fmt.Sprintf("0x%064X", i),
 		Amount:  "5000",
@@ -38,7 +39,7 @@ func testEntry(i int) Entry {
 	}
 }
 
-func wantStatus(tb testing.TB, l Ledger, e Entry, status string) Entry {
+func wantStatus(tb testing.TB, l Ledger, e ledger.Entry, status string) ledger.Entry {
 	tb.Helper()
 	got, err := l.Get(context.Background(), e.Payer, e.Nonce)
 	if err != nil {
@@ -58,64 +59,64 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.Reserve(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	got := wantStatus(t, l, e, StatusReserved)
+	got := wantStatus(t, l, e, ledger.StatusReserved)
 	if got.Payer != "0xabcdef0000000000000000000000000000000001" || got.Nonce != fmt.Sprintf("0x%064x", 1) {
 		t.Fatalf("key not lower-cased: %s %s", got.Payer, got.Nonce)
 	}
 	if got.Created.IsZero() || got.Amount != "5000" || got.Network != "eip155:84532" || got.Asset != x402test.Asset {
 		t.Fatalf("row %+v", got)
 	}
-	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("second Reserve = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("second Reserve = %v, want ledger.ErrAlreadyUsed", err)
 	}
 	// The key is case-insensitive.
 	upper := e
 	upper.Nonce = fmt.Sprintf("0x%064X", 1)
 	upper.Payer = "0XABCDEF0000000000000000000000000000000001"
-	if err := l.Reserve(ctx, upper); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve in other case = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, upper); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve in other case = %v, want ledger.ErrAlreadyUsed", err)
 	}
 
 	// Released rows may be reserved again; settled ones may not.
 	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, l, e, StatusReleased)
-	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, errNotReserved) {
-		t.Fatalf("second release = %v, want errNotReserved", err)
+	wantStatus(t, l, e, ledger.StatusReleased)
+	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, ledger.ErrNotReserved) {
+		t.Fatalf("second release = %v, want ledger.ErrNotReserved", err)
 	}
 	if err := l.Reserve(ctx, e); err != nil {
 		t.Fatalf("Reserve after release: %v", err)
 	}
 	// Settled and failed start from settling, never from reserved.
-	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); !errors.Is(err, errNotReserved) {
-		t.Fatalf("MarkSettled of a reserved row = %v, want errNotReserved", err)
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); !errors.Is(err, ledger.ErrNotReserved) {
+		t.Fatalf("MarkSettled of a reserved row = %v, want ledger.ErrNotReserved", err)
 	}
-	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", x402.ReasonUnexpectedSettle); !errors.Is(err, errNotReserved) {
-		t.Fatalf("MarkFailed of a reserved row = %v, want errNotReserved", err)
+	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", x402.ReasonUnexpectedSettle); !errors.Is(err, ledger.ErrNotReserved) {
+		t.Fatalf("MarkFailed of a reserved row = %v, want ledger.ErrNotReserved", err)
 	}
 	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, l, e, StatusSettling)
-	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); !errors.Is(err, errNotReserved) {
-		t.Fatalf("second MarkSettling = %v, want errNotReserved", err)
+	wantStatus(t, l, e, ledger.StatusSettling)
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); !errors.Is(err, ledger.ErrNotReserved) {
+		t.Fatalf("second MarkSettling = %v, want ledger.ErrNotReserved", err)
 	}
-	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve while settling = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve while settling = %v, want ledger.ErrAlreadyUsed", err)
 	}
 	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); err != nil {
 		t.Fatal(err)
 	}
-	got = wantStatus(t, l, e, StatusSettled)
+	got = wantStatus(t, l, e, ledger.StatusSettled)
 	if got.TxHash != "0xtx" || got.RunStatus != "ok" {
 		t.Fatalf("settled row %+v", got)
 	}
-	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve after settle = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve after settle = %v, want ledger.ErrAlreadyUsed", err)
 	}
-	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, errNotReserved) {
-		t.Fatalf("release after settle = %v, want errNotReserved", err)
+	if err := l.MarkReleased(ctx, e.Payer, e.Nonce); !errors.Is(err, ledger.ErrNotReserved) {
+		t.Fatalf("release after settle = %v, want ledger.ErrNotReserved", err)
 	}
 
 	f := testEntry(2)
@@ -128,12 +129,12 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", x402.ReasonSettlementReverted); err != nil {
 		t.Fatal(err)
 	}
-	got = wantStatus(t, l, f, StatusFailed)
+	got = wantStatus(t, l, f, ledger.StatusFailed)
 	if got.Reason != x402.ReasonSettlementReverted || got.TxHash != "0xbad" {
 		t.Fatalf("failed row %+v", got)
 	}
-	if err := l.Reserve(ctx, f); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve after failure = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, f); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve after failure = %v, want ledger.ErrAlreadyUsed", err)
 	}
 
 	// A settlement that never left is released from settling, and the
@@ -149,7 +150,7 @@ func TestLedgerLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wantStatus(t, l, g, StatusReserved)
+	wantStatus(t, l, g, ledger.StatusReserved)
 }
 
 func TestLedgerConcurrentReserve(t *testing.T) {
@@ -165,7 +166,7 @@ func TestLedgerConcurrentReserve(t *testing.T) {
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case errors.Is(err, errAlreadyUsed):
+			case errors.Is(err, ledger.ErrAlreadyUsed):
 				used.Add(1)
 			default:
 				t.Error(err)
@@ -179,35 +180,10 @@ func TestLedgerConcurrentReserve(t *testing.T) {
 	}
 }
 
-func TestLedgerConcurrentReserveTwoHandles(t *testing.T) {
-	// Two handles on one file stand for two processes (the second one
-	// past the lock, which refuses it otherwise): SQLite itself keeps one
-	// reservation.
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	ls := []*SQLLedger{mustLedger(t, path), mustSecondHandle(t, path)}
-	e := testEntry(8)
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			err := ls[i%2].Reserve(context.Background(), e)
-			if err == nil {
-				wins.Add(1)
-			} else if !errors.Is(err, errAlreadyUsed) {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d reserved, want 1", wins.Load())
-	}
-}
-
 func TestLedgerSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := OpenLedger(ctx, path)
+	l, err := ledger.OpenFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +193,10 @@ func TestLedgerSurvivesReopen(t *testing.T) {
 	}
 	l.Close()
 	l = mustLedger(t, path)
-	if err := l.Reserve(ctx, e); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve after reopen = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, e); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve after reopen = %v, want ledger.ErrAlreadyUsed", err)
 	}
-	wantStatus(t, l, e, StatusReserved)
+	wantStatus(t, l, e, ledger.StatusReserved)
 }
 
 // nonceOracle is a Settler whose NonceUsed answers from a map, and counts
@@ -257,9 +233,9 @@ func TestOpenLedgerUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The parent "directory" is a file.
-	_, err := OpenLedger(context.Background(), filepath.Join(file, "ledger.db"))
+	_, err := ledger.OpenFile(context.Background(), filepath.Join(file, "ledger.db"))
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
-		t.Fatalf("OpenLedger = %v, want CodeUnavailable", err)
+		t.Fatalf("ledger.OpenFile = %v, want CodeUnavailable", err)
 	}
 }
 
@@ -269,7 +245,8 @@ func TestOpenLedgerUnwritable(t *testing.T) {
 func TestLedgerFileRemoved(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{settleTx: "0x1"}
-	g, l := newTestGate(t, s)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	g, l := newTestGateAt(t, s, path)
 	pay := func() sandboxd.PaymentRequest {
 		return paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)))
 	}
@@ -277,7 +254,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Dir(l.path)
+	dir := filepath.Dir(path)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +273,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(l.path, nil, 0o600); err != nil {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Reserve(ctx, testEntry(1)); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/internal/pgtest"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -58,7 +60,7 @@ func TestLedgerConformanceUnavailable(t *testing.T) {
 				cfg.Ledger = loc
 				l := mustLedgerConfig(t, cfg.ledgerConfig())
 				s := &fakeSettler{settleTx: "0x1"}
-				g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+				g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -88,13 +90,17 @@ func TestLedgerConformanceUnavailable(t *testing.T) {
 // 53100, disk_full).
 func mustDiskFullTrigger(t *testing.T, loc string) {
 	t.Helper()
-	l := mustLedgerConfig(t, LedgerConfig{Ledger: loc, Replica: "admin"})
+	db, err := sql.Open("pgx", loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	for _, q := range []string{
 		`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`,
 		`CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE ON payments FOR EACH ROW EXECUTE FUNCTION disk_full()`,
 	} {
-		if _, err := l.db.Exec(q); err != nil {
+		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,15 +169,15 @@ func (p *proxy) Close() {
 func TestPostgresReplicaIDInUse(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	first, err := OpenLedgerConfig(ctx, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+	first, err := ledger.Open(ctx, ledger.Config{Ledger: url, Replica: "host-a/default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenLedgerConfig(ctx, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+	_, err = ledger.Open(ctx, ledger.Config{Ledger: url, Replica: "host-a/default"})
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), `"host-a/default" is in use`) {
 		t.Fatalf("second open with the same id = %v, want refused", err)
 	}
-	mustLedgerConfig(t, LedgerConfig{Ledger: url, Replica: "host-b/default"})
+	mustLedgerConfig(t, ledger.Config{Ledger: url, Replica: "host-b/default"})
 	first.Close()
-	mustLedgerConfig(t, LedgerConfig{Ledger: url, Replica: "host-a/default"})
+	mustLedgerConfig(t, ledger.Config{Ledger: url, Replica: "host-a/default"})
 }

@@ -3,6 +3,7 @@ package payments
 import (
 	"errors"
 
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
 
@@ -10,7 +11,7 @@ import (
 // (Begin's error): the failed check's reason, ReasonNonceUsed for a payment
 // already in the ledger, or "" when err is no refusal.
 func RefusalReason(err error) string {
-	if errors.Is(err, errAlreadyUsed) {
+	if errors.Is(err, ledger.ErrAlreadyUsed) {
 		return x402.ReasonNonceUsed
 	}
 	return x402.RejectReason(err, "")

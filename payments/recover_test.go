@@ -17,13 +17,14 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
 
 // mustOpenRows puts testEntry(i) in the ledger in each state of states
 // (reserved or settling), as a crash would leave them.
-func mustOpenRows(tb testing.TB, l *SQLLedger, states map[int]string) {
+func mustOpenRows(tb testing.TB, l *ledger.SQL, states map[int]string) {
 	tb.Helper()
 	ctx := context.Background()
 	for i, status := range states {
@@ -31,7 +32,7 @@ func mustOpenRows(tb testing.TB, l *SQLLedger, states map[int]string) {
 		if err := l.Reserve(ctx, e); err != nil {
 			tb.Fatal(err)
 		}
-		if status == StatusSettling {
+		if status == ledger.StatusSettling {
 			if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
 				tb.Fatal(err)
 			}
@@ -48,7 +49,7 @@ func bufLog() (*slog.Logger, *bytes.Buffer) {
 func TestLedgerPending(t *testing.T) {
 	ctx := context.Background()
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusSettling, 3: StatusSettling, 4: StatusReserved})
+	mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling, 3: ledger.StatusSettling, 4: ledger.StatusReserved})
 	for _, step := range []func() error{
 		func() error { return l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0x1", "ok") },
 		func() error { return l.MarkReleased(ctx, testEntry(4).Payer, testEntry(4).Nonce) },
@@ -65,8 +66,8 @@ func TestLedgerPending(t *testing.T) {
 	for _, e := range pending {
 		got[e.Nonce] = e.Status
 	}
-	want := map[string]string{key(testEntry(1).Nonce): StatusReserved, key(testEntry(2).Nonce): StatusSettling}
-	if len(got) != len(want) || got[key(testEntry(1).Nonce)] != StatusReserved || got[key(testEntry(2).Nonce)] != StatusSettling {
+	want := map[string]string{strings.ToLower(testEntry(1).Nonce): ledger.StatusReserved, strings.ToLower(testEntry(2).Nonce): ledger.StatusSettling}
+	if len(got) != len(want) || got[strings.ToLower(testEntry(1).Nonce)] != ledger.StatusReserved || got[strings.ToLower(testEntry(2).Nonce)] != ledger.StatusSettling {
 		t.Fatalf("Pending = %v, want %v", got, want)
 	}
 }
@@ -83,15 +84,15 @@ func TestRecoverReserved(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-			mustOpenRows(t, l, map[int]string{1: StatusReserved, 2: StatusReserved})
-			rep, err := l.Recover(ctx, oracle, nil)
+			mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusReserved})
+			rep, err := Recover(ctx, l, oracle, nil)
 			if err != nil || rep != (RecoverReport{Released: 2}) {
 				t.Fatalf("Recover = %+v, %v; want 2 released", rep, err)
 			}
 			if n := oracle.asked.Load(); n != 0 {
 				t.Fatalf("the settler was asked %d times about reserved rows", n)
 			}
-			wantStatus(t, l, testEntry(1), StatusReleased)
+			wantStatus(t, l, testEntry(1), ledger.StatusReleased)
 			// The same payment may be offered again.
 			if err := l.Reserve(ctx, testEntry(1)); err != nil {
 				t.Fatal(err)
@@ -105,16 +106,16 @@ func TestRecoverReserved(t *testing.T) {
 func TestRecoverSettlingOnchain(t *testing.T) {
 	ctx := context.Background()
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: StatusSettling, 2: StatusSettling})
+	mustOpenRows(t, l, map[int]string{1: ledger.StatusSettling, 2: ledger.StatusSettling})
 	used := map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}
-	rep, err := l.Recover(ctx, &nonceOracle{used: used}, nil)
+	rep, err := Recover(ctx, l, &nonceOracle{used: used}, nil)
 	if err != nil || rep != (RecoverReport{Settled: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 settled, 1 released", rep, err)
 	}
-	wantStatus(t, l, testEntry(1), StatusSettled)
-	wantStatus(t, l, testEntry(2), StatusReleased)
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve of a collected payment = %v, want errAlreadyUsed", err)
+	wantStatus(t, l, testEntry(1), ledger.StatusSettled)
+	wantStatus(t, l, testEntry(2), ledger.StatusReleased)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve of a collected payment = %v, want ledger.ErrAlreadyUsed", err)
 	}
 	if err := l.Reserve(ctx, testEntry(2)); err != nil {
 		t.Fatalf("Reserve of a released payment: %v", err)
@@ -126,21 +127,21 @@ func TestRecoverSettlingOnchain(t *testing.T) {
 func TestRecoverSettlingChainDown(t *testing.T) {
 	ctx := context.Background()
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: StatusSettling})
+	mustOpenRows(t, l, map[int]string{1: ledger.StatusSettling})
 	log, buf := bufLog()
 	down := sandboxd.Errorf(sandboxd.CodeUnavailable, "test", "down")
-	rep, err := l.Recover(ctx, &nonceOracle{err: down}, log)
+	rep, err := Recover(ctx, l, &nonceOracle{err: down}, log)
 	if err != nil || rep != (RecoverReport{Left: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 left", rep, err)
 	}
-	wantStatus(t, l, testEntry(1), StatusSettling)
+	wantStatus(t, l, testEntry(1), ledger.StatusSettling)
 	if !strings.Contains(buf.String(), "level=WARN") {
 		t.Fatalf("no warning logged:\n%s", buf)
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve of a settling payment = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve of a settling payment = %v, want ledger.ErrAlreadyUsed", err)
 	}
-	rep, err = l.Recover(ctx, &nonceOracle{}, nil)
+	rep, err = Recover(ctx, l, &nonceOracle{}, nil)
 	if err != nil || rep != (RecoverReport{Released: 1}) {
 		t.Fatalf("second Recover = %+v, %v; want 1 released", rep, err)
 	}
@@ -152,14 +153,14 @@ func TestRecoverSettlingChainDown(t *testing.T) {
 func TestRecoverSettlingFacilitator(t *testing.T) {
 	ctx := context.Background()
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: StatusSettling, 2: StatusReserved})
+	mustOpenRows(t, l, map[int]string{1: ledger.StatusSettling, 2: ledger.StatusReserved})
 	log, buf := bufLog()
-	rep, err := l.Recover(ctx, newFacilitatorSettler(facilitatorConfig{URL: "http://127.0.0.1:1"}), log)
+	rep, err := Recover(ctx, l, newFacilitatorSettler(facilitatorConfig{URL: "http://127.0.0.1:1"}), log)
 	if err != nil || rep != (RecoverReport{Failed: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 failed, 1 released", rep, err)
 	}
-	row := wantStatus(t, l, testEntry(1), StatusFailed)
-	if row.Reason != reasonUnknownAfterRestart || row.TxHash != "" {
+	row := wantStatus(t, l, testEntry(1), ledger.StatusFailed)
+	if row.Reason != ledger.ReasonUnknownAfterRestart || row.TxHash != "" {
 		t.Fatalf("row %+v", row)
 	}
 	var warn string
@@ -168,62 +169,14 @@ func TestRecoverSettlingFacilitator(t *testing.T) {
 			warn = line
 		}
 	}
-	for _, part := range []string{key(testEntry(1).Payer), key(testEntry(1).Nonce), reasonUnknownAfterRestart} {
+	for _, part := range []string{strings.ToLower(testEntry(1).Payer), strings.ToLower(testEntry(1).Nonce), ledger.ReasonUnknownAfterRestart} {
 		if !strings.Contains(warn, part) {
 			t.Fatalf("warning %q does not name %s; log:\n%s", warn, part, buf)
 		}
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, errAlreadyUsed) {
-		t.Fatalf("Reserve after an unknown settlement = %v, want errAlreadyUsed", err)
+	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
+		t.Fatalf("Reserve after an unknown settlement = %v, want ledger.ErrAlreadyUsed", err)
 	}
-}
-
-// TestLedgerMigratesSettling opens a ledger made before the settling state:
-// its reserved rows (possibly mid-settlement under the old code) become
-// settling, the rest is kept, and the new state can be written.
-func TestLedgerMigratesSettling(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := strings.Replace(ledgerTable, "'settling', ", "", 1)
-	if old == ledgerTable {
-		t.Fatal("the schema no longer lists 'settling', ")
-	}
-	stmts := []string{
-		strings.Replace(old, "%s", "payments", 1),
-		`INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status, tx_hash)
-VALUES ('0xa', '0x1', 't', 't', '5000', 'n', 'a', 'reserved', ''), ('0xa', '0x2', 't', 't', '5000', 'n', 'a', 'settled', '0xtx')`,
-	}
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.Exec(`INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status)
-VALUES ('0xa', '0x3', 't', 't', '5000', 'n', 'a', 'settling')`); err == nil {
-		t.Fatal("the old schema accepted 'settling'")
-	}
-	db.Close()
-
-	for range 2 { // the second open finds nothing to do
-		l, err := OpenLedger(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := wantStatus(t, l, Entry{Payer: "0xa", Nonce: "0x1"}, StatusSettling); got.Amount != "5000" {
-			t.Fatalf("row %+v", got)
-		}
-		if got := wantStatus(t, l, Entry{Payer: "0xa", Nonce: "0x2"}, StatusSettled); got.TxHash != "0xtx" {
-			t.Fatalf("row %+v", got)
-		}
-		l.Close()
-	}
-	l := mustLedger(t, path)
-	mustOpenRows(t, l, map[int]string{5: StatusSettling})
-	wantStatus(t, l, testEntry(5), StatusSettling)
 }
 
 // TestGateSettlingIsDurableBeforeSettle: the settling row is committed
@@ -231,14 +184,21 @@ VALUES ('0xa', '0x3', 't', 't', '5000', 'n', 'a', 'settling')`); err == nil {
 func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 	ctx := context.Background()
 	s := &fakeSettler{settleTx: "0x1"}
-	g, _ := newTestGate(t, s)
-	// A second handle on the file sees only committed rows, as a restarted
-	// process would.
-	other := mustSecondHandle(t, g.ledger.(*SQLLedger).path)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	g, _ := newTestGateAt(t, s, path)
+	// A second connection to the file sees only committed rows, as a
+	// restarted process would.
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
 	s.onSettle = func(p *x402.Payment) {
-		e := Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex()}
-		if got, err := other.Get(ctx, e.Payer, e.Nonce); err != nil || got.Status != StatusSettling {
-			t.Errorf("at Settle the row is %+v, %v; want settling", got, err)
+		var status string
+		err := other.QueryRowContext(ctx, `SELECT status FROM payments WHERE payer = ? AND nonce = ?`,
+			strings.ToLower(p.Transfer.Payer()), strings.ToLower(p.Transfer.NonceHex())).Scan(&status)
+		if err != nil || status != ledger.StatusSettling {
+			t.Errorf("at Settle the row is %q, %v; want settling", status, err)
 		}
 	}
 	c, err := begin(g, ctx, paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil))))
@@ -270,11 +230,11 @@ func TestCrashChild(t *testing.T) {
 	s := &fakeSettler{settleTx: "0x1", onSettle: func(*x402.Payment) { os.Exit(crashExitCode) }}
 	cfg := testConfig(t)
 	cfg.Ledger = path
-	l, err := OpenLedger(ctx, path)
+	l, err := ledger.OpenFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,23 +278,25 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		return paid{h, p}
 	}
-	entry := func(p paid) Entry { return Entry{Payer: p.p.Transfer.Payer(), Nonce: p.p.Transfer.NonceHex()} }
+	entry := func(p paid) ledger.Entry {
+		return ledger.Entry{Payer: p.p.Transfer.Payer(), Nonce: p.p.Transfer.NonceHex()}
+	}
 
 	t.Run("facilitator", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "ledger.db")
 		inRun, inSettle := crash(t, path, "run"), crash(t, path, "settle")
 		l := mustLedger(t, path)
-		wantStatus(t, l, entry(inRun), StatusReserved)
-		wantStatus(t, l, entry(inSettle), StatusSettling)
+		wantStatus(t, l, entry(inRun), ledger.StatusReserved)
+		wantStatus(t, l, entry(inSettle), ledger.StatusSettling)
 
 		s := &fakeSettler{settleTx: "0x2"} // NonceUsed: errNonceStateUnknown
-		rep, err := l.Recover(ctx, s, nil)
+		rep, err := Recover(ctx, l, s, nil)
 		if err != nil || rep != (RecoverReport{Released: 1, Failed: 1}) {
 			t.Fatalf("Recover = %+v, %v", rep, err)
 		}
 		cfg := testConfig(t)
 		cfg.Ledger = path
-		g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
+		g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,11 +316,11 @@ func TestCrashRecovery(t *testing.T) {
 		landed, lost := crash(t, path, "settle"), crash(t, path, "settle")
 		l := mustLedger(t, path)
 		oracle := &nonceOracle{used: map[string]bool{common.Hash(landed.p.Transfer.Nonce).Hex(): true}}
-		rep, err := l.Recover(ctx, oracle, nil)
+		rep, err := Recover(ctx, l, oracle, nil)
 		if err != nil || rep != (RecoverReport{Settled: 1, Released: 1}) {
 			t.Fatalf("Recover = %+v, %v", rep, err)
 		}
-		wantStatus(t, l, entry(landed), StatusSettled)
-		wantStatus(t, l, entry(lost), StatusReleased)
+		wantStatus(t, l, entry(landed), ledger.StatusSettled)
+		wantStatus(t, l, entry(lost), ledger.StatusReleased)
 	})
 }

@@ -10,14 +10,18 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
+
+	"sandboxd/payments/chain"
 )
 
 // stuckBackend is a node that keeps the first transaction in its pool and
 // never mines it (its fees are below what blocks take), until a
 // replacement with at least 10 % higher fees comes for its nonce.
 type stuckBackend struct {
-	chainBackend
-	mined     nonceReader
+	chain.Backend
+	mined interface {
+		NonceAt(ctx context.Context, a common.Address, n *big.Int) (uint64, error)
+	}
 	mu        sync.Mutex
 	holdFirst bool
 	stuck     *types.Transaction
@@ -37,11 +41,11 @@ func (b *stuckBackend) SendTransaction(ctx context.Context, tx *types.Transactio
 		}
 		b.stuck = nil
 	}
-	return b.chainBackend.SendTransaction(ctx, tx)
+	return b.Backend.SendTransaction(ctx, tx)
 }
 
 func (b *stuckBackend) PendingNonceAt(ctx context.Context, a common.Address) (uint64, error) {
-	n, err := b.chainBackend.PendingNonceAt(ctx, a)
+	n, err := b.Backend.PendingNonceAt(ctx, a)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err == nil && b.stuck != nil && n <= b.stuck.Nonce() {
@@ -61,9 +65,8 @@ func (b *stuckBackend) NonceAt(ctx context.Context, a common.Address, n *big.Int
 func TestChainSettlerReplacesAStuckTransaction(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	backend := &stuckBackend{chainBackend: c.client, mined: c.client, holdFirst: true}
-	g, req := gapGate(t, c, backend)
-	g.settler.(*chainSettler).bumpAfter = 300 * time.Millisecond
+	backend := &stuckBackend{Backend: c.client, mined: c.client, holdFirst: true}
+	g, req := gapGate(t, c, backend, func(cc *chain.Config) { cc.BumpAfter = 300 * time.Millisecond })
 	for i := range 2 {
 		if err := payOnce(t, c, g, req); err != nil {
 			t.Fatalf("settlement %d: %v", i+1, err)

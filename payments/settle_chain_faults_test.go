@@ -18,6 +18,8 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"sandboxd"
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -68,21 +70,31 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 
 // gate dials the chain through the proxy and returns a gate on a fresh
 // ledger.
-func (c *faultChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
+func (c *faultChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
+	t.Helper()
+	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	g, s := c.gateOn(t, l, 20*time.Second)
+	return g, s, l
+}
+
+// gateOn dials the chain through the proxy with a fresh settler (which
+// fetches the relayer's nonce anew, and replaces a transaction stuck for
+// 5 s) waiting up to settle for a receipt, and returns a gate on l.
+func (c *faultChain) gateOn(t *testing.T, l *ledger.SQL, settle time.Duration) (*Gate, *chain.Settler) {
 	t.Helper()
 	cfg := faultConfig(t, c.testChain, c.srv.URL())
-	s, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+	s, err := dialChain(context.Background(), cfg, mustRequirements(t, cfg), nil, func(cc *chain.Config) {
+		cc.SettleTimeout, cc.BumpAfter, cc.ReceiptPoll = settle, 5*time.Second, 20*time.Millisecond
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	s.receiptPoll = 20 * time.Millisecond
-	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, s, l
+	return g, s
 }
 
 func mustRequirements(t *testing.T, cfg Config) x402.Requirements {
@@ -128,9 +140,9 @@ func TestChainRPCFaultsAtStart(t *testing.T) {
 			}
 			cfg := faultConfig(t, c, srv.URL())
 			start := time.Now()
-			_, err := dialChainSettler(context.Background(), cfg, mustRequirements(t, cfg), nil)
+			_, err := dialChain(context.Background(), cfg, mustRequirements(t, cfg), nil)
 			if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
-				t.Fatalf("dialChainSettler = %v, want CodeUnavailable", err)
+				t.Fatalf("dialChain = %v, want CodeUnavailable", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, "payments.rpc_url "+srv.URL()) || !strings.Contains(msg, "eth_chainId") {
 				t.Fatalf("error %q does not name payments.rpc_url %s and the call", msg, srv.URL())
@@ -223,13 +235,19 @@ type settleFault struct {
 func runSettleFaults(t *testing.T, cases []settleFault) {
 	ctx := context.Background()
 	c := newFaultChain(t)
-	g, s, l := c.gate(t)
+	g, _, l := c.gate(t)
 	req := g.Requirements()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			settle := 20 * time.Second
+			if tc.want == ledger.StatusSettling {
+				settle = faultSettleTimeout // it waits this long for a receipt
+			}
+			// A fresh settler, so the relayer nonce is fetched, and can fail.
+			g, _ := c.gateOn(t, l, settle)
 			h, payer := c.funded(t, req)
 			p := x402test.Decode(t, h)
-			entry := Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
+			entry := ledger.Entry{Payer: payer.Hex(), Nonce: p.Exact.Authorization.Nonce}
 			charge, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatal(err)
@@ -239,14 +257,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			} else {
 				c.proxy.set(tc.method, tc.times, tc.faults...)
 			}
-			if tc.want == StatusSettling {
-				s.settleTimeout = faultSettleTimeout // it waits this long for a receipt
-			}
-			s.mu.Lock()
-			s.known = false // so the relayer nonce is fetched, and can fail
-			s.mu.Unlock()
 			out, err := charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
-			s.settleTimeout = 20 * time.Second
 			if tc.method == "" {
 				c.srv.Up()
 			} else if c.proxy.clear() == 0 {
@@ -254,11 +265,11 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			}
 			row := wantStatus(t, l, entry, tc.want)
 
-			if tc.want == StatusSettled {
+			if tc.want == ledger.StatusSettled {
 				if err != nil || out.Get(x402.HeaderPaymentResponse) == "" {
 					t.Fatalf("Settle = %v, %v; want the answer delivered", out, err)
 				}
-			} else if tc.want == StatusSettling {
+			} else if tc.want == ledger.StatusSettling {
 				if row.TxHash == "" {
 					t.Fatalf("row %+v: want the transaction hash", row)
 				}
@@ -267,7 +278,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				wantSettleRefused(t, out, err, row)
 			}
 			switch tc.want {
-			case StatusReleased:
+			case ledger.StatusReleased:
 				if !strings.Contains(sandboxd.ErrorMessage(err), "nothing was charged") {
 					t.Fatalf("message %q does not say nothing was charged", sandboxd.ErrorMessage(err))
 				}
@@ -278,23 +289,23 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				if _, err := retry.Settle(ctx, sandboxd.Result{}); err != nil {
 					t.Fatalf("settling the retry: %v", err)
 				}
-				wantStatus(t, l, entry, StatusSettled)
-			case StatusSettling:
+				wantStatus(t, l, entry, ledger.StatusSettled)
+			case ledger.StatusSettling:
 				// The resolver looks it up: collected or not, never twice.
 				if _, err := g.ResolvePending(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if !tc.charged {
-					wantStatus(t, l, entry, StatusReleased)
+					wantStatus(t, l, entry, ledger.StatusReleased)
 					break
 				}
-				if row := wantStatus(t, l, entry, StatusSettled); row.TxHash == "" {
+				if row := wantStatus(t, l, entry, ledger.StatusSettled); row.TxHash == "" {
 					t.Fatalf("settled row %+v lost its transaction hash", row)
 				}
 				_, err := begin(g, ctx, paidRequest(h))
 				wantPaymentError(t, err, "already used")
 			}
-			charged := tc.charged || tc.want != StatusSettling
+			charged := tc.charged || tc.want != ledger.StatusSettling
 			if got, want := c.balance(t, payer), int64(1_000_000); (got == want-5000) != charged || got < want-5000 {
 				t.Fatalf("payer balance %d (charged %v); want charged once: %v", got, want-got, charged)
 			}
@@ -305,7 +316,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 // wantSettleRefused asserts a failed settlement: no answer (no headers),
 // CodePayment with a failed PAYMENT-RESPONSE naming the row's transaction,
 // and a message saying the chain RPC failed.
-func wantSettleRefused(t *testing.T, out http.Header, err error, row Entry) {
+func wantSettleRefused(t *testing.T, out http.Header, err error, row ledger.Entry) {
 	t.Helper()
 	if out != nil {
 		t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
@@ -326,14 +337,14 @@ func wantSettleRefused(t *testing.T, out http.Header, err error, row Entry) {
 func TestChainRPCFaultsBeforeSend(t *testing.T) {
 	t.Parallel()
 	runSettleFaults(t, []settleFault{
-		{name: "closed port", want: StatusReleased},
-		{name: "estimateGas slow", method: "eth_estimateGas", faults: []rpcFault{faultSlow}, times: -1, want: StatusReleased},
-		{name: "estimateGas html", method: "eth_estimateGas", faults: []rpcFault{faultHTML}, times: -1, want: StatusReleased},
-		{name: "estimateGas bad json", method: "eth_estimateGas", faults: []rpcFault{faultBadJSON}, times: -1, want: StatusReleased},
-		{name: "estimateGas rpc error", method: "eth_estimateGas", faults: []rpcFault{faultRPCError}, times: -1, want: StatusReleased},
-		{name: "fees html", method: "eth_getBlockByNumber", faults: []rpcFault{faultHTML}, times: -1, want: StatusReleased},
-		{name: "relayer nonce bad json", method: "eth_getTransactionCount", faults: []rpcFault{faultBadJSON}, times: -1, want: StatusReleased},
-		{name: "send refused by the node", method: "eth_sendRawTransaction", faults: []rpcFault{faultRefuseTx}, times: -1, want: StatusReleased},
+		{name: "closed port", want: ledger.StatusReleased},
+		{name: "estimateGas slow", method: "eth_estimateGas", faults: []rpcFault{faultSlow}, times: -1, want: ledger.StatusReleased},
+		{name: "estimateGas html", method: "eth_estimateGas", faults: []rpcFault{faultHTML}, times: -1, want: ledger.StatusReleased},
+		{name: "estimateGas bad json", method: "eth_estimateGas", faults: []rpcFault{faultBadJSON}, times: -1, want: ledger.StatusReleased},
+		{name: "estimateGas rpc error", method: "eth_estimateGas", faults: []rpcFault{faultRPCError}, times: -1, want: ledger.StatusReleased},
+		{name: "fees html", method: "eth_getBlockByNumber", faults: []rpcFault{faultHTML}, times: -1, want: ledger.StatusReleased},
+		{name: "relayer nonce bad json", method: "eth_getTransactionCount", faults: []rpcFault{faultBadJSON}, times: -1, want: ledger.StatusReleased},
+		{name: "send refused by the node", method: "eth_sendRawTransaction", faults: []rpcFault{faultRefuseTx}, times: -1, want: ledger.StatusReleased},
 	})
 }
 
@@ -347,11 +358,11 @@ func TestChainRPCFaultsAfterSend(t *testing.T) {
 	t.Parallel()
 	garbage := []rpcFault{faultHTML, faultBadJSON, faultRPCError, faultSlow}
 	runSettleFaults(t, []settleFault{
-		{name: "send answer lost", method: "eth_sendRawTransaction", faults: []rpcFault{faultLostAnswer}, times: -1, want: StatusSettled},
-		{name: "send answer slow", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlowAnswer}, times: -1, want: StatusSettled},
-		{name: "receipt flaky", method: "eth_getTransactionReceipt", faults: garbage[:3], times: 3, want: StatusSettled},
-		{name: "send dropped", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlow}, times: -1, want: StatusSettling, charged: false},
+		{name: "send answer lost", method: "eth_sendRawTransaction", faults: []rpcFault{faultLostAnswer}, times: -1, want: ledger.StatusSettled},
+		{name: "send answer slow", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlowAnswer}, times: -1, want: ledger.StatusSettled},
+		{name: "receipt flaky", method: "eth_getTransactionReceipt", faults: garbage[:3], times: 3, want: ledger.StatusSettled},
+		{name: "send dropped", method: "eth_sendRawTransaction", faults: []rpcFault{faultSlow}, times: -1, want: ledger.StatusSettling, charged: false},
 		// Each poll meets the next of html, bad JSON, a JSON-RPC error, no answer.
-		{name: "receipt never", method: "eth_getTransactionReceipt", faults: garbage, times: -1, want: StatusSettling, charged: true},
+		{name: "receipt never", method: "eth_getTransactionReceipt", faults: garbage, times: -1, want: ledger.StatusSettling, charged: true},
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/payments/chain"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -21,7 +22,7 @@ import (
 // then loses them, as a node does when it evicts them from its pool or
 // restarts.
 type droppingBackend struct {
-	chainBackend
+	chain.Backend
 	drop atomic.Int32
 }
 
@@ -29,24 +30,24 @@ func (b *droppingBackend) SendTransaction(ctx context.Context, tx *types.Transac
 	if b.drop.Add(-1) >= 0 {
 		return nil
 	}
-	return b.chainBackend.SendTransaction(ctx, tx)
+	return b.Backend.SendTransaction(ctx, tx)
 }
 
 // laggingBackend answers the first pending-nonce question after each send
 // from a replica that has not seen the send yet, as a load-balanced RPC may.
 type laggingBackend struct {
-	chainBackend
+	chain.Backend
 	sent atomic.Bool
 }
 
 func (b *laggingBackend) SendTransaction(ctx context.Context, tx *types.Transaction) error {
-	err := b.chainBackend.SendTransaction(ctx, tx)
+	err := b.Backend.SendTransaction(ctx, tx)
 	b.sent.Store(err == nil)
 	return err
 }
 
 func (b *laggingBackend) PendingNonceAt(ctx context.Context, a common.Address) (uint64, error) {
-	n, err := b.chainBackend.PendingNonceAt(ctx, a)
+	n, err := b.Backend.PendingNonceAt(ctx, a)
 	if b.sent.Swap(false) && err == nil && n > 0 {
 		return n - 1, nil
 	}
@@ -60,7 +61,7 @@ func (b *laggingBackend) PendingNonceAt(ctx context.Context, a common.Address) (
 func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	backend := &droppingBackend{chainBackend: c.client}
+	backend := &droppingBackend{Backend: c.client}
 	backend.drop.Store(1)
 	g, req := gapGate(t, c, backend)
 	if err := payOnce(t, c, g, req); err == nil {
@@ -82,7 +83,7 @@ func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	g, req := gapGate(t, c, &laggingBackend{chainBackend: c.client})
+	g, req := gapGate(t, c, &laggingBackend{Backend: c.client})
 	for i := range 3 {
 		if err := payOnce(t, c, g, req); err != nil {
 			t.Fatalf("settlement %d: %v", i+1, err)
@@ -94,16 +95,20 @@ func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
 }
 
 // gapGate is a gate settling on c through backend, with short timeouts.
-func gapGate(t *testing.T, c *testChain, backend chainBackend) (*Gate, x402.Requirements) {
+// tune, when given, adjusts the settler's configuration first.
+func gapGate(t *testing.T, c *testChain, backend chain.Backend, tune ...func(*chain.Config)) (*Gate, x402.Requirements) {
 	t.Helper()
-	s, err := newChainSettler(context.Background(), backend, c.relayer, chainConfig{
-		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 3 * time.Second})
+	cc := testChainConfig(c.token, big.NewInt(1337))
+	cc.SettleTimeout, cc.ReceiptPoll = 3*time.Second, 20*time.Millisecond
+	for _, f := range tune {
+		f(&cc)
+	}
+	s, err := chain.New(context.Background(), backend, c.relayer, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.receiptPoll = 20 * time.Millisecond
 	cfg := c.config(t)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: mustLedger(t, cfg.Ledger)})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: mustLedger(t, cfg.Ledger)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
 	"sandboxd"
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -194,10 +196,11 @@ func (c *testChain) config(t *testing.T) Config {
 	return cfg
 }
 
-func (c *testChain) settler(t *testing.T) *chainSettler {
+func (c *testChain) settler(t *testing.T) *chain.Settler {
 	t.Helper()
-	s, err := newChainSettler(context.Background(), c.client, c.relayer, chainConfig{
-		Asset: c.token, ChainID: big.NewInt(1337), SettleTimeout: 20 * time.Second})
+	cc := testChainConfig(c.token, big.NewInt(1337))
+	cc.SettleTimeout = 20 * time.Second
+	s, err := chain.New(context.Background(), c.client, c.relayer, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,12 +208,12 @@ func (c *testChain) settler(t *testing.T) *chainSettler {
 }
 
 // gate returns a gate on the real clock settling on the test chain.
-func (c *testChain) gate(t *testing.T) (*Gate, *chainSettler, *SQLLedger) {
+func (c *testChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
 	t.Helper()
 	cfg := c.config(t)
 	s := c.settler(t)
 	l := mustLedger(t, cfg.Ledger)
-	g, err := NewGateWith(cfg, Options{Settler: s, Ledger: l})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +381,7 @@ func TestChainRecover(t *testing.T) {
 		if err := x402.Verify(req, p, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Reserve(ctx, Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
+		if err := l.Reserve(ctx, ledger.Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.MarkSettling(ctx, p.Transfer.Payer(), p.Transfer.NonceHex()); err != nil {
@@ -389,26 +392,26 @@ func TestChainRecover(t *testing.T) {
 	if _, err := s.Settle(ctx, ps[0]); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := l.Recover(ctx, s, nil)
+	rep, err := Recover(ctx, l, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep != (RecoverReport{Settled: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v", rep)
 	}
-	wantStatus(t, l, Entry{Payer: ps[0].Transfer.Payer(), Nonce: ps[0].Transfer.NonceHex()}, StatusSettled)
-	wantStatus(t, l, Entry{Payer: ps[1].Transfer.Payer(), Nonce: ps[1].Transfer.NonceHex()}, StatusReleased)
+	wantStatus(t, l, ledger.Entry{Payer: ps[0].Transfer.Payer(), Nonce: ps[0].Transfer.NonceHex()}, ledger.StatusSettled)
+	wantStatus(t, l, ledger.Entry{Payer: ps[1].Transfer.Payer(), Nonce: ps[1].Transfer.NonceHex()}, ledger.StatusReleased)
 }
 
 func TestNewChainSettlerChecks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newTestChain(t)
-	_, err := newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: c.token, ChainID: big.NewInt(84532)})
+	_, err := chain.New(ctx, c.client, c.relayer, testChainConfig(c.token, big.NewInt(84532)))
 	if err == nil || !strings.Contains(err.Error(), "chain 1337") {
 		t.Fatalf("wrong chain id: %v", err)
 	}
-	_, err = newChainSettler(ctx, c.client, c.relayer, chainConfig{Asset: common.HexToAddress(x402test.PayTo)})
+	_, err = chain.New(ctx, c.client, c.relayer, testChainConfig(common.HexToAddress(x402test.PayTo), nil))
 	if err == nil || !strings.Contains(err.Error(), "no contract code") {
 		t.Fatalf("asset without code: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/payments/internal/remote"
 	"sandboxd/x402"
 )
 
@@ -61,9 +61,9 @@ func newFacilitatorSettler(c facilitatorConfig) *facilitatorSettler {
 		// (Node's default idle timeout is 5 s, shorter than many runs), a
 		// failed /settle could not tell "never received" from "received";
 		// on a fresh one, a refused connection means it never left.
-		t := answerTransport()
+		t := remote.Transport()
 		t.DisableKeepAlives = true
-		f.client, f.settleClient = &http.Client{Transport: answerTransport()}, &http.Client{Transport: t}
+		f.client, f.settleClient = &http.Client{Transport: remote.Transport()}, &http.Client{Transport: t}
 	}
 	if f.verifyTimeout <= 0 {
 		f.verifyTimeout = DefaultVerifyTimeout
@@ -116,7 +116,7 @@ func (f *facilitatorSettler) Check(ctx context.Context, p *x402.Payment) error {
 
 // Settle asks the facilitator's /settle to collect p. It is never retried:
 // a retry could collect twice. Only a refused connection wraps
-// errSettleNotSent; once the request may have reached the facilitator (a
+// remote.ErrNotSent; once the request may have reached the facilitator (a
 // timeout, a 5xx, an answer that does not decode), whether it settled is
 // unknown.
 func (f *facilitatorSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
@@ -162,14 +162,14 @@ func (f *facilitatorSettler) post(ctx context.Context, path string, timeout time
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		sent := !dialFailed(err)
+		sent := !remote.DialFailed(err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s: %w", timeout, err)
 		}
 		return 0, f.unavailable(path, sent, err)
 	}
 	defer resp.Body.Close()
-	raw, err := readAnswer(resp.Body, maxFacilitatorBody)
+	raw, err := remote.ReadAnswer(resp.Body, maxFacilitatorBody)
 	if err != nil {
 		return resp.StatusCode, f.unavailable(path, true, err)
 	}
@@ -199,7 +199,7 @@ func facilitatorPayload(p *x402.Payment) x402.PaymentPayload {
 
 // unavailable is the error of a failed call to path; sent says whether the
 // request may have reached the facilitator. For /settle the message says
-// what that means for the payment, and an unsent one wraps errSettleNotSent.
+// what that means for the payment, and an unsent one wraps remote.ErrNotSent.
 // The message reaches callers, so it names the facilitator's path but not
 // its URL; the cause, for the log, has the URL.
 func (f *facilitatorSettler) unavailable(path string, sent bool, err error) error {
@@ -209,7 +209,7 @@ func (f *facilitatorSettler) unavailable(path string, sent bool, err error) erro
 		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err, fmt.Sprintf(
 			"the payment facilitator's %s cannot be reached or gave no usable answer; nothing was charged, try again later", path))
 	case !sent:
-		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", errSettleNotSent, err),
+		return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", fmt.Errorf("%w: %w", remote.ErrNotSent, err),
 			"the payment facilitator's /settle cannot be reached; nothing was charged, so the same payment may be sent again later")
 	}
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.facilitator", err,
@@ -221,13 +221,6 @@ func (f *facilitatorSettler) unavailable(path string, sent bool, err error) erro
 // request, as happens on a reused keep-alive connection.
 func staleConnection(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// dialFailed reports whether an HTTP call failed before a connection was
-// made, so the request cannot have reached the server.
-func dialFailed(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // facilitatorSaid is a facilitator's own explanation of a refusal, kept

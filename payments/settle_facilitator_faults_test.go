@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -76,7 +77,7 @@ func (f *scriptedFacilitator) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 
 // facilitatorGate returns a gate settling through a scripted facilitator
 // with 300 ms timeouts.
-func facilitatorGate(t *testing.T) (*Gate, *SQLLedger, *scriptedFacilitator, *flakyServer) {
+func facilitatorGate(t *testing.T) (*Gate, *ledger.SQL, *scriptedFacilitator, *flakyServer) {
 	t.Helper()
 	fac := &scriptedFacilitator{verify: answerOK, settle: answerOK}
 	srv := newFlakyServer(t, fac)
@@ -95,7 +96,7 @@ func TestFacilitatorFaultsAtStart(t *testing.T) {
 	srv.Down()
 	cfg := testConfig(t)
 	cfg.FacilitatorURL = srv.URL()
-	g, err := NewGate(ctx, cfg, nil)
+	g, err := NewGate(ctx, cfg, RunBounds{}, nil)
 	if err != nil {
 		t.Fatalf("NewGate with the facilitator down: %v", err)
 	}
@@ -173,7 +174,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			key := x402test.Key(t)
 			pp := x402test.Payload(t, key, g.Requirements(), nil)
 			h := x402test.Header(t, x402.HeaderPaymentSignature, pp)
-			entry := Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
+			entry := ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 			c, err := begin(g, ctx, paidRequest(h))
 			if err != nil {
 				t.Fatal(err)
@@ -194,7 +195,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			fac.set(answerOK, answerOK)
 
 			if answer == "closed port" {
-				wantStatus(t, l, entry, StatusReleased)
+				wantStatus(t, l, entry, ledger.StatusReleased)
 				if out != nil {
 					t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
 				}
@@ -216,7 +217,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 				if _, err := retry.Settle(ctx, sandboxd.Result{}); err != nil {
 					t.Fatal(err)
 				}
-				wantStatus(t, l, entry, StatusSettled)
+				wantStatus(t, l, entry, ledger.StatusSettled)
 				if n := fac.settleCount(); n != 1 {
 					t.Fatalf("/settle got %d requests, want 1", n)
 				}
@@ -228,7 +229,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			if rep, err := g.ResolvePending(ctx); err != nil || rep.Failed != 1 {
 				t.Fatalf("ResolvePending = %+v, %v; want the pending row failed (a facilitator cannot tell)", rep, err)
 			}
-			if row := wantStatus(t, l, entry, StatusFailed); row.Reason != reasonUnknownAfterRestart {
+			if row := wantStatus(t, l, entry, ledger.StatusFailed); row.Reason != ledger.ReasonUnknownAfterRestart {
 				t.Fatalf("row %+v", row)
 			}
 			_, err = begin(g, ctx, paidRequest(h))

@@ -73,7 +73,7 @@ func TestFacilitatorGetsTheServiceTerms(t *testing.T) {
 	ctx := context.Background()
 	stub, f := newStub(t)
 	cfg := testConfig(t)
-	g, err := NewGateWith(cfg, Options{Settler: f, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: f, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}

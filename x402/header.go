@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"sandboxd"
 	"sandboxd/internal/jsonkeys"
 )
 
@@ -33,8 +32,8 @@ const maxHeaderBytes = 16 << 10
 
 // DecodePaymentHeader finds and decodes the payment in h: PAYMENT-SIGNATURE
 // (v2) first, else X-PAYMENT (v1). It returns (nil, nil) when neither is
-// present, and a CodeInvalid *sandboxd.Error when the header is not base64 of
-// a JSON payment object. The payload's own x402Version decides its shape, so
+// present, and a *HeaderError when the header is not base64 of a JSON
+// payment object. The payload's own x402Version decides its shape, so
 // a client that sends a v1 payload in the v2 header still decodes.
 func DecodePaymentHeader(h http.Header) (*Payment, error) {
 	name := HeaderPaymentSignature
@@ -48,11 +47,27 @@ func DecodePaymentHeader(h http.Header) (*Payment, error) {
 	}
 	p, err := decodePayment(value)
 	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "payments.decode", err,
-			fmt.Sprintf("the %s header does not decode: %v; it must be base64 of one x402 payment JSON object", name, err))
+		return nil, &HeaderError{Header: name, Err: err}
 	}
 	return p, nil
 }
+
+// HeaderError is the error of a payment header that does not decode: the
+// header's name and why.
+type HeaderError struct {
+	// Header is the name of the header that was read.
+	Header string
+	// Err says why it does not decode.
+	Err error
+}
+
+// Error implements the error interface.
+func (e *HeaderError) Error() string {
+	return fmt.Sprintf("the %s header does not decode: %v", e.Header, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *HeaderError) Unwrap() error { return e.Err }
 
 // decodePayment decodes one header value into a Payment. It reads the
 // payment one way only: a key named twice in any letter case, at any depth,

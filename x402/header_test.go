@@ -2,11 +2,10 @@ package x402_test
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
-
-	"sandboxd"
 
 	. "sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -66,11 +65,12 @@ func TestDecodePaymentHeader(t *testing.T) {
 				h := http.Header{}
 				h.Set(header, value)
 				_, err := DecodePaymentHeader(h)
-				if code := sandboxd.ErrorCode(err); code != sandboxd.CodeInvalid {
-					t.Fatalf("code %s (%v), want invalid", code, err)
+				var he *HeaderError
+				if !errors.As(err, &he) || he.Header != header || errors.Unwrap(he) != he.Err {
+					t.Fatalf("err %v, want a *HeaderError naming %s", err, header)
 				}
-				if !strings.Contains(sandboxd.ErrorMessage(err), header) {
-					t.Fatalf("message %q does not name %s", sandboxd.ErrorMessage(err), header)
+				if !strings.Contains(err.Error(), header) {
+					t.Fatalf("message %q does not name %s", err, header)
 				}
 			})
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"sandboxd/httpapi"
+	"sandboxd/payments"
 )
 
 // runOverhead bounds what a run takes beyond runtime.timeout: creating,
@@ -16,10 +17,10 @@ func (rt RuntimeConfig) runLimit() time.Duration { return rt.Timeout + runOverhe
 // requestBudget is the longest a POST /v1/code handler may take once its
 // body is read: runtime.queue_wait and the run; with payments on, the
 // payment flow's budget, which holds them (payments.Config.RequestBudget,
-// given the same queue wait and run limit by link).
+// given the same queue wait and run limit).
 func (c Config) requestBudget() time.Duration {
 	if c.Payments.Enabled {
-		return c.Payments.RequestBudget()
+		return c.Payments.RequestBudget(c.runBounds())
 	}
 	return c.Runtime.QueueWait + c.Runtime.runLimit()
 }
@@ -28,4 +29,11 @@ func (c Config) requestBudget() time.Duration {
 // that bound a request: the write deadline covers them whatever they are.
 func (c Config) httpTimeouts() httpapi.Timeouts {
 	return httpapi.DefaultTimeouts(c.requestBudget())
+}
+
+// runBounds is what bounds a paid run, from the one place it is defined:
+// the queue wait and the run limit, which the payments section's validity
+// window and request budget hold (payments.Config.Window, RequestBudget).
+func (c Config) runBounds() payments.RunBounds {
+	return payments.RunBounds{QueueWait: c.Runtime.QueueWait, Limit: c.Runtime.runLimit()}
 }

@@ -83,7 +83,7 @@ payments:
 	}
 	p := cfg.Payments
 	flow := p.CheckWait + p.VerifyTimeout + cfg.Runtime.QueueWait + cfg.Runtime.runLimit() + p.SettleTimeout
-	if w := p.Window(); w <= flow {
+	if w := p.Window(cfg.runBounds()); w <= flow {
 		t.Fatalf("window %s does not cover check, queue, the run up to its limit and the settlement (%s)", w, flow)
 	}
 	if b := cfg.requestBudget(); b <= flow {

@@ -12,6 +12,7 @@ import (
 
 	"sandboxd/internal/units"
 	"sandboxd/payments"
+	"sandboxd/payments/ledger"
 	"sandboxd/runtime"
 )
 
@@ -118,7 +119,7 @@ func defaultConfig() Config {
 				RelayerKeyFile:    "",
 				Ledger:            "data/ledger.db",
 				ReplicaID:         "",
-				Lease:             payments.DefaultLease,
+				Lease:             ledger.DefaultLease,
 				VerifyTimeout:     payments.DefaultVerifyTimeout,
 				SettleTimeout:     payments.DefaultSettleTimeout,
 				RPCTimeout:        payments.DefaultRPCTimeout,
@@ -161,7 +162,6 @@ func LoadConfig(path string) (Config, error) {
 	if err := v.UnmarshalExact(&cfg, viper.DecodeHook(decodeHook)); err != nil {
 		return Config{}, decodeErrors(path, err)
 	}
-	cfg.link()
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -186,12 +186,4 @@ func nullKeys(v *viper.Viper) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// link gives the payments section what bounds a run, from the one place
-// it is defined: the queue wait and the run limit (runtime.timeout and the
-// run's overhead, runLimit), which its validity window and its request
-// budget hold (payments.Config.Window, RequestBudget).
-func (c *Config) link() {
-	c.Payments.QueueWait, c.Payments.RunLimit = c.Runtime.QueueWait, c.Runtime.runLimit()
 }

@@ -57,7 +57,7 @@ func (c Config) Validate() error {
 			n, rt.MemoryBytes/mib, most/mib, poolMemoryShare, host/mib)
 	}
 	if c.Payments.Enabled {
-		errs = append(errs, configErrors(c.Payments.Validate())...)
+		errs = append(errs, configErrors(c.Payments.Validate(c.runBounds()))...)
 	}
 	return errors.Join(errs...)
 }

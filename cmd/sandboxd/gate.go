@@ -6,6 +6,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/payments"
+	"sandboxd/payments/ledger"
 )
 
 // paymentsConfig is the payments section with the replica id's default
@@ -13,7 +14,7 @@ import (
 func (c Config) paymentsConfig() payments.Config {
 	pc := c.Payments.Config
 	if pc.ReplicaID == "" {
-		pc.ReplicaID = payments.DefaultReplica(c.Runtime.Instance)
+		pc.ReplicaID = ledger.DefaultReplica(c.Runtime.Instance)
 	}
 	return pc
 }
@@ -27,7 +28,7 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	}
 	pc := m.Config.paymentsConfig()
 	pc.LedgerObserver = m.metrics.Ledger
-	g, err := payments.NewGate(ctx, pc, m.Log.With("component", "payments"))
+	g, err := payments.NewGate(ctx, pc, m.Config.runBounds(), m.Log.With("component", "payments"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"sandboxd/payments"
+	"sandboxd/payments/ledger"
 )
 
 const ledgerUsage = `usage:
@@ -43,31 +43,31 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch *state {
-	case "", payments.StatusReserved, payments.StatusSettling, payments.StatusSettled, payments.StatusFailed, payments.StatusReleased:
+	case "", ledger.StatusReserved, ledger.StatusSettling, ledger.StatusSettled, ledger.StatusFailed, ledger.StatusReleased:
 	default:
 		fmt.Fprintf(stderr, "sandboxd: --state: %q is not one of reserved, settling, settled, failed, released\n", *state)
 		return 2
 	}
-	f := payments.Filter{State: *state, Payer: *payer, Limit: *limit}
+	f := ledger.Filter{State: *state, Payer: *payer, Limit: *limit}
 	if f.Since, err = parseSince(*since, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "sandboxd: --since: %v\n", err)
 		return 2
 	}
 	if err := printLedger(context.Background(), cfg.Payments.Ledger, args[0], f, stdout); err != nil {
-		fmt.Fprintf(stderr, "sandboxd: ledger %s: %v\n", payments.RedactLedger(cfg.Payments.Ledger), err)
+		fmt.Fprintf(stderr, "sandboxd: ledger %s: %v\n", ledger.Redact(cfg.Payments.Ledger), err)
 		return 1
 	}
 	return 0
 }
 
 // printLedger opens the ledger at location and prints its stats or rows.
-func printLedger(ctx context.Context, location, what string, f payments.Filter, w io.Writer) error {
-	if !payments.IsPostgresURL(location) {
+func printLedger(ctx context.Context, location, what string, f ledger.Filter, w io.Writer) error {
+	if !ledger.IsPostgresURL(location) {
 		if _, err := os.Stat(location); err != nil {
 			return fmt.Errorf("no ledger file: %w", err)
 		}
 	}
-	l, err := payments.OpenLedgerAt(ctx, location)
+	l, err := ledger.OpenAt(ctx, location)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"sandboxd/internal/pgtest"
-	"sandboxd/payments"
+	"sandboxd/payments/ledger"
 )
 
 // seedLedger writes three payments to the ledger at location: one settled
@@ -18,14 +18,14 @@ import (
 func seedLedger(t *testing.T, location string) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := payments.OpenLedgerConfig(ctx, payments.LedgerConfig{Ledger: location, Replica: "host-a/default",
+	l, err := ledger.Open(ctx, ledger.Config{Ledger: location, Replica: "host-a/default",
 		Now: func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	entry := func(payer string, i int) payments.Entry {
-		return payments.Entry{Payer: payer, Nonce: fmt.Sprintf("0x%064x", i), Amount: "5000", Network: "eip155:84532", Asset: "0xa"}
+	entry := func(payer string, i int) ledger.Entry {
+		return ledger.Entry{Payer: payer, Nonce: fmt.Sprintf("0x%064x", i), Amount: "5000", Network: "eip155:84532", Asset: "0xa"}
 	}
 	alice, bob := "0x00000000000000000000000000000000000000a1", "0x00000000000000000000000000000000000000b2"
 	steps := []func() error{
@@ -125,14 +125,14 @@ func TestLedgerCommandErrors(t *testing.T) {
 func TestLedgerListPrintsNoTerminalControls(t *testing.T) {
 	location := filepath.Join(t.TempDir(), "ledger.db")
 	ctx := context.Background()
-	l, err := payments.OpenLedgerConfig(ctx, payments.LedgerConfig{Ledger: location, Replica: "host-a/default"})
+	l, err := ledger.Open(ctx, ledger.Config{Ledger: location, Replica: "host-a/default"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	payer, nonce := "0x00000000000000000000000000000000000000a1", fmt.Sprintf("0x%064x", 1)
 	for _, step := range []func() error{
 		func() error {
-			return l.Reserve(ctx, payments.Entry{Payer: payer, Nonce: nonce, Amount: "5000", Network: "eip155:84532", Asset: "0xa"})
+			return l.Reserve(ctx, ledger.Entry{Payer: payer, Nonce: nonce, Amount: "5000", Network: "eip155:84532", Asset: "0xa"})
 		},
 		func() error { return l.MarkSettling(ctx, payer, nonce) },
 		func() error { return l.MarkFailed(ctx, payer, nonce, "0x\x1b]0;owned\x07", "bad\x1b[2J\nforged row") },

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"sandboxd/payments"
+	payledger "sandboxd/payments/ledger"
 )
 
 // stallDelay holds the settlement's outcome well past payments.settle_timeout (3 s here).
@@ -23,7 +23,7 @@ func TestSettlementPendingOnchain(t *testing.T) {
 			return bytes.Contains(req, []byte("eth_getTransactionReceipt"))
 		})
 	})
-	testSettlementPending(t, c, "pending-onchain", env, payments.StatusSettled)
+	testSettlementPending(t, c, "pending-onchain", env, payledger.StatusSettled)
 }
 
 // TestSettlementPendingFacilitator (item 6): the facilitator's /settle answers after
@@ -33,7 +33,7 @@ func TestSettlementPendingFacilitator(t *testing.T) {
 	c, env := startMode(t, "facilitator", func(t testing.TB, url string) string {
 		return delayProxy(t, url, stallDelay, func(path string, _, _ []byte) bool { return strings.HasSuffix(path, "/settle") })
 	})
-	testSettlementPending(t, c, "pending-facilitator", env, payments.StatusFailed)
+	testSettlementPending(t, c, "pending-facilitator", env, payledger.StatusFailed)
 }
 
 // testSettlementPending pays with the official client's signature for a call whose
@@ -50,11 +50,11 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	before := snapshot(t, c)
 	h := signPayments(t, url, "--key-file", writeKey(t, "payer.key", payer.key))[0]
 	status, body, header := paidPost(t, url, h, "print(6*7)", 60*time.Second)
-	if status != http.StatusAccepted || body.Status != payments.ReasonSettlementPending || body.Stdout != nil {
+	if status != http.StatusAccepted || body.Status != payledger.ReasonSettlementPending || body.Stdout != nil {
 		t.Fatalf("a settlement whose outcome is unknown: status %d, body %v (status %q); want 202 settlement_pending", status, body, body.Status)
 	}
 	sr := settlementOf(t, header)
-	if sr.Success || sr.ErrorReason != payments.ReasonSettlementPending {
+	if sr.Success || sr.ErrorReason != payledger.ReasonSettlementPending {
 		t.Fatalf("PAYMENT-RESPONSE %+v: want success false, errorReason settlement_pending", sr)
 	}
 	if header.Get("PAYMENT-REQUIRED") != "" {
@@ -62,7 +62,7 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	}
 	waitFor(stallDelay+5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
 	hash := expectMoved(t, c, before, payer.address)
-	if resolved == payments.StatusSettled && !strings.EqualFold(sr.Transaction, hash) {
+	if resolved == payledger.StatusSettled && !strings.EqualFold(sr.Transaction, hash) {
 		t.Errorf("PAYMENT-RESPONSE names transaction %q, the transfer is in %s", sr.Transaction, hash)
 	}
 	if status, body, _ := paidPost(t, url, h, "print(6*7)", 30*time.Second); status != http.StatusPaymentRequired || body.Stdout != nil {
@@ -75,7 +75,7 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	time.Sleep(300 * time.Millisecond)
 	expectMoved(t, c, before, payer.address)
 	row := ledgerRow(t, ledgerPath, h)
-	if row.Status != resolved || (resolved == payments.StatusSettled && !strings.EqualFold(row.TxHash, hash)) {
+	if row.Status != resolved || (resolved == payledger.StatusSettled && !strings.EqualFold(row.TxHash, hash)) {
 		t.Fatalf("ledger row after recovery %+v, want %s (tx %s)", row, resolved, hash)
 	}
 }

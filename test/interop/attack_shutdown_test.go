@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sandboxd/payments"
+	payledger "sandboxd/payments/ledger"
 )
 
 // TestShutdownFinishesSettlement (issue 8, item 6): SIGTERM arrives while a paid call's
@@ -60,13 +60,13 @@ func TestShutdownFinishesSettlement(t *testing.T) {
 	}
 	hash := expectMoved(t, c, before, payer.address)
 	row := ledgerRow(t, ledgerPath, h)
-	if row.Status != payments.StatusSettled || !strings.EqualFold(row.TxHash, hash) {
+	if row.Status != payledger.StatusSettled || !strings.EqualFold(row.TxHash, hash) {
 		t.Fatalf("ledger row after shutdown %+v, want settled by %s", row, hash)
 	}
 }
 
 // ledgerRow reads the ledger row of the payment h from the ledger file of a stopped service.
-func ledgerRow(t *testing.T, path string, h signed) payments.Entry {
+func ledgerRow(t *testing.T, path string, h signed) payledger.Entry {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(h.Value)
 	if err != nil {
@@ -80,7 +80,7 @@ func ledgerRow(t *testing.T, path string, h signed) payments.Entry {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		t.Fatal(err)
 	}
-	l, err := payments.OpenLedger(context.Background(), path)
+	l, err := payledger.OpenFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"sandboxd/internal/pgtest"
-	"sandboxd/payments"
+	payledger "sandboxd/payments/ledger"
 )
 
 // fleetLease is the replicas' lease in these tests: short, so that a killed
@@ -63,15 +63,15 @@ func (f *fleet) start(t *testing.T, i int) *service {
 func (f *fleet) url(i int) string { return f.nodes[i].URL + "/v1/code" }
 
 // rows returns the ledger's rows in state (all when empty).
-func (f *fleet) rows(t *testing.T, state string) []payments.Entry {
+func (f *fleet) rows(t *testing.T, state string) []payledger.Entry {
 	t.Helper()
 	ctx := context.Background()
-	l, err := payments.OpenLedgerAt(ctx, f.db)
+	l, err := payledger.OpenAt(ctx, f.db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	rows, err := l.List(ctx, payments.Filter{State: state})
+	rows, err := l.List(ctx, payledger.Filter{State: state})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func testFleetSamePayment(t *testing.T, c *chain, f *fleet, keyFile string) {
 	waitFor(10*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
 	time.Sleep(500 * time.Millisecond) // room for a second transfer, were there one
 	expectMoved(t, c, before, payer.address)
-	if rows := f.rows(t, payments.StatusSettled); len(rows) != 1 {
+	if rows := f.rows(t, payledger.StatusSettled); len(rows) != 1 {
 		t.Errorf("%d settled rows, want 1", len(rows))
 	}
 }
@@ -146,7 +146,7 @@ func testFleetSamePayment(t *testing.T, c *chain, f *fleet, keyFile string) {
 // left to resolve and serves again. Every paid answer is one transfer.
 func testFleetKill(t *testing.T, c *chain, f *fleet, keyFile string) {
 	before := snapshot(t, c)
-	settledBefore := len(f.rows(t, payments.StatusSettled))
+	settledBefore := len(f.rows(t, payledger.StatusSettled))
 	victim := exec.Command("node", filepath.Join(interopDir, "client.mjs"), "pay", "--url", f.url(0),
 		"--key-file", keyFile, "--code", "import time; time.sleep(4); print(6*7)")
 	victim.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -154,8 +154,8 @@ func testFleetKill(t *testing.T, c *chain, f *fleet, keyFile string) {
 		t.Fatal(err)
 	}
 	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }()
-	var held []payments.Entry
-	waitFor(30*time.Second, func() bool { held = f.rows(t, payments.StatusReserved); return len(held) == 1 })
+	var held []payledger.Entry
+	waitFor(30*time.Second, func() bool { held = f.rows(t, payledger.StatusReserved); return len(held) == 1 })
 	if len(held) != 1 || held[0].Replica != f.mode+"-0" {
 		t.Fatalf("reserved rows while replica 0 runs: %+v, want one of %s-0", held, f.mode)
 	}
@@ -174,16 +174,16 @@ func testFleetKill(t *testing.T, c *chain, f *fleet, keyFile string) {
 		}
 	}
 	// After the lease a live replica takes the row over and releases it.
-	var got payments.Entry
+	var got payledger.Entry
 	waitFor(6*fleetLease, func() bool {
 		for _, e := range f.rows(t, "") {
 			if e.Nonce == held[0].Nonce {
 				got = e
 			}
 		}
-		return got.Status == payments.StatusReleased
+		return got.Status == payledger.StatusReleased
 	})
-	if got.Status != payments.StatusReleased || got.Replica == f.mode+"-0" {
+	if got.Status != payledger.StatusReleased || got.Replica == f.mode+"-0" {
 		t.Fatalf("the killed replica's row after the lease: %+v; want released by a live replica", got)
 	}
 	f.nodes[0] = f.start(t, 0)
@@ -201,10 +201,10 @@ func testFleetKill(t *testing.T, c *chain, f *fleet, keyFile string) {
 	if d := c.balance(t, payee.address) - before.payee; d != 3*price {
 		t.Errorf("payee got %d for three answers, want %d", d, 3*price)
 	}
-	if n := len(f.rows(t, payments.StatusSettled)) - settledBefore; n != 3 {
+	if n := len(f.rows(t, payledger.StatusSettled)) - settledBefore; n != 3 {
 		t.Errorf("%d new settled rows, want 3", n)
 	}
-	if open := append(f.rows(t, payments.StatusReserved), f.rows(t, payments.StatusSettling)...); len(open) != 0 {
+	if open := append(f.rows(t, payledger.StatusReserved), f.rows(t, payledger.StatusSettling)...); len(open) != 0 {
 		t.Errorf("open rows left: %+v", open)
 	}
 }

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// flight counts the charges between their reservation and the end of their
+// charges counts the charges between their reservation and the end of their
 // settlement or release, so that closing the gate waits for them instead
 // of closing the ledger and the chain client under a settlement.
-type flight struct {
+type charges struct {
 	mu      sync.Mutex
 	n       int
 	closing bool
@@ -18,7 +18,7 @@ type flight struct {
 // add counts one more charge in flight and returns the function that ends
 // it (safe to call more than once). It reports false, counting nothing,
 // once close has begun.
-func (f *flight) add() (done func(), ok bool) {
+func (f *charges) add() (done func(), ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closing {
@@ -29,7 +29,7 @@ func (f *flight) add() (done func(), ok bool) {
 	return func() { once.Do(f.end) }, true
 }
 
-func (f *flight) end() {
+func (f *charges) end() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n--
@@ -41,7 +41,7 @@ func (f *flight) end() {
 
 // close refuses new charges and waits up to bound for those in flight to
 // end. It returns how many were still in flight when it gave up.
-func (f *flight) close(bound time.Duration) int {
+func (f *charges) close(bound time.Duration) int {
 	f.mu.Lock()
 	f.closing = true
 	if f.n == 0 {

@@ -1,4 +1,9 @@
-package payments
+// Package ledger is the payment ledger: every payment keyed by (payer,
+// nonce), on SQLite (one file, one host) or PostgreSQL (shared by a fleet),
+// moving through one state machine (reserved → settling → settled, failed
+// or released). It stores and moves rows only; deciding what an open row
+// becomes is package payments' recovery.
+package ledger
 
 import (
 	"context"
@@ -39,19 +44,25 @@ const (
 	StatusReleased = "released"
 )
 
-// reasonUnknownAfterRestart is the reason of a row that was settling when
+// ReasonSettlementPending is the reason of a settling row whose
+// settlement may have been sent but whose outcome is not known yet, and the
+// errorReason answered for it. It is this service's own code: a payer that
+// reads it must wait, not pay again.
+const ReasonSettlementPending = "settlement_pending"
+
+// ReasonUnknownAfterRestart is the reason of a row that was settling when
 // the service stopped, under a settler that cannot tell whether the
 // payment was collected (a facilitator). It is this service's own code, not
 // an x402 one: it never reaches a payer.
-const reasonUnknownAfterRestart = "settlement_unknown_after_restart"
+const ReasonUnknownAfterRestart = "settlement_unknown_after_restart"
 
-// errAlreadyUsed is returned by Reserve when the payment's (payer, nonce)
+// ErrAlreadyUsed is returned by Reserve when the payment's (payer, nonce)
 // already has a row that is not released.
-var errAlreadyUsed = errors.New("this payment was already used")
+var ErrAlreadyUsed = errors.New("this payment was already used")
 
-// errNotReserved is returned when a row to be moved is missing or not in a
+// ErrNotReserved is returned when a row to be moved is missing or not in a
 // state the move starts from (see the Mark methods).
-var errNotReserved = errors.New("payment is not reserved or settling in the ledger")
+var ErrNotReserved = errors.New("payment is not reserved or settling in the ledger")
 
 // errLedgerMoved is the cause when the ledger file was removed or replaced
 // while open: writes would land in a file nobody will read again.
@@ -73,7 +84,7 @@ type Entry struct {
 	// RunStatus is the delivered run's status (ok, error, timeout, ...).
 	RunStatus string
 	// Reason is the x402 error code of a failed settlement, or
-	// reasonUnknownAfterRestart.
+	// ReasonUnknownAfterRestart.
 	Reason string
 	// Replica is the id of the replica that reserved the row, or that took
 	// it over to resolve it after its own replica went silent.
@@ -82,11 +93,11 @@ type Entry struct {
 	Created, Updated time.Time
 }
 
-// SQLLedger is the Ledger on a SQL database: SQLite (one file, one host)
+// SQL is the Ledger on a SQL database: SQLite (one file, one host)
 // or PostgreSQL (shared by a fleet). It holds the one state machine both
 // backends share; the dialect only spells the SQL. It is safe for
 // concurrent use.
-type SQLLedger struct {
+type SQL struct {
 	db      *sql.DB
 	dialect dialect
 	// check, when set, runs before writes; for SQLite it checks that the
@@ -98,7 +109,7 @@ type SQLLedger struct {
 	location string
 	// replica is the id recorded on the rows this process reserves, and
 	// lease how long a replica may be silent before its rows are resolved
-	// by another (see ledger_replica.go).
+	// by another (see replica.go).
 	replica string
 	lease   time.Duration
 	now     func() time.Time
@@ -110,8 +121,6 @@ type SQLLedger struct {
 	// lock, on SQLite, holds the exclusive lock on path + ".lock".
 	lock *os.File
 }
-
-var _ Ledger = (*SQLLedger)(nil)
 
 // ledgerTable is the payments table, created under the name given.
 const ledgerTable = `
@@ -134,13 +143,13 @@ CREATE TABLE IF NOT EXISTS %s (
 // ledgerIndex indexes the payments table by status, for Pending.
 const ledgerIndex = `CREATE INDEX IF NOT EXISTS payments_status ON payments (status);`
 
-// OpenLedger opens (creating it and its parent directory if needed) the
+// OpenFile opens (creating it and its parent directory if needed) the
 // SQLite ledger at path, as replica DefaultReplica with DefaultLease, in
 // WAL mode with full fsync on commit: a payment row must survive a crash.
 // It holds an exclusive lock on path + ".lock" until Close, and refuses a
 // ledger another process (or another open) holds. Errors are
 // CodeUnavailable.
-func OpenLedger(ctx context.Context, path string) (*SQLLedger, error) {
+func OpenFile(ctx context.Context, path string) (*SQL, error) {
 	const op = "payments.ledger.open"
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "ledger path %q is empty or holds '?' or '#'", path)
@@ -162,7 +171,7 @@ func OpenLedger(ctx context.Context, path string) (*SQLLedger, error) {
 }
 
 // openLocked opens the ledger at path, whose lock is held.
-func openLocked(ctx context.Context, op, path string) (*SQLLedger, error) {
+func openLocked(ctx context.Context, op, path string) (*SQL, error) {
 	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -187,7 +196,7 @@ func openLocked(ctx context.Context, op, path string) (*SQLLedger, error) {
 }
 
 // Close closes the database, then releases the ledger's locks.
-func (l *SQLLedger) Close() error {
+func (l *SQL) Close() error {
 	l.releaseReplicaID()
 	err := l.db.Close()
 	if l.lock != nil {
@@ -197,12 +206,12 @@ func (l *SQLLedger) Close() error {
 }
 
 // Reserve records e (its key, amount, network and asset) as reserved, in one
-// atomic statement. It returns errAlreadyUsed when the same (payer, nonce)
+// atomic statement. It returns ErrAlreadyUsed when the same (payer, nonce)
 // has a row that is not released, whether from a concurrent request, an
 // earlier one, or before a restart; a released row is reserved again. Any
 // other failure (a full disk, a read-only or removed file) is
 // CodeUnavailable: a paid run must not happen unrecorded.
-func (l *SQLLedger) Reserve(ctx context.Context, e Entry) error {
+func (l *SQL) Reserve(ctx context.Context, e Entry) error {
 	const op = "payments.ledger.reserve"
 	fail := func(err error) error {
 		return ledgerErrorMsg(op, err, "the payment ledger could not record the payment, "+
@@ -232,7 +241,7 @@ WHERE payments.status = 'released'`),
 		return fail(err)
 	}
 	if n == 0 {
-		return errAlreadyUsed
+		return ErrAlreadyUsed
 	}
 	return nil
 }
@@ -240,7 +249,7 @@ WHERE payments.status = 'released'`),
 // MarkSettling records that a reserved payment's settlement is about to be
 // sent. The commit is synced to disk before it returns (synchronous=FULL),
 // so after a crash a reserved row means the settlement was never sent.
-func (l *SQLLedger) MarkSettling(ctx context.Context, payer, nonce string) error {
+func (l *SQL) MarkSettling(ctx context.Context, payer, nonce string) error {
 	const op = "payments.ledger.settling"
 	if err := l.checkWrite(); err != nil {
 		return ledgerError(op, err)
@@ -250,7 +259,7 @@ func (l *SQLLedger) MarkSettling(ctx context.Context, payer, nonce string) error
 
 // MarkSettled records a settling payment as collected by tx, for a run that
 // ended with runStatus.
-func (l *SQLLedger) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error {
+func (l *SQL) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error {
 	return l.move(ctx, "payments.ledger.settled", payer, nonce, []string{StatusSettling},
 		`status = 'settled', tx_hash = ?, run_status = ?`, tx, runStatus)
 }
@@ -258,7 +267,7 @@ func (l *SQLLedger) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus
 // MarkFailed records that a settling payment's settlement was refused or
 // has an unknown outcome, with the reason and the transaction hash if one
 // was sent.
-func (l *SQLLedger) MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error {
+func (l *SQL) MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error {
 	return l.move(ctx, "payments.ledger.failed", payer, nonce, []string{StatusSettling},
 		`status = 'failed', tx_hash = ?, reason = ?`, tx, reason)
 }
@@ -266,16 +275,25 @@ func (l *SQLLedger) MarkFailed(ctx context.Context, payer, nonce, tx, reason str
 // MarkReleased records that nothing was collected for a reserved payment
 // (its run failed) or a settling one (its settlement never left), which may
 // then be reserved again.
-func (l *SQLLedger) MarkReleased(ctx context.Context, payer, nonce string) error {
+func (l *SQL) MarkReleased(ctx context.Context, payer, nonce string) error {
 	return l.move(ctx, "payments.ledger.released", payer, nonce, []string{StatusReserved, StatusSettling},
 		`status = 'released'`)
+}
+
+// MarkPending records that a settling payment's settlement may have been
+// sent by tx ("" when no hash is known) and its outcome is unknown: the row
+// stays settling (the payment is refused if offered again) with reason
+// ReasonSettlementPending, for the gate's resolver.
+func (l *SQL) MarkPending(ctx context.Context, payer, nonce, tx string) error {
+	return l.move(ctx, "payments.ledger.pending", payer, nonce, []string{StatusSettling},
+		`tx_hash = ?, reason = ?`, tx, ReasonSettlementPending)
 }
 
 // move changes a row in one of the states from to another state; set is
 // the SET clause (without updated_at) and args its arguments. Only a row
 // of this replica moves: once another replica took a silent replica's row
 // over (see ClaimStale), the silent one can no longer settle it.
-func (l *SQLLedger) move(ctx context.Context, op, payer, nonce string, from []string, set string, args ...any) error {
+func (l *SQL) move(ctx context.Context, op, payer, nonce string, from []string, set string, args ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed(strings.TrimPrefix(op, "payments.ledger."))()
@@ -294,68 +312,15 @@ WHERE payer = ? AND nonce = ? AND replica = ? AND status IN (`+in+`)`), args...)
 		return ledgerError(op, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%s: payer %s nonce %s: %w", op, payer, nonce, errNotReserved)
+		return fmt.Errorf("%s: payer %s nonce %s: %w", op, payer, nonce, ErrNotReserved)
 	}
 	return nil
-}
-
-// Get returns the row of (payer, nonce), or sql.ErrNoRows.
-func (l *SQLLedger) Get(ctx context.Context, payer, nonce string) (Entry, error) {
-	rows, err := l.query(ctx, `WHERE payer = ? AND nonce = ?`, key(payer), key(nonce))
-	if err != nil {
-		return Entry{}, err
-	}
-	if len(rows) == 0 {
-		return Entry{}, sql.ErrNoRows
-	}
-	return rows[0], nil
-}
-
-// Pending lists this replica's rows still reserved or settling, oldest
-// first. At start these are the payments a crash left unresolved.
-func (l *SQLLedger) Pending(ctx context.Context) ([]Entry, error) {
-	return l.query(ctx, `WHERE status IN ('reserved', 'settling') AND replica = ? ORDER BY created_at`, l.replica)
-}
-
-// entryColumns are the columns scanEntries reads, in its order.
-const entryColumns = `payer, nonce, created_at, updated_at, amount, network, asset, status, tx_hash,
-	run_status, reason, replica`
-
-func (l *SQLLedger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
-	defer cancel()
-	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`SELECT `+entryColumns+` FROM payments `+where), args...)
-	if err != nil {
-		return nil, ledgerError("payments.ledger.query", err)
-	}
-	return scanEntries(rows)
-}
-
-// scanEntries reads rows of entryColumns and closes them.
-func scanEntries(rows *sql.Rows) ([]Entry, error) {
-	defer rows.Close()
-	var out []Entry
-	for rows.Next() {
-		var e Entry
-		var created, updated string
-		if err := rows.Scan(&e.Payer, &e.Nonce, &created, &updated, &e.Amount, &e.Network,
-			&e.Asset, &e.Status, &e.TxHash, &e.RunStatus, &e.Reason, &e.Replica); err != nil {
-			return nil, ledgerError("payments.ledger.query", err)
-		}
-		e.Created, _ = time.Parse(time.RFC3339Nano, created)
-		e.Updated, _ = time.Parse(time.RFC3339Nano, updated)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, ledgerError("payments.ledger.query", err)
-	}
-	return out, nil
 }
 
 // present checks that the file opened is still at the ledger's path. SQLite
 // keeps writing to a removed file without an error, and those rows would be
 // gone at the next start.
-func (l *SQLLedger) present() error {
+func (l *SQL) present() error {
 	fi, err := os.Stat(l.path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errLedgerMoved, err)
@@ -367,7 +332,7 @@ func (l *SQLLedger) present() error {
 }
 
 // checkWrite runs the backend's check before a write, if it has one.
-func (l *SQLLedger) checkWrite() error {
+func (l *SQL) checkWrite() error {
 	if l.check == nil {
 		return nil
 	}
@@ -375,7 +340,7 @@ func (l *SQLLedger) checkWrite() error {
 }
 
 // timed starts timing a write for the observer; call the result when done.
-func (l *SQLLedger) timed(op string) func() {
+func (l *SQL) timed(op string) func() {
 	if l.observe == nil {
 		return func() {}
 	}
@@ -383,7 +348,7 @@ func (l *SQLLedger) timed(op string) func() {
 	return func() { l.observe(op, time.Since(began)) }
 }
 
-func (l *SQLLedger) stamp() string { return formatStamp(l.now()) }
+func (l *SQL) stamp() string { return formatStamp(l.now()) }
 
 // key is the ledger's spelling of an address or nonce: lower-case hex.
 func key(s string) string { return strings.ToLower(s) }

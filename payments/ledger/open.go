@@ -1,4 +1,4 @@
-package payments
+package ledger
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // another replica resolves its open rows (payments.lease).
 const DefaultLease = 30 * time.Second
 
-// LedgerConfig says which ledger to open and as which replica.
-type LedgerConfig struct {
+// Config says which ledger to open and as which replica.
+type Config struct {
 	// Ledger is payments.ledger: a file path (SQLite) or a postgres:// URL.
 	Ledger string
 	// Replica is payments.replica_id; empty means DefaultReplica("").
@@ -49,12 +49,12 @@ func IsPostgresURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// RedactLedger is a payments.ledger value fit for logs and messages: a
+// Redact is a payments.ledger value fit for logs and messages: a
 // file path as it is, a PostgreSQL URL as its scheme, host, port and
 // database only. Secrets travel elsewhere too (the password in the
 // userinfo, or as ?password= or ?sslpassword= in the query), so nothing
 // else of the URL is ever shown.
-func RedactLedger(s string) string {
+func Redact(s string) string {
 	if !IsPostgresURL(s) {
 		return s
 	}
@@ -65,10 +65,10 @@ func RedactLedger(s string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
-// OpenLedgerConfig opens the ledger c names, migrated to schemaVersion, and
+// Open opens the ledger c names, migrated to schemaVersion, and
 // records a first heartbeat. Errors are CodeUnavailable.
-func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
-	l, err := OpenLedgerAt(ctx, c.Ledger)
+func Open(ctx context.Context, c Config) (*SQL, error) {
+	l, err := OpenAt(ctx, c.Ledger)
 	if err != nil {
 		return nil, err
 	}
@@ -93,27 +93,27 @@ func OpenLedgerConfig(ctx context.Context, c LedgerConfig) (*SQLLedger, error) {
 	return l, nil
 }
 
-// OpenLedgerAt opens the ledger at a payments.ledger value, a SQLite path
+// OpenAt opens the ledger at a payments.ledger value, a SQLite path
 // or a postgres:// URL, migrated, without taking part in the fleet (no
 // heartbeat): for the operator's commands.
-func OpenLedgerAt(ctx context.Context, location string) (*SQLLedger, error) {
+func OpenAt(ctx context.Context, location string) (*SQL, error) {
 	if IsPostgresURL(location) {
 		return openPostgres(ctx, location)
 	}
-	return OpenLedger(ctx, location)
+	return OpenFile(ctx, location)
 }
 
 // Replica returns the id this ledger records on the rows it reserves.
-func (l *SQLLedger) Replica() string { return l.replica }
+func (l *SQL) Replica() string { return l.replica }
 
-// validateLedger checks a payments.ledger value.
-func validateLedger(s string) error {
+// Validate checks a payments.ledger value.
+func Validate(s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("is empty; set the path of the SQLite ledger file or a postgres:// URL")
 	case IsPostgresURL(s):
 		if u, err := url.Parse(s); err != nil || u.Host == "" {
-			return fmt.Errorf("%q is not a postgres://user:password@host:port/database URL", RedactLedger(s))
+			return fmt.Errorf("%q is not a postgres://user:password@host:port/database URL", Redact(s))
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package payments
+package chain
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func newSentTx(tx *types.Transaction) *sentTx {
 // fees raised by bumpPercent (or the current ones, if higher), so exactly
 // one version can be mined and every later settlement stops waiting
 // behind it.
-func (s *chainSettler) maybeBump(ctx context.Context, log *slog.Logger, st *sentTx) {
+func (s *Settler) maybeBump(ctx context.Context, log *slog.Logger, st *sentTx) {
 	reader, ok := s.backend.(nonceReader)
 	if !ok || st.bumps >= maxBumps || time.Since(st.sentAt) < s.bumpAfter {
 		return

@@ -1,4 +1,4 @@
-package payments
+package ledger
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const replicaLockSpace = 7243111
 // connection and with it the lock, so a restart takes it again at once;
 // a second live process with the same id is refused. (SQLite ledgers
 // belong to one process anyway.)
-func (l *SQLLedger) holdReplicaID(ctx context.Context) error {
+func (l *SQL) holdReplicaID(ctx context.Context) error {
 	const op = "payments.ledger.open"
 	if !l.dialect.dollar {
 		return nil
@@ -53,7 +53,7 @@ func (l *SQLLedger) holdReplicaID(ctx context.Context) error {
 // the next process with this id (a restart) can take it: closing the
 // connection alone drops the lock only when the server's backend has
 // ended, which may be after that process asks.
-func (l *SQLLedger) releaseReplicaID() {
+func (l *SQL) releaseReplicaID() {
 	if l.idLock == nil {
 		return
 	}
@@ -68,9 +68,9 @@ func (l *SQLLedger) releaseReplicaID() {
 // DefaultReplica with DefaultLease. Uniqueness of a payment is the table's
 // primary key, so every replica sharing the database admits a payment at
 // most once. Errors are CodeUnavailable and never show the password.
-func openPostgres(ctx context.Context, url string) (*SQLLedger, error) {
+func openPostgres(ctx context.Context, url string) (*SQL, error) {
 	const op = "payments.ledger.open"
-	where := RedactLedger(url)
+	where := Redact(url)
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "cannot open the ledger "+where)

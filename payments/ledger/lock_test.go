@@ -1,12 +1,15 @@
-package payments
+package ledger
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +18,7 @@ import (
 
 // mustSecondHandle opens the ledger at path past its lock, as a reader
 // would: a second handle on the file for tests of SQLite's own guarantees.
-func mustSecondHandle(tb testing.TB, path string) *SQLLedger {
+func mustSecondHandle(tb testing.TB, path string) *SQL {
 	tb.Helper()
 	l, err := openLocked(context.Background(), "test", path)
 	if err != nil {
@@ -25,10 +28,46 @@ func mustSecondHandle(tb testing.TB, path string) *SQLLedger {
 	return l
 }
 
+// mustLedger opens the SQLite ledger at path, closed at cleanup.
+func mustLedger(tb testing.TB, path string) *SQL {
+	tb.Helper()
+	l, err := OpenFile(context.Background(), path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestLedgerConcurrentReserveTwoHandles(t *testing.T) {
+	// Two handles on one file stand for two processes (the second one
+	// past the lock, which refuses it otherwise): SQLite itself keeps one
+	// reservation.
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ls := []*SQL{mustLedger(t, path), mustSecondHandle(t, path)}
+	e := Entry{Payer: "0xa", Nonce: "0x8", Amount: "5000", Network: "n", Asset: "a"}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			err := ls[i%2].Reserve(context.Background(), e)
+			if err == nil {
+				wins.Add(1)
+			} else if !errors.Is(err, ErrAlreadyUsed) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d reserved, want 1", wins.Load())
+	}
+}
+
 // wantHeld checks that opening path fails because another holder has it.
 func wantHeld(t *testing.T, path string) {
 	t.Helper()
-	l, err := OpenLedger(context.Background(), path)
+	l, err := OpenFile(context.Background(), path)
 	if err == nil {
 		l.Close()
 		t.Fatal("a second open of a held ledger succeeded")
@@ -44,7 +83,7 @@ func wantHeld(t *testing.T, path string) {
 // open in the same process is refused; after Close it succeeds.
 func TestLedgerRefusesASecondOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := OpenLedger(context.Background(), path)
+	l, err := OpenFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +148,7 @@ func TestLedgerRefusesALedgerAnotherProcessHolds(t *testing.T) {
 // holdLedger is the child's side: open the ledger, say so, hold it until
 // stdin closes.
 func holdLedger(path string) {
-	l, err := OpenLedger(context.Background(), path)
+	l, err := OpenFile(context.Background(), path)
 	if err != nil {
 		os.Stdout.WriteString("error " + err.Error() + "\n")
 		os.Exit(3)

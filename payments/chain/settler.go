@@ -1,4 +1,7 @@
-package payments
+// Package chain is the on-chain settler: it checks payments against the
+// chain's state and collects them itself, sending the token's
+// transferWithAuthorization from a relayer account that pays the gas.
+package chain
 
 import (
 	"context"
@@ -19,15 +22,16 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"sandboxd"
+	"sandboxd/payments/internal/remote"
 	"sandboxd/x402"
 )
 
 // gasMarginPercent is added to the estimated gas of a settlement.
 const gasMarginPercent = 20
 
-// chainBackend is what a chainSettler needs of a chain client. Both
+// Backend is what a Settler needs of a chain client. Both
 // *ethclient.Client and the client of ethclient/simulated have it.
-type chainBackend interface {
+type Backend interface {
 	bind.ContractBackend
 	bind.DeployBackend
 	ChainID(ctx context.Context) (*big.Int, error)
@@ -39,23 +43,29 @@ type pendingCaller interface {
 	PendingCallContract(ctx context.Context, call ethereum.CallMsg) ([]byte, error)
 }
 
-// chainConfig configures a chainSettler.
-type chainConfig struct {
+// Config configures a Settler. The timeouts are required (payments.Config
+// resolves their defaults).
+type Config struct {
 	// Asset is the EIP-3009 token.
 	Asset common.Address
 	// ChainID, when set, must equal the backend's chain id.
 	ChainID *big.Int
-	// CheckTimeout bounds Check and NonceUsed; zero means DefaultVerifyTimeout.
+	// CheckTimeout bounds Check and NonceUsed (payments.verify_timeout).
 	CheckTimeout time.Duration
-	// SettleTimeout bounds Settle up to the receipt; zero means
-	// DefaultSettleTimeout.
+	// SettleTimeout bounds Settle up to the receipt (payments.settle_timeout).
 	SettleTimeout time.Duration
 	// RPCTimeout bounds each call to the backend, inside the bounds above,
-	// so one hung call cannot use up a whole settlement; zero means
-	// DefaultRPCTimeout.
+	// so one hung call cannot use up a whole settlement (payments.rpc_timeout).
 	RPCTimeout time.Duration
-	// Endpoint, when set, is payments.rpc_url's value; the errors of
-	// newChainSettler name its scheme and host only (see redactURL).
+	// ReceiptPoll is how often Settle asks for a settlement's receipt;
+	// zero means once a second.
+	ReceiptPoll time.Duration
+	// BumpAfter is how long a settlement transaction may stay unmined
+	// before it is replaced with higher fees; zero means a quarter of
+	// SettleTimeout.
+	BumpAfter time.Duration
+	// Endpoint, when set, is payments.rpc_url's value; the errors of New
+	// and Dial name its scheme and host only (see RedactURL).
 	Endpoint string
 	// Log receives the settler's events; nil discards them.
 	Log *slog.Logger
@@ -64,10 +74,10 @@ type chainConfig struct {
 // defaultReceiptPoll is how often Settle asks for a settlement's receipt.
 const defaultReceiptPoll = time.Second
 
-// chainSettler settles payments itself: it sends transferWithAuthorization
+// Settler settles payments itself: it sends transferWithAuthorization
 // to the token from a relayer account that pays the gas.
-type chainSettler struct {
-	backend       chainBackend
+type Settler struct {
+	backend       Backend
 	key           *ecdsa.PrivateKey
 	relayer       common.Address
 	asset         common.Address
@@ -88,33 +98,31 @@ type chainSettler struct {
 	known bool
 }
 
-var _ Settler = (*chainSettler)(nil)
-
-// newChainSettler returns a settler sending from key's account through
+// New returns a settler sending from key's account through
 // backend. It checks the chain id and that the asset has code; a backend
 // that cannot be reached or answers garbage is CodeUnavailable, naming
 // payments.rpc_url (and c.Endpoint).
-func newChainSettler(ctx context.Context, backend chainBackend, key *ecdsa.PrivateKey, c chainConfig) (*chainSettler, error) {
+func New(ctx context.Context, backend Backend, key *ecdsa.PrivateKey, c Config) (*Settler, error) {
 	const op = "payments.chain"
-	s := &chainSettler{backend: backend, key: key, relayer: crypto.PubkeyToAddress(key.PublicKey), asset: c.Asset,
+	s := &Settler{backend: backend, key: key, relayer: crypto.PubkeyToAddress(key.PublicKey), asset: c.Asset,
 		checkTimeout: c.CheckTimeout, settleTimeout: c.SettleTimeout, rpcTimeout: c.RPCTimeout,
-		receiptPoll: defaultReceiptPoll, log: c.Log}
-	if s.checkTimeout <= 0 {
-		s.checkTimeout = DefaultVerifyTimeout
+		receiptPoll: c.ReceiptPoll, log: c.Log}
+	if s.checkTimeout <= 0 || s.settleTimeout <= 0 || s.rpcTimeout <= 0 {
+		return nil, errors.New("payments.chain: the check, settle and RPC timeouts must be positive")
 	}
-	if s.settleTimeout <= 0 {
-		s.settleTimeout = DefaultSettleTimeout
+	s.bumpAfter = c.BumpAfter
+	if s.bumpAfter <= 0 {
+		s.bumpAfter = s.settleTimeout / 4
 	}
-	s.bumpAfter = s.settleTimeout / 4
-	if s.rpcTimeout <= 0 {
-		s.rpcTimeout = DefaultRPCTimeout
+	if s.receiptPoll <= 0 {
+		s.receiptPoll = defaultReceiptPoll
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	where := "payments.rpc_url"
 	if c.Endpoint != "" {
-		where += " " + redactURL(c.Endpoint)
+		where += " " + RedactURL(c.Endpoint)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
@@ -140,16 +148,17 @@ func newChainSettler(ctx context.Context, backend chainBackend, key *ecdsa.Priva
 	return s, nil
 }
 
-// dialChainSettler connects to cfg.RPCURL and returns a settler for req's
-// asset with the relayer key of cfg.RelayerKeyFile. Close disconnects. An
-// endpoint that cannot be reached, is slow past cfg's RPC timeout or answers
+// Dial connects to c.Endpoint (payments.rpc_url) and returns a settler for
+// req's asset with the relayer key in keyFile. Close disconnects. An
+// endpoint that cannot be reached, is slow past c's RPC timeout or answers
 // garbage fails here, with an error naming payments.rpc_url and its value.
-// A nil log discards the events.
-func dialChainSettler(ctx context.Context, cfg Config, req x402.Requirements, log *slog.Logger) (*chainSettler, error) {
+// A nil c.Log discards the events.
+func Dial(ctx context.Context, keyFile string, req x402.Requirements, c Config) (*Settler, error) {
+	log := c.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	key, err := x402.LoadKey(cfg.RelayerKeyFile)
+	key, err := x402.LoadKey(keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("payments.relayer_key_file: %w", err)
 	}
@@ -157,16 +166,15 @@ func dialChainSettler(ctx context.Context, cfg Config, req x402.Requirements, lo
 	if err != nil {
 		return nil, fmt.Errorf("payments.network: %w", err)
 	}
-	r := newRedactor(cfg.RPCURL)
-	dctx, cancel := context.WithTimeout(ctx, cfg.rpcTimeout())
-	client, err := dialRPC(dctx, cfg.RPCURL)
+	r := newRedactor(c.Endpoint)
+	dctx, cancel := context.WithTimeout(ctx, c.RPCTimeout)
+	client, err := dialRPC(dctx, c.Endpoint)
 	cancel()
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", r.err(err), "cannot connect to payments.rpc_url "+r.safe)
 	}
-	s, err := newChainSettler(ctx, redactedClient{c: client, r: r}, key, chainConfig{Asset: common.HexToAddress(req.Asset), ChainID: chainID,
-		CheckTimeout: cfg.verifyTimeout(), SettleTimeout: cfg.settleTimeout(), RPCTimeout: cfg.rpcTimeout(),
-		Endpoint: cfg.RPCURL, Log: log})
+	c.Asset, c.ChainID, c.Log = common.HexToAddress(req.Asset), chainID, log
+	s, err := New(ctx, redactedClient{c: client, r: r}, key, c)
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -176,8 +184,8 @@ func dialChainSettler(ctx context.Context, cfg Config, req x402.Requirements, lo
 	return s, nil
 }
 
-// Close disconnects a settler made by dialChainSettler.
-func (s *chainSettler) Close() error {
+// Close disconnects a settler made by Dial.
+func (s *Settler) Close() error {
 	if s.close != nil {
 		s.close()
 	}
@@ -187,7 +195,7 @@ func (s *chainSettler) Close() error {
 // Check simulates the transfer from the relayer with eth_call. When the
 // token refuses it (a revert), authorizationState and balanceOf say why;
 // any other failure of the call is CodeUnavailable.
-func (s *chainSettler) Check(ctx context.Context, p *x402.Payment) error {
+func (s *Settler) Check(ctx context.Context, p *x402.Payment) error {
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
 	data, err := packTransfer(p.Transfer)
@@ -208,16 +216,16 @@ func (s *chainSettler) Check(ctx context.Context, p *x402.Payment) error {
 
 // Settle sends the transfer, waits for its receipt and requires success.
 // A failure before the transaction may have reached the node wraps
-// errSettleNotSent. When sending failed in a way that may have delivered it
+// remote.ErrNotSent. When sending failed in a way that may have delivered it
 // (a timeout, a garbled answer), Settle still waits for its receipt: a
 // settlement that landed is a success, not a lost answer.
-func (s *chainSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
+func (s *Settler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	t := p.Transfer
 	data, err := packTransfer(t)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", errSettleNotSent, err)
+		return "", fmt.Errorf("%w: %w", remote.ErrNotSent, err)
 	}
 	cctx, ccancel := s.call(ctx)
 	gas, err := s.backend.EstimateGas(cctx, ethereum.CallMsg{From: s.relayer, To: &s.asset, Data: data})
@@ -261,7 +269,7 @@ func (s *chainSettler) Settle(ctx context.Context, p *x402.Payment) (string, err
 
 // NonceUsed reads authorizationState(from, nonce), from the pending state
 // when the backend offers it.
-func (s *chainSettler) NonceUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error) {
+func (s *Settler) NonceUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
 	used, err := s.authorizationState(ctx, from, nonce, true)
@@ -273,7 +281,7 @@ func (s *chainSettler) NonceUsed(ctx context.Context, from common.Address, nonce
 
 // diagnose says why the token refused a transfer: nonce used, balance
 // short, or (when neither) the token's own reason.
-func (s *chainSettler) diagnose(ctx context.Context, t *x402.Transfer, cause error) error {
+func (s *Settler) diagnose(ctx context.Context, t *x402.Transfer, cause error) error {
 	if used, err := s.authorizationState(ctx, t.From, t.Nonce, false); err == nil && used {
 		return &x402.RejectError{Reason: x402.ReasonNonceUsed, Check: "this authorization was already used on chain", Err: cause}
 	}
@@ -290,7 +298,7 @@ func (s *chainSettler) diagnose(ctx context.Context, t *x402.Transfer, cause err
 	return &x402.RejectError{Reason: x402.ReasonTransactionState, Check: "the token refused the transfer", Err: cause}
 }
 
-func (s *chainSettler) authorizationState(ctx context.Context, from common.Address, nonce [32]byte, pending bool) (bool, error) {
+func (s *Settler) authorizationState(ctx context.Context, from common.Address, nonce [32]byte, pending bool) (bool, error) {
 	data, err := tokenABI.Pack("authorizationState", from, nonce)
 	if err != nil {
 		return false, err
@@ -314,7 +322,7 @@ func (s *chainSettler) authorizationState(ctx context.Context, from common.Addre
 	return res[0].(bool), nil
 }
 
-func (s *chainSettler) balanceOf(ctx context.Context, who common.Address) (*big.Int, error) {
+func (s *Settler) balanceOf(ctx context.Context, who common.Address) (*big.Int, error) {
 	data, err := tokenABI.Pack("balanceOf", who)
 	if err != nil {
 		return nil, err
@@ -333,12 +341,12 @@ func (s *chainSettler) balanceOf(ctx context.Context, who common.Address) (*big.
 }
 
 // call bounds one RPC call by the per-call timeout, inside ctx's bound.
-func (s *chainSettler) call(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *Settler) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.rpcTimeout)
 }
 
 // timedOut says, for the log, that a call ran out of time.
-func (s *chainSettler) timedOut(err error) error {
+func (s *Settler) timedOut(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("no answer in time (each call is bounded by %s): %w", s.rpcTimeout, err)
 	}
@@ -348,15 +356,15 @@ func (s *chainSettler) timedOut(err error) error {
 // unavailable is the error of a chain RPC failure after which nothing was
 // collected. Its message is shown to callers, so it names no URL (an RPC
 // URL often holds an API key); the cause, for the log, has the details.
-func (s *chainSettler) unavailable(what string, err error) error {
+func (s *Settler) unavailable(what string, err error) error {
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", s.timedOut(err),
 		"the chain RPC failed to "+what+"; nothing was charged, so the same payment may be sent again later")
 }
 
 // notSent is unavailable for a settlement that failed before its
 // transaction could have reached the node.
-func (s *chainSettler) notSent(what string, err error) error {
-	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", fmt.Errorf("%w: %w", errSettleNotSent, s.timedOut(err)),
+func (s *Settler) notSent(what string, err error) error {
+	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", fmt.Errorf("%w: %w", remote.ErrNotSent, s.timedOut(err)),
 		"the chain RPC failed to "+what+"; nothing was charged, so the same payment may be sent again later")
 }
 

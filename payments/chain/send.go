@@ -1,4 +1,4 @@
-package payments
+package chain
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
+
+	"sandboxd/payments/internal/remote"
 )
 
 // send prices, signs and sends one transaction. The relayer nonce is taken
@@ -25,7 +27,7 @@ import (
 // reached the node anyway (the call timed out or the answer was garbled),
 // and nil when it cannot have (the node refused it, or the connection was
 // refused).
-func (s *chainSettler) send(ctx context.Context, gas uint64, data []byte) (*types.Transaction, error) {
+func (s *Settler) send(ctx context.Context, gas uint64, data []byte) (*types.Transaction, error) {
 	inner, err := s.fees(ctx)
 	if err != nil {
 		return nil, err
@@ -78,7 +80,7 @@ const gapConfirm = 2 * time.Second
 // has transactions it accepted (dropped from its pool, lost in a restart):
 // every later nonce would wait behind the gap forever, so the next nonce is
 // taken from the node and the next settlement fills the gap.
-func (s *chainSettler) resyncGap(ctx context.Context, pending uint64) {
+func (s *Settler) resyncGap(ctx context.Context, pending uint64) {
 	deadline := time.Now().Add(gapConfirm)
 	for pending < s.next && time.Now().Before(deadline) {
 		select {
@@ -105,7 +107,7 @@ func (s *chainSettler) resyncGap(ctx context.Context, pending uint64) {
 // node refused the first for its nonce (another sender used the relayer
 // account). A retry cannot collect twice: the token accepts each
 // authorization once; and it is never made when the first may have arrived.
-func (s *chainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
+func (s *Settler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
 	tx, err := s.send(ctx, gas, data)
 	if err != nil && tx == nil && strings.Contains(strings.ToLower(err.Error()), "nonce") {
 		log.Warn("relayer nonce was stale; retrying with the pending nonce", "err", err)
@@ -117,7 +119,7 @@ func (s *chainSettler) sendRetry(ctx context.Context, log *slog.Logger, gas uint
 // fees returns an unsigned transaction body carrying the fee fields: an
 // EIP-1559 one (tip plus twice the base fee) where the chain has a base
 // fee, else a legacy one.
-func (s *chainSettler) fees(ctx context.Context) (types.TxData, error) {
+func (s *Settler) fees(ctx context.Context) (types.TxData, error) {
 	cctx, cancel := s.call(ctx)
 	head, err := s.backend.HeaderByNumber(cctx, nil)
 	cancel()
@@ -147,7 +149,7 @@ func (s *chainSettler) fees(ctx context.Context) (types.TxData, error) {
 // again at the next tick: a flaky RPC must not turn a landed settlement
 // into a lost answer. When no receipt comes, the error carries the last
 // failure.
-func (s *chainSettler) waitReceipt(ctx context.Context, log *slog.Logger, st *sentTx) (*types.Receipt, error) {
+func (s *Settler) waitReceipt(ctx context.Context, log *slog.Logger, st *sentTx) (*types.Receipt, error) {
 	start := time.Now()
 	var last error
 	tick := time.NewTicker(s.receiptPoll)
@@ -185,7 +187,7 @@ func mayHaveArrived(err error) bool {
 	if isNodeError(err) {
 		return strings.Contains(strings.ToLower(err.Error()), "already known")
 	}
-	return !dialFailed(err)
+	return !remote.DialFailed(err)
 }
 
 // isNodeError reports whether the node answered with a JSON-RPC error (a

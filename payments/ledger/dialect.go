@@ -1,4 +1,4 @@
-package payments
+package ledger
 
 import (
 	"database/sql"
@@ -26,7 +26,7 @@ type dialect struct {
 	// dbNow is the SQL of the database's own current time in stampLayout,
 	// and dbAgo the same time less ? seconds (a float). Heartbeats and the
 	// lease are stamped and compared with these: one clock for every
-	// replica, never each replica's own (see ledger_replica.go).
+	// replica, never each replica's own (see replica.go).
 	dbNow, dbAgo string
 }
 
@@ -66,9 +66,9 @@ func (d dialect) bind(q string) string {
 }
 
 // newSQLLedger returns the ledger on db, migrated, as DefaultReplica with
-// DefaultLease; OpenLedgerConfig sets the replica and lease configured.
-func newSQLLedger(db *sql.DB, d dialect) *SQLLedger {
-	return &SQLLedger{db: db, dialect: d, replica: DefaultReplica(""), lease: DefaultLease, now: time.Now}
+// DefaultLease; Open sets the replica and lease configured.
+func newSQLLedger(db *sql.DB, d dialect) *SQL {
+	return &SQL{db: db, dialect: d, replica: DefaultReplica(""), lease: DefaultLease, now: time.Now}
 }
 
 // formatStamp is t in stampLayout.

@@ -7,15 +7,7 @@ import (
 	"net/http"
 
 	"sandboxd"
-)
-
-// The x402 v2 header names, as the protocol spells them (case-insensitive).
-const (
-	headerPaymentRequired  = "PAYMENT-REQUIRED"
-	headerPaymentSignature = "PAYMENT-SIGNATURE"
-	headerPaymentResponse  = "PAYMENT-RESPONSE"
-	// headerXPaymentResponse is v1's settlement report.
-	headerXPaymentResponse = "X-PAYMENT-RESPONSE"
+	"sandboxd/x402"
 )
 
 // The x402 MCP transport's _meta keys.
@@ -40,7 +32,7 @@ func paymentHeader(payload any) (http.Header, error) {
 		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.mcp", err, "the payment does not encode as JSON")
 	}
 	h := http.Header{}
-	h.Set(headerPaymentSignature, base64.StdEncoding.EncodeToString(raw))
+	h.Set(x402.HeaderPaymentSignature, base64.StdEncoding.EncodeToString(raw))
 	return h, nil
 }
 
@@ -65,10 +57,10 @@ func headerObject(h http.Header, name string) map[string]any {
 // settlementOf returns the settlement report in h (v2's PAYMENT-RESPONSE,
 // else v1's), or nil.
 func settlementOf(h http.Header) map[string]any {
-	if obj := headerObject(h, headerPaymentResponse); obj != nil {
+	if obj := headerObject(h, x402.HeaderPaymentResponse); obj != nil {
 		return obj
 	}
-	return headerObject(h, headerXPaymentResponse)
+	return headerObject(h, x402.HeaderXPaymentResponse)
 }
 
 // paymentTerms returns the x402 v2 PaymentRequired that err carries in its
@@ -78,5 +70,5 @@ func paymentTerms(err error) map[string]any {
 	if !errors.As(err, &e) || e.Code != sandboxd.CodePayment {
 		return nil
 	}
-	return headerObject(e.Header, headerPaymentRequired)
+	return headerObject(e.Header, x402.HeaderPaymentRequired)
 }

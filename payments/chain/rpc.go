@@ -1,8 +1,9 @@
-package payments
+package chain
 
 import (
 	"context"
 	"math/big"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -10,12 +11,15 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"sandboxd/payments/internal/remote"
 )
 
-// redactURL is what may be said of an RPC URL in logs and messages: its
+// RedactURL is what may be said of an RPC URL in logs and messages: its
 // scheme and host at most. Providers put API keys in the path, the query or
 // the userinfo, so those are never shown.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return "the configured RPC"
@@ -31,7 +35,7 @@ type redactor struct {
 
 // newRedactor returns a redactor for the RPC URL raw.
 func newRedactor(raw string) redactor {
-	r := redactor{raw: raw, safe: redactURL(raw)}
+	r := redactor{raw: raw, safe: RedactURL(raw)}
 	if u, err := url.Parse(raw); err == nil {
 		for _, s := range []string{u.User.String(), u.EscapedPath(), u.Path, u.RawQuery, u.Query().Encode(), u.Fragment} {
 			if len(s) >= 3 {
@@ -86,7 +90,7 @@ type redactedClient struct {
 // The settler's optional interfaces too: without them it would quietly
 // stop preferring pending state or bumping stuck transactions.
 var (
-	_ chainBackend  = redactedClient{}
+	_ Backend       = redactedClient{}
 	_ pendingCaller = redactedClient{}
 	_ nonceReader   = redactedClient{}
 )
@@ -168,4 +172,21 @@ func (b redactedClient) TransactionReceipt(ctx context.Context, h common.Hash) (
 func (b redactedClient) TransactionByHash(ctx context.Context, h common.Hash) (*types.Transaction, bool, error) {
 	tx, pending, err := b.c.TransactionByHash(ctx, h)
 	return tx, pending, b.r.err(err)
+}
+
+// maxRPCAnswer bounds one answer of the RPC node. The largest the service
+// asks for is a transaction receipt with its two Transfer and
+// AuthorizationUsed logs, a few KB; a node streaming more is refused
+// rather than buffered for as long as the call's timeout lets it talk.
+const maxRPCAnswer = 4 << 20
+
+// dialRPC connects to the node at url with every answer bounded: over
+// HTTP by boundedTransport, over WebSocket by the message size limit.
+func dialRPC(ctx context.Context, url string) (*ethclient.Client, error) {
+	hc := &http.Client{Transport: remote.BoundedTransport{Base: remote.Transport(), Limit: maxRPCAnswer}}
+	c, err := rpc.DialOptions(ctx, url, rpc.WithHTTPClient(hc), rpc.WithWebsocketMessageSizeLimit(maxRPCAnswer))
+	if err != nil {
+		return nil, err
+	}
+	return ethclient.NewClient(c), nil
 }

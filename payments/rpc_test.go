@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -31,19 +32,6 @@ func wantNoSecret(t *testing.T, what, text string) {
 	}
 }
 
-func TestRedactURL(t *testing.T) {
-	for raw, want := range map[string]string{
-		"https://user:pw@base-sepolia.g.alchemy.com/v2/KEY?x=1#f": "https://base-sepolia.g.alchemy.com",
-		"wss://node.example:8546/ws/KEY":                          "wss://node.example:8546",
-		"/var/run/geth.ipc":                                       "the configured RPC",
-		"::not a url":                                             "the configured RPC",
-	} {
-		if got := redactURL(raw); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
-		}
-	}
-}
-
 // TestChainSettlerNeverShowsTheRPCSecret: with an API key in the RPC URL,
 // neither the start-up error of a closed endpoint, nor the log, nor the
 // errors of a chain that goes away after the start (net/http puts the whole
@@ -57,9 +45,9 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	closed := newFlakyServer(t, newRPCProxy(nil))
 	closed.Down()
 	cfg := faultConfig(t, c.testChain, secretRPC(closed.URL()))
-	_, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	_, err := dialChain(ctx, cfg, mustRequirements(t, cfg), log)
 	if err == nil {
-		t.Fatal("dialChainSettler reached a closed port")
+		t.Fatal("dialChain reached a closed port")
 	}
 	wantNoSecret(t, "the start-up error", err.Error())
 	if !strings.Contains(err.Error(), closed.URL()) {
@@ -67,7 +55,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 	}
 
 	cfg = faultConfig(t, c.testChain, secretRPC(c.srv.URL()))
-	s, err := dialChainSettler(ctx, cfg, mustRequirements(t, cfg), log)
+	s, err := dialChain(ctx, cfg, mustRequirements(t, cfg), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,12 +118,12 @@ func TestRedactLedger(t *testing.T) {
 		"postgres://u@db/ledger?sslkey=/k&sslpassword=pw3#pw4":                                      "postgres://db/ledger",
 		"data/ledger.db": "data/ledger.db",
 	} {
-		got := RedactLedger(in)
+		got := ledger.Redact(in)
 		if got != want {
-			t.Errorf("RedactLedger(%q) = %q, want %q", in, got, want)
+			t.Errorf("ledger.Redact(%q) = %q, want %q", in, got, want)
 		}
 		if strings.Contains(got, "pw") {
-			t.Errorf("RedactLedger(%q) = %q shows a password", in, got)
+			t.Errorf("ledger.Redact(%q) = %q shows a password", in, got)
 		}
 	}
 }
