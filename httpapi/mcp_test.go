@@ -238,6 +238,14 @@ func TestMCPPayment(t *testing.T) {
 			t.Errorf("gate saw PAYMENT-SIGNATURE %q", raw)
 		}
 	})
+	t.Run("terms that are not a JSON object answer the message", func(t *testing.T) {
+		garbled := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required",
+			Payment: &sandboxd.PaymentDetails{Terms: &sandboxd.PaymentTerms{V2: json.RawMessage(`[1]`)}}}
+		res := callTool(t, mustMCP(t, newTestServer(&fakeRunner{}, &fakeGate{checkErr: garbled})), map[string]any{"code": "x"}, nil)
+		if !res.IsError || text(t, res) != "payment required" || res.StructuredContent != nil {
+			t.Errorf("isError %v, %q, structuredContent %v", res.IsError, text(t, res), res.StructuredContent)
+		}
+	})
 	t.Run("a payment that is not an object", func(t *testing.T) {
 		runner := &fakeRunner{}
 		cs := mustMCP(t, newTestServer(runner, &fakeGate{}))

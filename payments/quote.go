@@ -24,21 +24,20 @@ func (q quote) paymentError(op, resourceURL, message string, cause error) *sandb
 	v2, v1 := x402.Terms(q.req, q.description, resourceURL, message)
 	terms := &sandboxd.PaymentTerms{}
 	terms.V2, _ = json.Marshal(v2)
-	terms.V1, _ = bodyJSON(v1)
+	terms.V1 = bodyJSON(v1)
 	return &sandboxd.Error{Code: sandboxd.CodePayment, Op: op, Message: message, Err: cause,
 		Payment: &sandboxd.PaymentDetails{Terms: terms}}
 }
 
-// bodyJSON encodes v as an answer body is encoded: compact, without HTML
-// escaping.
-func bodyJSON(v any) (json.RawMessage, error) {
+// bodyJSON encodes v as httpapi encodes an answer body: compact, without
+// HTML escaping. The terms are strings and numbers, which always encode
+// (nil, answered as the default body, if they did not).
+func bodyJSON(v any) json.RawMessage {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // priceText says the price for a person, e.g. "0.005 USDC on eip155:84532".
