@@ -1,9 +1,9 @@
 package sandboxd
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -48,12 +48,48 @@ type Error struct {
 	Err error
 	// RetryAfter, when set, tells the caller when to try again.
 	RetryAfter time.Duration
-	// Header holds response headers the error carries (x402 terms, a failed
-	// settlement response).
-	Header http.Header
-	// Body, when non-nil, is the JSON object answered instead of the default
-	// {"error": Message}; it must itself carry an "error" field.
-	Body any
+	// Payment, when set, holds the x402 details of a payment error (the
+	// quoted terms, a failed or pending settlement); httpapi turns them into
+	// headers, bodies and MCP results.
+	Payment *PaymentDetails
+}
+
+// PaymentDetails are the x402 parts of a payment answer.
+type PaymentDetails struct {
+	// Terms are the quoted terms, or nil.
+	Terms *PaymentTerms
+	// Settlement is the report of a failed or pending settlement, or nil.
+	Settlement *Settlement
+}
+
+// PaymentTerms are the quoted x402 terms, as payments encoded them: the
+// documents are answered as they are, byte for byte.
+type PaymentTerms struct {
+	// V2 is the x402 v2 PaymentRequired JSON (the PAYMENT-REQUIRED header,
+	// the MCP tool error's structuredContent).
+	V2 json.RawMessage
+	// V1 is the x402 v1 PaymentRequired JSON (the body of an HTTP 402); it
+	// carries an "error" field.
+	V1 json.RawMessage
+}
+
+// Settlement is the report of one settlement (x402's SettleResponse), for a
+// payer of x402 Version: version 1 is answered in X-PAYMENT-RESPONSE with v1
+// network names, version 2 in PAYMENT-RESPONSE.
+type Settlement struct {
+	// Version is the x402 version of the payment.
+	Version int
+	// Success reports that the payment was collected.
+	Success bool
+	// ErrorReason is the x402 error code when Success is false
+	// ("settlement_pending" when the outcome is not known yet).
+	ErrorReason string
+	// Transaction is the settlement's transaction hash ("" when none).
+	Transaction string
+	// Network is the network settled on, in x402 v2 naming.
+	Network string
+	// Payer is the paying address.
+	Payer string
 }
 
 // Error implements the error interface.

@@ -1,16 +1,17 @@
 package sandboxd
 
-import (
-	"context"
-	"net/http"
-)
+import "context"
 
 // PaymentRequest is what the payment gate sees of a request.
 type PaymentRequest struct {
 	// ResourceURL is the public URL of the call, quoted in the terms.
 	ResourceURL string
-	// Header holds the request headers (PAYMENT-SIGNATURE, X-PAYMENT).
-	Header http.Header
+	// Signature is the request's PAYMENT-SIGNATURE header (a v2 payment),
+	// "" when absent.
+	Signature string
+	// XPayment is the request's X-PAYMENT header (a v1 payment), "" when
+	// absent.
+	XPayment string
 	// Extensions are the x402 extensions the service declares for the
 	// resource, by name (bazaar discovery). A facilitator is sent these,
 	// never the payer's copies.
@@ -29,7 +30,7 @@ type PaymentRequest struct {
 // limit on checks at once (never by the sandbox slots). It holds nothing
 // when it returns: an Authorization that is dropped costs nobody anything.
 // It returns an *Error:
-//   - CodePayment with the x402 terms in Header and Body when no payment
+//   - CodePayment with the x402 terms in Payment when no payment
 //     came, or the payment failed a check (Message names the check);
 //   - CodeInvalid when a payment header does not decode;
 //   - CodeBusy (RetryAfter set) when too many payments are being checked
@@ -58,13 +59,13 @@ type Authorization interface {
 // not matter: the run is completed and settled (the payer asked for it).
 //
 // Settle is called with a delivered result; it collects the payment and
-// returns headers for the answer (PAYMENT-RESPONSE). It returns an *Error:
-//   - CodePayment (a failed PAYMENT-RESPONSE attached) when the settlement
+// returns its report, nil when nothing was charged. It returns an *Error:
+//   - CodePayment (the terms and a failed settlement in Payment) when the settlement
 //     was refused or reverted (nothing collected; the payment is never
 //     admitted again), or never left (nothing collected; the message says
 //     the same payment may be sent again);
-//   - CodePending (202, a PAYMENT-RESPONSE with errorReason
-//     "settlement_pending" and the transaction hash attached) when the
+//   - CodePending (202, a settlement in Payment with ErrorReason
+//     "settlement_pending" and the transaction hash) when the
 //     settlement may have been sent but its outcome is unknown: the payment
 //     is spent, the ledger resolves it later from the chain, and the payer
 //     must not pay again;
@@ -76,6 +77,6 @@ type Authorization interface {
 // Release is called when the service failed to deliver (a 5xx before a
 // result): nothing is charged and the same payment may be offered again.
 type Charge interface {
-	Settle(ctx context.Context, result Result) (http.Header, error)
+	Settle(ctx context.Context, result Result) (*Settlement, error)
 	Release(ctx context.Context)
 }

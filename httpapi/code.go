@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // codeRequest is the body of POST /v1/code.
@@ -53,7 +54,7 @@ func newCodeResponse(job sandboxd.Job, res sandboxd.Result) CodeResponse {
 }
 
 // handleCode runs one program through the paid flow (execute) and answers
-// its result with the settlement's headers.
+// its result with the settlement's report.
 func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	job, err := s.parseJob(r)
 	if err != nil {
@@ -61,12 +62,13 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ext := httpExtensions()
-	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r), Header: r.Header, Extensions: ext})
+	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r),
+		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment), Extensions: ext})
 	if err != nil {
 		s.writeError(w, r, withExtensions(err, ext))
 		return
 	}
-	addHeaders(w.Header(), out.Header)
+	addSettlement(w.Header(), out.Settlement)
 	writeJSON(w, http.StatusOK, newCodeResponse(job, out.Result))
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -33,8 +34,11 @@ func TestCodeAnswersTheResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAnswer42(t, got)
-	if gate.settled != 1 || rec.Header().Get("Payment-Response") != "settled" {
-		t.Errorf("settled %d times, header %q", gate.settled, rec.Header().Get("Payment-Response"))
+	report := `{"success":true,"transaction":"0xsettled","network":"eip155:84532","payer":"0xpayer"}`
+	if gate.settled != 1 || rec.Header().Get("Payment-Response") != base64.StdEncoding.EncodeToString([]byte(report)) ||
+		rec.Header().Get("Cache-Control") != "no-store" {
+		t.Errorf("settled %d times, header %q, Cache-Control %q; want PAYMENT-RESPONSE %s, no-store",
+			gate.settled, rec.Header().Get("Payment-Response"), rec.Header().Get("Cache-Control"), report)
 	}
 }
 
@@ -56,7 +60,8 @@ func checkAnswer42(t *testing.T, got map[string]any) {
 
 func TestCodeErrors(t *testing.T) {
 	payErr := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required",
-		Header: http.Header{"Payment-Required": {"terms"}}, Body: map[string]any{"x402Version": 1, "error": "payment required"}}
+		Payment: termsDetails(map[string]any{"x402Version": 2, "error": "payment required"},
+			map[string]any{"x402Version": 1, "error": "payment required"})}
 	cases := []struct {
 		name      string
 		method    string
@@ -133,8 +138,13 @@ func TestCodeErrors(t *testing.T) {
 			if (gate.released > 0) != tc.released {
 				t.Errorf("released %d, want %v", gate.released, tc.released)
 			}
-			if tc.status == 402 && rec.Header().Get("Payment-Required") != "terms" {
-				t.Errorf("402 without the terms header")
+			if tc.status == 402 {
+				if terms := headerObject(rec.Header(), "Payment-Required"); terms["x402Version"] != 2.0 || terms["error"] != "payment required" {
+					t.Errorf("402 without the terms header: %v", terms)
+				}
+				if rec.Body.String() != `{"error":"payment required","x402Version":1}`+"\n" {
+					t.Errorf("402 body %q, want the v1 terms", rec.Body)
+				}
 			}
 		})
 	}

@@ -22,7 +22,7 @@ type decodingGate struct{ fakeGate }
 // Check decodes req's payment header with x402's strict decoder; a header
 // that does not decode is CodeInvalid, as the gate classifies it.
 func (g *decodingGate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
-	if _, err := x402.DecodePaymentHeader(req.Header); err != nil {
+	if _, err := x402.DecodePayment(req.Signature, req.XPayment); err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.test", err, err.Error())
 	}
 	return g.fakeGate.Check(ctx, req)

@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 
 	"sandboxd"
-	"sandboxd/x402"
 )
 
 // The x402 v2 discovery extension ("bazaar"): directories of paid endpoints
@@ -116,8 +114,7 @@ func addExtensions(terms, declared map[string]any) {
 }
 
 // withExtensions returns err with the declared extensions added to the
-// terms in its PAYMENT-REQUIRED header; any other error comes back as it
-// was.
+// v2 terms it carries; any other error comes back as it was.
 func withExtensions(err error, declared map[string]any) error {
 	terms := paymentTerms(err)
 	if terms == nil {
@@ -130,8 +127,9 @@ func withExtensions(err error, declared map[string]any) error {
 	}
 	var e *sandboxd.Error
 	errors.As(err, &e)
-	with := *e
-	with.Header = e.Header.Clone()
-	with.Header.Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString(raw))
+	with, details, quoted := *e, *e.Payment, *e.Payment.Terms
+	quoted.V2 = raw
+	details.Terms = &quoted
+	with.Payment = &details
 	return &with
 }

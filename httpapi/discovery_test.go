@@ -14,11 +14,11 @@ import (
 func TestHTTPTermsCarryDiscovery(t *testing.T) {
 	terms := map[string]any{"x402Version": 2, "error": "payment required", "accepts": []any{map[string]any{"scheme": "exact"}}}
 	payErr := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required",
-		Header: http.Header{"Payment-Required": {encodeTerms(terms)}, "X-Other": {"kept"}},
-		Body:   map[string]any{"x402Version": 1, "error": "payment required"}}
+		Payment: termsDetails(terms, map[string]any{"x402Version": 1, "error": "payment required"})}
+	gateTerms := *payErr.Payment.Terms
 	rec := do(t, newTestServer(&fakeRunner{}, &fakeGate{checkErr: payErr}).Handler(), "POST", "/v1/code", `{"code":"x"}`)
-	if rec.Code != http.StatusPaymentRequired || rec.Header().Get("X-Other") != "kept" {
-		t.Fatalf("status %d, headers %v", rec.Code, rec.Header())
+	if rec.Code != http.StatusPaymentRequired || rec.Body.String() != `{"error":"payment required","x402Version":1}`+"\n" {
+		t.Fatalf("status %d, headers %v, body %s", rec.Code, rec.Header(), rec.Body)
 	}
 	got := headerObject(rec.Header(), x402.HeaderPaymentRequired)
 	bazaar := bazaarOf(t, got)
@@ -29,7 +29,7 @@ func TestHTTPTermsCarryDiscovery(t *testing.T) {
 	if got["error"] != "payment required" || got["accepts"] == nil {
 		t.Errorf("terms lost their fields: %v", got)
 	}
-	if payErr.Header.Get("Payment-Required") != encodeTerms(terms) {
+	if string(payErr.Payment.Terms.V2) != string(gateTerms.V2) || payErr.Payment.Terms.V1 == nil {
 		t.Error("the gate's error was changed in place")
 	}
 }

@@ -53,16 +53,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var body any = errorBody{Error: sandboxd.ErrorMessage(err)}
 	var e *sandboxd.Error
 	if errors.As(err, &e) {
-		addHeaders(w.Header(), e.Header)
 		if e.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(e.RetryAfter)))
 		}
-		if e.Body != nil {
-			body = e.Body
+		if e.Payment != nil {
+			body = addPayment(w.Header(), e, body)
 		}
 	}
 	if status == http.StatusPaymentRequired {
-		w.Header().Set("Cache-Control", "no-store") // terms and settlement reports are per request
+		noStore(w.Header())
 	}
 	log := s.Log.With("method", r.Method, "path", r.URL.Path, "status", status)
 	switch {
@@ -79,12 +78,3 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // retrySeconds is the one rounding of a retry delay to whole seconds (up),
 // for the Retry-After header and the MCP tool's message.
 func retrySeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
-
-// addHeaders adds every value of from to to.
-func addHeaders(to, from http.Header) {
-	for k, vs := range from {
-		for _, v := range vs {
-			to.Add(k, v)
-		}
-	}
-}

@@ -2,16 +2,15 @@ package httpapi
 
 import (
 	"context"
-	"net/http"
 
 	"sandboxd"
 )
 
 // outcome is a delivered and settled run: the program's result and the
-// headers the payment adds to the answer (PAYMENT-RESPONSE).
+// settlement's report (nil when nothing was charged).
 type outcome struct {
-	Result sandboxd.Result
-	Header http.Header
+	Result     sandboxd.Result
+	Settlement *sandboxd.Settlement
 }
 
 // execute runs one validated job through the payment flow, the one flow of
@@ -52,13 +51,13 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 		charge.Release(ctx)
 		return outcome{}, err
 	}
-	header, err := charge.Settle(ctx, res)
+	settled, err := charge.Settle(ctx, res)
 	if err != nil {
 		return outcome{}, err
 	}
 	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds())
-	return outcome{Result: res, Header: header}, nil
+	return outcome{Result: res, Settlement: settled}, nil
 }
 
 // releaseWhenGone gives the sandbox slot back once the run's sandbox is

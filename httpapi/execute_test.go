@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -100,15 +101,16 @@ func TestBusyReservesNothing(t *testing.T) {
 func TestPendingSettlementAnswers202(t *testing.T) {
 	tx := "0x" + strings.Repeat("ab", 32)
 	pending := &sandboxd.Error{Code: sandboxd.CodePending, Message: "settlement pending; do not pay again",
-		Header: http.Header{"Payment-Response": {"pending"}},
-		Body:   map[string]string{"status": "settlement_pending", "transaction": tx, "error": "settlement pending; do not pay again"}}
+		Payment: &sandboxd.PaymentDetails{Settlement: &sandboxd.Settlement{Version: 2, ErrorReason: "settlement_pending", Transaction: tx}}}
+	report := base64.StdEncoding.EncodeToString([]byte(`{"success":false,"errorReason":"settlement_pending","transaction":"` + tx + `","network":""}`))
 	runner := &fakeRunner{result: sandboxd.Result{Stdout: "secret result", Status: sandboxd.StatusOK}}
 	rec := do(t, newTestServer(runner, &fakeGate{settleErr: pending}).Handler(), "POST", "/v1/code", `{"code":"x"}`)
-	if rec.Code != http.StatusAccepted || rec.Header().Get("Payment-Response") != "pending" {
+	if rec.Code != http.StatusAccepted || rec.Header().Get("Payment-Response") != report || rec.Header().Get("Cache-Control") != "no-store" {
 		t.Fatalf("status %d, PAYMENT-RESPONSE %q; want 202 with it", rec.Code, rec.Header().Get("Payment-Response"))
 	}
 	var body map[string]string
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body["transaction"] != tx || body["status"] != "settlement_pending" {
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body["transaction"] != tx || body["status"] != "settlement_pending" ||
+		body["error"] != "settlement pending; do not pay again" || len(body) != 3 {
 		t.Fatalf("body %s (%v)", rec.Body, err)
 	}
 	if strings.Contains(rec.Body.String(), "secret result") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	"sandboxd"
@@ -60,8 +59,9 @@ type fakeGate struct {
 	settled    int
 	released   int
 	requests   []sandboxd.PaymentRequest
-	// settleHeader, when set, is what Settle answers instead of a marker.
-	settleHeader http.Header
+	// settlement, when set, is what Settle answers instead of
+	// fakeSettlement.
+	settlement *sandboxd.Settlement
 }
 
 func (g *fakeGate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
@@ -103,23 +103,28 @@ func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) {
 	return c, nil
 }
 
-func (c fakeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error) {
+func (c fakeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
 	c.g.mu.Lock()
 	defer c.g.mu.Unlock()
 	if c.g.settleErr != nil {
 		return nil, c.g.settleErr
 	}
 	c.g.settled++
-	if c.g.settleHeader != nil {
-		return c.g.settleHeader, nil
+	if c.g.settlement != nil {
+		return c.g.settlement, nil
 	}
-	return http.Header{"Payment-Response": {"settled"}}, nil
+	return fakeSettlement(), nil
 }
 
 func (c fakeCharge) Release(context.Context) {
 	c.g.mu.Lock()
 	defer c.g.mu.Unlock()
 	c.g.released++
+}
+
+// fakeSettlement is the settlement fakeCharge reports by default.
+func fakeSettlement() *sandboxd.Settlement {
+	return &sandboxd.Settlement{Version: 2, Success: true, Transaction: "0xsettled", Network: "eip155:84532", Payer: "0xpayer"}
 }
 
 // newTestServer returns a Server over the fakes with small limits.

@@ -91,9 +91,9 @@ func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return s.toolError(err), nil
 	}
-	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Header: http.Header{}, Extensions: toolExtensions()}
+	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Extensions: toolExtensions()}
 	if payload, ok := req.Params.Meta[metaPayment]; ok {
-		if pay.Header, err = paymentHeader(payload); err != nil {
+		if pay.Signature, err = paymentSignature(payload); err != nil {
 			return s.toolError(err), nil
 		}
 	}
@@ -109,7 +109,7 @@ func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*
 		Content:           []mcp.Content{&mcp.TextContent{Text: summary(out)}},
 		StructuredContent: out,
 	}
-	if settled := settlementOf(run.Header); settled != nil {
+	if settled := settlementMeta(run.Settlement); settled != nil {
 		result.Meta = mcp.Meta{metaPaymentResponse: settled}
 	}
 	return result, nil
@@ -143,9 +143,9 @@ func (s *Server) toolError(err error) *mcp.CallToolResult {
 	}
 	result := &mcp.CallToolResult{IsError: true}
 	var e *sandboxd.Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e.Payment != nil {
 		// A failed or pending settlement's report (pending: its transaction).
-		if settled := settlementOf(e.Header); settled != nil {
+		if settled := settlementMeta(e.Payment.Settlement); settled != nil {
 			result.Meta = mcp.Meta{metaPaymentResponse: settled}
 		}
 	}

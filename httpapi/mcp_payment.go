@@ -4,10 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
-
 	"sandboxd"
-	"sandboxd/x402"
 )
 
 // The x402 MCP transport's _meta keys.
@@ -16,59 +13,41 @@ const (
 	metaPaymentResponse = "x402/payment-response"
 )
 
-// paymentHeader turns a PaymentPayload object from MCP's
-// params._meta["x402/payment"] into the header the payment gate reads over
-// HTTP: PAYMENT-SIGNATURE, base64 of its JSON. So HTTP and MCP share one
+// paymentSignature turns a PaymentPayload object from MCP's
+// params._meta["x402/payment"] into the value the payment gate reads over
+// HTTP in PAYMENT-SIGNATURE: base64 of its JSON. So HTTP and MCP share one
 // gate, one ledger and one decoder. A payload that is not a JSON object is
 // a CodeInvalid error.
-func paymentHeader(payload any) (http.Header, error) {
+func paymentSignature(payload any) (string, error) {
 	obj, ok := payload.(map[string]any)
 	if !ok {
-		return nil, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.mcp",
+		return "", sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.mcp",
 			`_meta["%s"] must be an x402 PaymentPayload object`, metaPayment)
 	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.mcp", err, "the payment does not encode as JSON")
+		return "", sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.mcp", err, "the payment does not encode as JSON")
 	}
-	h := http.Header{}
-	h.Set(x402.HeaderPaymentSignature, base64.StdEncoding.EncodeToString(raw))
-	return h, nil
+	return base64.StdEncoding.EncodeToString(raw), nil
 }
 
-// headerObject decodes the x402 header name in h (base64 of a JSON object),
-// or returns nil when it is absent or does not decode.
-func headerObject(h http.Header, name string) map[string]any {
-	value := h.Get(name)
-	if value == "" {
+// settlementMeta returns the settlement report s as its payer's version
+// reads it (see settleReport), as a JSON object for _meta, or nil.
+func settlementMeta(s *sandboxd.Settlement) map[string]any {
+	if s == nil {
 		return nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(value)
-	if err != nil {
-		return nil
-	}
-	var obj map[string]any
-	if json.Unmarshal(raw, &obj) != nil {
-		return nil
-	}
-	return obj
+	_, r := settleReport(s)
+	raw, _ := json.Marshal(r) // strings and a bool: it always encodes
+	return jsonObject(raw)
 }
 
-// settlementOf returns the settlement report in h (v2's PAYMENT-RESPONSE,
-// else v1's), or nil.
-func settlementOf(h http.Header) map[string]any {
-	if obj := headerObject(h, x402.HeaderPaymentResponse); obj != nil {
-		return obj
-	}
-	return headerObject(h, x402.HeaderXPaymentResponse)
-}
-
-// paymentTerms returns the x402 v2 PaymentRequired that err carries in its
-// PAYMENT-REQUIRED header, or nil when err carries none.
+// paymentTerms returns the x402 v2 PaymentRequired that err carries as a
+// JSON object, or nil when err carries none.
 func paymentTerms(err error) map[string]any {
 	var e *sandboxd.Error
-	if !errors.As(err, &e) || e.Code != sandboxd.CodePayment {
+	if !errors.As(err, &e) || e.Code != sandboxd.CodePayment || e.Payment == nil || e.Payment.Terms == nil {
 		return nil
 	}
-	return headerObject(e.Header, x402.HeaderPaymentRequired)
+	return jsonObject(e.Payment.Terms.V2)
 }

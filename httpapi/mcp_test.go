@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sandboxd/x402"
 	"strings"
 	"testing"
 	"time"
@@ -81,10 +82,25 @@ func bazaarOf(t *testing.T, terms map[string]any) map[string]any {
 	return bazaar
 }
 
-// encodeTerms is terms as a PAYMENT-REQUIRED header value.
-func encodeTerms(terms map[string]any) string {
-	raw, _ := json.Marshal(terms)
-	return base64.StdEncoding.EncodeToString(raw)
+// termsDetails are a payment error's details quoting v2 (the
+// PAYMENT-REQUIRED terms) and v1 (the HTTP body; none when nil).
+func termsDetails(v2 map[string]any, v1 any) *sandboxd.PaymentDetails {
+	terms := &sandboxd.PaymentTerms{}
+	terms.V2, _ = json.Marshal(v2)
+	if v1 != nil {
+		terms.V1, _ = json.Marshal(v1)
+	}
+	return &sandboxd.PaymentDetails{Terms: terms}
+}
+
+// headerObject decodes the x402 header name in h (base64 of a JSON
+// object), or returns nil when it is absent or does not decode.
+func headerObject(h http.Header, name string) map[string]any {
+	var obj map[string]any
+	if x402.DecodeHeader(h.Get(name), &obj) != nil {
+		return nil
+	}
+	return obj
 }
 
 // sameJSON reports whether a and b encode to the same JSON.
@@ -186,8 +202,7 @@ func TestMCPPayment(t *testing.T) {
 	terms := map[string]any{"x402Version": 2.0, "error": "payment required",
 		"resource": map[string]any{"url": "mcp://tool/run_python"},
 		"accepts":  []any{map[string]any{"scheme": "exact", "network": "eip155:84532", "amount": "5000"}}}
-	payErr := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required",
-		Header: http.Header{"Payment-Required": {encodeTerms(terms)}}}
+	payErr := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required", Payment: termsDetails(terms, nil)}
 
 	t.Run("no payment gets the terms", func(t *testing.T) {
 		runner := &fakeRunner{}
@@ -217,10 +232,18 @@ func TestMCPPayment(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("tool error: %s", text(t, res))
 		}
-		raw, err := base64.StdEncoding.DecodeString(gate.requests[0].Header.Get("Payment-Signature"))
+		raw, err := base64.StdEncoding.DecodeString(gate.requests[0].Signature)
 		var got map[string]any
 		if err != nil || json.Unmarshal(raw, &got) != nil || got["x402Version"] != 2.0 {
 			t.Errorf("gate saw PAYMENT-SIGNATURE %q", raw)
+		}
+	})
+	t.Run("terms that are not a JSON object answer the message", func(t *testing.T) {
+		garbled := &sandboxd.Error{Code: sandboxd.CodePayment, Message: "payment required",
+			Payment: &sandboxd.PaymentDetails{Terms: &sandboxd.PaymentTerms{V2: json.RawMessage(`[1]`)}}}
+		res := callTool(t, mustMCP(t, newTestServer(&fakeRunner{}, &fakeGate{checkErr: garbled})), map[string]any{"code": "x"}, nil)
+		if !res.IsError || text(t, res) != "payment required" || res.StructuredContent != nil {
+			t.Errorf("isError %v, %q, structuredContent %v", res.IsError, text(t, res), res.StructuredContent)
 		}
 	})
 	t.Run("a payment that is not an object", func(t *testing.T) {
@@ -233,8 +256,7 @@ func TestMCPPayment(t *testing.T) {
 	})
 	t.Run("a pending settlement says so with its transaction", func(t *testing.T) {
 		pending := &sandboxd.Error{Code: sandboxd.CodePending, Message: "settlement pending",
-			Header: http.Header{"Payment-Response": {base64.StdEncoding.EncodeToString(
-				[]byte(`{"success":false,"errorReason":"settlement_pending","transaction":"0xabc"}`))}}}
+			Payment: &sandboxd.PaymentDetails{Settlement: &sandboxd.Settlement{Version: 2, ErrorReason: "settlement_pending", Transaction: "0xabc"}}}
 		runner := &fakeRunner{result: sandboxd.Result{Stdout: "secret answer", Status: sandboxd.StatusOK}}
 		cs := mustMCP(t, newTestServer(runner, &fakeGate{settleErr: pending}))
 		res := callTool(t, cs, map[string]any{"code": "x"}, nil)
@@ -247,8 +269,8 @@ func TestMCPPayment(t *testing.T) {
 	})
 	t.Run("a failed settlement withholds the answer", func(t *testing.T) {
 		failed := *payErr
-		failed.Header = failed.Header.Clone()
-		failed.Header.Set("Payment-Response", base64.StdEncoding.EncodeToString([]byte(`{"success":false,"errorReason":"insufficient_funds"}`)))
+		failed.Payment = termsDetails(terms, nil)
+		failed.Payment.Settlement = &sandboxd.Settlement{Version: 2, ErrorReason: "insufficient_funds"}
 		runner := &fakeRunner{result: sandboxd.Result{Stdout: "secret answer", Status: sandboxd.StatusOK}}
 		cs := mustMCP(t, newTestServer(runner, &fakeGate{settleErr: &failed}))
 		res := callTool(t, cs, map[string]any{"code": "x"}, nil)
@@ -269,8 +291,7 @@ func TestMCPPayment(t *testing.T) {
 		}
 	})
 	t.Run("the settlement comes back in _meta", func(t *testing.T) {
-		report := base64.StdEncoding.EncodeToString([]byte(`{"success":true,"transaction":"0x01"}`))
-		gate := &fakeGate{settleHeader: http.Header{"Payment-Response": {report}}}
+		gate := &fakeGate{settlement: &sandboxd.Settlement{Version: 2, Success: true, Transaction: "0x01"}}
 		cs := mustMCP(t, newTestServer(&fakeRunner{result: sandboxd.Result{Status: sandboxd.StatusOK}}, gate))
 		res := callTool(t, cs, map[string]any{"code": "x"}, nil)
 		if settled, _ := res.Meta["x402/payment-response"].(map[string]any); res.IsError || settled["transaction"] != "0x01" {

@@ -43,7 +43,7 @@ func (f fakeGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Auth
 type fakeCharge struct{ settleErr error }
 
 func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return c, nil }
-func (c fakeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error) {
+func (c fakeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
 	return nil, c.settleErr
 }
 func (fakeCharge) Release(context.Context) {}
@@ -117,7 +117,7 @@ func TestMetricsSeries(t *testing.T) {
 	m.Engine("start", 80*time.Millisecond, nil)
 	m.Ledger("reserve", time.Millisecond)
 
-	paid := sandboxd.PaymentRequest{Header: http.Header{"Payment-Signature": {"x"}}}
+	paid := sandboxd.PaymentRequest{Signature: "x"}
 	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: 5000}
 	c, err := begin(ctx, g, paid)
 	if err != nil {
@@ -133,7 +133,7 @@ func TestMetricsSeries(t *testing.T) {
 	_, _ = c.Settle(ctx, sandboxd.Result{})
 	refuse := Gate{PaymentGate: fakeGate{err: sandboxd.Errorf(sandboxd.CodePayment, "t", "no")}, M: m,
 		Reason: func(error) string { return "invalid_exact_evm_payload_signature" }}
-	_, _ = begin(ctx, refuse, sandboxd.PaymentRequest{Header: http.Header{}})
+	_, _ = begin(ctx, refuse, sandboxd.PaymentRequest{})
 	_, _ = begin(ctx, refuse, paid)
 
 	fams := scrape(t, m)

@@ -3,11 +3,9 @@ package metrics
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"sandboxd"
-	"sandboxd/x402"
 )
 
 // Runner counts and times the runs of the Runner it wraps.
@@ -74,7 +72,7 @@ func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.
 	switch {
 	case err == nil:
 		return authorization{Authorization: a, g: g}, nil
-	case sandboxd.ErrorCode(err) == sandboxd.CodePayment && !paid(req.Header):
+	case sandboxd.ErrorCode(err) == sandboxd.CodePayment && !paid(req):
 		g.M.payments.WithLabelValues(OutcomeQuoted, "").Inc()
 	default:
 		g.M.payments.WithLabelValues(OutcomeRefused, g.reason(err)).Inc()
@@ -116,9 +114,7 @@ func (g Gate) reason(err error) string {
 }
 
 // paid reports whether the request carried a payment header (v2 or v1).
-func paid(h http.Header) bool {
-	return h.Get(x402.HeaderPaymentSignature) != "" || h.Get(x402.HeaderXPayment) != ""
-}
+func paid(req sandboxd.PaymentRequest) bool { return req.Signature != "" || req.XPayment != "" }
 
 // charge records how an admitted payment ended.
 type charge struct {
@@ -127,7 +123,7 @@ type charge struct {
 }
 
 // Settle collects the payment, recording the outcome and its latency.
-func (c charge) Settle(ctx context.Context, res sandboxd.Result) (http.Header, error) {
+func (c charge) Settle(ctx context.Context, res sandboxd.Result) (*sandboxd.Settlement, error) {
 	began := time.Now()
 	h, err := c.Charge.Settle(ctx, res)
 	c.g.M.settleLatency.Observe(time.Since(began).Seconds())

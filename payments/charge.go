@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -93,10 +91,10 @@ var _ sandboxd.Charge = (*charge)(nil)
 //
 // A settlement that failed is answered by what is known of it:
 //   - refused or reverted (a *x402.RejectError): CodePayment (402) with a failed
-//     PAYMENT-RESPONSE; the row ends failed (the hash kept when a
+//     settlement; the row ends failed (the hash kept when a
 //     transaction was sent) and the payment is never admitted again;
 //   - never sent (remote.ErrNotSent): CodePayment (402) with a failed
-//     PAYMENT-RESPONSE whose message says the same payment may be sent
+//     settlement whose message says the same payment may be sent
 //     again; the row is released, and a retry is settled exactly once;
 //   - possibly sent, outcome unknown (a timeout, a garbled answer after it
 //     left): CodePending (202) with the transaction hash when there is one,
@@ -104,7 +102,7 @@ var _ sandboxd.Charge = (*charge)(nil)
 //     settling with reason ledger.ReasonSettlementPending and the hash, and the
 //     gate's resolver (or Recover at the next start) settles or releases
 //     it from the chain.
-func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Header, error) {
+func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.Settlement, error) {
 	const op = "payments.settle"
 	if !c.done.CompareAndSwap(false, true) {
 		c.log.Error("charge settled after it was settled or released")
@@ -126,12 +124,11 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (http.Heade
 	if err != nil {
 		return nil, c.settleFailed(op, tx, err)
 	}
-	resp := x402.SettleResponse{Success: true, Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex()}
 	c.ledgerWrite("settled", func(ctx context.Context) error {
 		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
 	})
 	c.log.Info("settled", "tx", tx, "run_status", result.Status)
-	return x402.SettleHeader(c.p.Version, resp)
+	return c.settlement(true, tx, ""), nil
 }
 
 // settleFailed records a failed settlement (see Settle for the row's end
@@ -155,9 +152,8 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 			return c.ledger.MarkFailed(ctx, t.Payer(), t.NonceHex(), tx, reason)
 		})
 	}
-	resp := x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(), ErrorReason: reason}
 	perr := c.paymentError(op, c.resourceURL, "payment could not be settled, so the answer is withheld: "+settleFailure(err), err)
-	c.addSettleHeader(perr, resp)
+	perr.Payment.Settlement = c.settlement(false, tx, reason)
 	return perr
 }
 
@@ -176,33 +172,15 @@ func (c *charge) settlePending(op, tx string, err error) error {
 	if tx != "" {
 		msg += "; the transaction is " + tx
 	}
-	e := &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
-		Body: pendingBody{Status: ledger.ReasonSettlementPending, Transaction: tx, Error: msg}}
-	c.addSettleHeader(e, x402.SettleResponse{Transaction: tx, Network: c.p.Requirements.Network, Payer: t.From.Hex(),
-		ErrorReason: ledger.ReasonSettlementPending})
-	return e
+	return &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
+		Payment: &sandboxd.PaymentDetails{Settlement: c.settlement(false, tx, ledger.ReasonSettlementPending)}}
 }
 
-// pendingBody is the JSON answer of a pending settlement (202).
-type pendingBody struct {
-	// Status is always ledger.ReasonSettlementPending.
-	Status string `json:"status"`
-	// Transaction is the settlement's hash, when one was sent.
-	Transaction string `json:"transaction"`
-	// Error says what happened and what the payer should do.
-	Error string `json:"error"`
-}
-
-// addSettleHeader adds the settlement response resp to e's headers.
-func (c *charge) addSettleHeader(e *sandboxd.Error, resp x402.SettleResponse) {
-	h, err := x402.SettleHeader(c.p.Version, resp)
-	if err != nil {
-		return
-	}
-	if e.Header == nil {
-		e.Header = http.Header{}
-	}
-	maps.Copy(e.Header, h)
+// settlement is the report of this charge's settlement: collected
+// (success), or not with reason, tx naming the transaction when one was sent.
+func (c *charge) settlement(success bool, tx, reason string) *sandboxd.Settlement {
+	return &sandboxd.Settlement{Version: c.p.Version, Success: success, ErrorReason: reason, Transaction: tx,
+		Network: c.p.Requirements.Network, Payer: c.p.Transfer.From.Hex()}
 }
 
 // Release records that nothing is collected: the service failed to deliver,

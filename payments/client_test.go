@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -27,40 +28,55 @@ func gateServer(t *testing.T, g *Gate, v1Only bool) *httptest.Server {
 			http.Error(w, err.Error(), 500)
 			return
 		}
-		for k, v := range e.Header {
-			if !(v1Only && k == http.CanonicalHeaderKey(x402.HeaderPaymentRequired)) {
-				w.Header()[k] = v
+		var body any = map[string]string{"error": e.Message}
+		if p := e.Payment; p != nil && p.Terms != nil {
+			if !v1Only {
+				w.Header().Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString(p.Terms.V2))
 			}
+			body = p.Terms.V1
+		}
+		if e.Payment != nil {
+			writeReport(t, w.Header(), e.Payment.Settlement)
 		}
 		status := map[sandboxd.Code]int{sandboxd.CodePayment: 402, sandboxd.CodeInvalid: 400, sandboxd.CodeUnavailable: 503}[e.Code]
 		if status == 0 {
 			status = 500
 		}
-		var body any = map[string]string{"error": e.Message}
-		if e.Body != nil {
-			body = e.Body
-		}
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(body)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := begin(g, r.Context(), sandboxd.PaymentRequest{ResourceURL: "http://" + r.Host + r.URL.Path, Header: r.Header})
+		req := paidRequest(r.Header)
+		req.ResourceURL = "http://" + r.Host + r.URL.Path
+		c, err := begin(g, r.Context(), req)
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
-		h, err := c.Settle(r.Context(), sandboxd.Result{Status: sandboxd.StatusOK})
+		settled, err := c.Settle(r.Context(), sandboxd.Result{Status: sandboxd.StatusOK})
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
-		for k, v := range h {
-			w.Header()[k] = v
-		}
+		writeReport(t, w.Header(), settled)
 		w.Write([]byte(`{"stdout":"1\n"}`))
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// writeReport sets the settlement report s (when not nil) in the header
+// its payer's version reads.
+func writeReport(t *testing.T, h http.Header, s *sandboxd.Settlement) {
+	if s == nil {
+		return
+	}
+	name, sr := report(t, s)
+	value, err := x402.EncodeHeader(sr)
+	if err != nil {
+		t.Error(err)
+	}
+	h.Set(name, value)
 }
 
 // newLiveGate is a test gate on the real clock, as the client signs with it.

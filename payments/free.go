@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"net/http"
 
 	"sandboxd"
 )
@@ -21,6 +20,8 @@ func (FreeGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Author
 // freeCharge is both the authorization and the charge of a free call.
 type freeCharge struct{}
 
-func (freeCharge) Reserve(context.Context) (sandboxd.Charge, error)             { return freeCharge{}, nil }
-func (freeCharge) Settle(context.Context, sandboxd.Result) (http.Header, error) { return nil, nil }
-func (freeCharge) Release(context.Context)                                      {}
+func (freeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return freeCharge{}, nil }
+func (freeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
+	return nil, nil
+}
+func (freeCharge) Release(context.Context) {}

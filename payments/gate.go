@@ -60,7 +60,7 @@ type options struct {
 // only. See sandboxd.PaymentGate for the errors.
 func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	const op = "payments.check"
-	p, err := x402.DecodePaymentHeader(r.Header)
+	p, err := x402.DecodePayment(r.Signature, r.XPayment)
 	if err != nil {
 		return nil, headerInvalid(err)
 	}
@@ -94,7 +94,7 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
 }
 
-// headerInvalid classifies an error of x402.DecodePaymentHeader: a header
+// headerInvalid classifies an error of x402.DecodePayment: a header
 // that does not decode is the caller's CodeInvalid.
 func headerInvalid(err error) error {
 	var he *x402.HeaderError

@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -81,8 +80,11 @@ func newTestGateAt(tb testing.TB, s Settler, path string) (*Gate, *ledger.SQL) {
 	return g, l
 }
 
+// paidRequest is a request to testResource carrying the payment headers
+// of h.
 func paidRequest(h http.Header) sandboxd.PaymentRequest {
-	return sandboxd.PaymentRequest{ResourceURL: testResource, Header: h}
+	return sandboxd.PaymentRequest{ResourceURL: testResource,
+		Signature: h.Get(x402.HeaderPaymentSignature), XPayment: h.Get(x402.HeaderXPayment)}
 }
 
 // wantPaymentError asserts err is CodePayment carrying the terms, with a
@@ -93,11 +95,16 @@ func wantPaymentError(tb testing.TB, err error, parts ...string) *sandboxd.Error
 	if !errors.As(err, &e) || e.Code != sandboxd.CodePayment {
 		tb.Fatalf("error %v, want CodePayment", err)
 	}
-	if e.Header.Get(x402.HeaderPaymentRequired) == "" {
-		tb.Fatal("no PAYMENT-REQUIRED header")
+	if e.Payment == nil || e.Payment.Terms == nil {
+		tb.Fatal("no terms")
 	}
-	if _, ok := e.Body.(x402.PaymentRequiredV1); !ok {
-		tb.Fatalf("body %T, want PaymentRequiredV1", e.Body)
+	var v2 x402.PaymentRequired
+	if err := json.Unmarshal(e.Payment.Terms.V2, &v2); err != nil || v2.X402Version != 2 {
+		tb.Fatalf("v2 terms %s (%v), want a PaymentRequired", e.Payment.Terms.V2, err)
+	}
+	var v1 x402.PaymentRequiredV1
+	if err := json.Unmarshal(e.Payment.Terms.V1, &v1); err != nil || v1.X402Version != 1 {
+		tb.Fatalf("v1 terms %s (%v), want a PaymentRequiredV1", e.Payment.Terms.V1, err)
 	}
 	for _, part := range parts {
 		if !strings.Contains(e.Message, part) {
@@ -112,12 +119,8 @@ func TestGateUnpaid(t *testing.T) {
 	_, err := begin(g, context.Background(), paidRequest(http.Header{}))
 	e := wantPaymentError(t, err, "payment required", "0.005 USDC")
 
-	raw, err := base64.StdEncoding.DecodeString(e.Header.Get(x402.HeaderPaymentRequired))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v2 map[string]any
-	if err := json.Unmarshal(raw, &v2); err != nil {
+	if err := json.Unmarshal(e.Payment.Terms.V2, &v2); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{
@@ -134,7 +137,7 @@ func TestGateUnpaid(t *testing.T) {
 		t.Fatalf("PAYMENT-REQUIRED\n got %s\nwant %s", got, mustJSON(t, want))
 	}
 
-	body := mustJSON(t, e.Body)
+	body := mustJSON(t, e.Payment.Terms.V1)
 	wantBody := mustJSON(t, map[string]any{
 		"x402Version": 1, "error": e.Message,
 		"accepts": []any{map[string]any{
@@ -264,9 +267,9 @@ func TestGateSettle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sr x402.SettleResponse
-			if err := x402.DecodeHeader(out.Get(respHeader), &sr); err != nil {
-				t.Fatalf("%s: %v (headers %v)", respHeader, err, out)
+			name, sr := report(t, out)
+			if name != respHeader {
+				t.Fatalf("report in %s, want %s", name, respHeader)
 			}
 			payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
 			if sr != (x402.SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
@@ -293,13 +296,10 @@ func TestGateSettleFailure(t *testing.T) {
 	}
 	out, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
 	if out != nil {
-		t.Fatalf("headers %v on a failed settlement", out)
+		t.Fatalf("settlement %+v on a failed settlement", out)
 	}
 	e := wantPaymentError(t, err, "could not be settled", x402.ReasonInsufficientFunds)
-	var sr x402.SettleResponse
-	if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil {
-		t.Fatal(err)
-	}
+	sr := errReport(t, e)
 	if sr.Success || sr.ErrorReason != x402.ReasonInsufficientFunds || sr.Network != "eip155:84532" {
 		t.Fatalf("settle response %+v", sr)
 	}

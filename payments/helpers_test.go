@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math/big"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,32 +60,49 @@ func begin(g *Gate, ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Ch
 // no answer headers, CodePending (202, never a 402 inviting a second
 // payment) with a PAYMENT-RESPONSE saying settlement_pending and naming tx,
 // and a body carrying the same; the row stays settling, marked pending.
-func wantPending(tb testing.TB, l Ledger, entry ledger.Entry, out http.Header, err error, tx string) ledger.Entry {
+func wantPending(tb testing.TB, l Ledger, entry ledger.Entry, out *sandboxd.Settlement, err error, tx string) ledger.Entry {
 	tb.Helper()
 	if out != nil {
-		tb.Fatalf("headers %v with an unknown settlement: the answer would be delivered", out)
+		tb.Fatalf("settlement %+v with an unknown settlement: the answer would be delivered", out)
 	}
 	var e *sandboxd.Error
 	if !errors.As(err, &e) || e.Code != sandboxd.CodePending {
 		tb.Fatalf("error %v, want CodePending", err)
 	}
-	if e.Header.Get(x402.HeaderPaymentRequired) != "" || !strings.Contains(e.Message, "do not pay again") {
-		tb.Fatalf("a pending settlement answered like a refusal: %q, headers %v", e.Message, e.Header)
+	if e.Payment == nil || e.Payment.Terms != nil || !strings.Contains(e.Message, "do not pay again") {
+		tb.Fatalf("a pending settlement answered like a refusal: %q, payment %+v", e.Message, e.Payment)
 	}
-	var sr x402.SettleResponse
-	if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil {
-		tb.Fatal(err)
-	}
-	body, ok := e.Body.(pendingBody)
-	if sr.Success || sr.ErrorReason != ledger.ReasonSettlementPending || sr.Transaction != tx ||
-		!ok || body.Status != ledger.ReasonSettlementPending || body.Transaction != tx || body.Error == "" {
-		tb.Fatalf("settle response %+v, body %+v; want settlement_pending with transaction %q", sr, e.Body, tx)
+	name, sr := report(tb, e.Payment.Settlement)
+	if name != x402.HeaderPaymentResponse || sr.Success || sr.ErrorReason != ledger.ReasonSettlementPending || sr.Transaction != tx {
+		tb.Fatalf("%s: settle response %+v; want settlement_pending with transaction %q", name, sr, tx)
 	}
 	row := wantStatus(tb, l, entry, ledger.StatusSettling)
 	if row.Reason != ledger.ReasonSettlementPending || row.TxHash != tx {
 		tb.Fatalf("row %+v, want settling, pending, tx %q", row, tx)
 	}
 	return row
+}
+
+// report is the settlement s as its payer reads it (x402.SettleReport):
+// the header httpapi answers it in, and x402's SettleResponse. A nil s
+// fails.
+func report(tb testing.TB, s *sandboxd.Settlement) (string, x402.SettleResponse) {
+	tb.Helper()
+	if s == nil {
+		tb.Fatal("no settlement report")
+	}
+	return x402.SettleReport(s.Version, x402.SettleResponse{Success: s.Success, ErrorReason: s.ErrorReason,
+		Transaction: s.Transaction, Network: s.Network, Payer: s.Payer})
+}
+
+// errReport is the settlement report that e carries (see report).
+func errReport(tb testing.TB, e *sandboxd.Error) x402.SettleResponse {
+	tb.Helper()
+	if e.Payment == nil {
+		tb.Fatalf("error %v carries no payment details", e)
+	}
+	_, sr := report(tb, e.Payment.Settlement)
+	return sr
 }
 
 // newGateWith returns a Gate quoting the terms of cfg with the given parts.

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,15 +18,26 @@ type quote struct {
 	description string
 }
 
-// paymentError returns a CodePayment error carrying the terms: the v2 terms
-// in the PAYMENT-REQUIRED header, the v1 terms as the body.
+// paymentError returns a CodePayment error carrying the terms: the v2
+// and v1 documents, encoded here once (see sandboxd.PaymentTerms).
 func (q quote) paymentError(op, resourceURL, message string, cause error) *sandboxd.Error {
 	v2, v1 := x402.Terms(q.req, q.description, resourceURL, message)
-	e := &sandboxd.Error{Code: sandboxd.CodePayment, Op: op, Message: message, Err: cause, Body: v1, Header: x402.NoStore()}
-	if value, err := x402.EncodeHeader(v2); err == nil {
-		e.Header.Set(x402.HeaderPaymentRequired, value)
-	}
-	return e
+	terms := &sandboxd.PaymentTerms{}
+	terms.V2, _ = json.Marshal(v2)
+	terms.V1 = bodyJSON(v1)
+	return &sandboxd.Error{Code: sandboxd.CodePayment, Op: op, Message: message, Err: cause,
+		Payment: &sandboxd.PaymentDetails{Terms: terms}}
+}
+
+// bodyJSON encodes v as httpapi encodes an answer body: compact, without
+// HTML escaping. The terms are strings and numbers, which always encode
+// (nil, answered as the default body, if they did not).
+func bodyJSON(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // priceText says the price for a person, e.g. "0.005 USDC on eip155:84532".

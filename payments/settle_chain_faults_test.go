@@ -266,7 +266,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			row := wantStatus(t, l, entry, tc.want)
 
 			if tc.want == ledger.StatusSettled {
-				if err != nil || out.Get(x402.HeaderPaymentResponse) == "" {
+				if err != nil || out == nil || !out.Success {
 					t.Fatalf("Settle = %v, %v; want the answer delivered", out, err)
 				}
 			} else if tc.want == ledger.StatusSettling {
@@ -316,16 +316,13 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 // wantSettleRefused asserts a failed settlement: no answer (no headers),
 // CodePayment with a failed PAYMENT-RESPONSE naming the row's transaction,
 // and a message saying the chain RPC failed.
-func wantSettleRefused(t *testing.T, out http.Header, err error, row ledger.Entry) {
+func wantSettleRefused(t *testing.T, out *sandboxd.Settlement, err error, row ledger.Entry) {
 	t.Helper()
 	if out != nil {
-		t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
+		t.Fatalf("settlement %+v with a failed settlement: the answer would be delivered", out)
 	}
 	e := wantPaymentError(t, err, "the answer is withheld", "the chain RPC failed")
-	var sr x402.SettleResponse
-	if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil {
-		t.Fatal(err)
-	}
+	sr := errReport(t, e)
 	if sr.Success || sr.ErrorReason != x402.ReasonUnexpectedSettle || sr.Transaction != row.TxHash {
 		t.Fatalf("settle response %+v, row %+v", sr, row)
 	}

@@ -243,9 +243,9 @@ func TestChainSettler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr x402.SettleResponse
-	if err := x402.DecodeHeader(out.Get(x402.HeaderPaymentResponse), &sr); err != nil || !sr.Success {
-		t.Fatalf("settle response %+v, %v", sr, err)
+	name, sr := report(t, out)
+	if name != x402.HeaderPaymentResponse || !sr.Success {
+		t.Fatalf("settle response in %s: %+v", name, sr)
 	}
 	if got := c.balance(t, payTo); got != 5000 {
 		t.Fatalf("payee balance %d, want 5000", got)
@@ -331,10 +331,11 @@ func TestChainSettlerConcurrent(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			var sr x402.SettleResponse
-			if err := x402.DecodeHeader(out.Get(x402.HeaderPaymentResponse), &sr); err != nil {
-				t.Error(err)
+			if out == nil {
+				t.Error("no settlement report")
+				return
 			}
+			_, sr := report(t, out)
 			headers[i] = &sr
 		})
 	}

@@ -197,15 +197,14 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			if answer == "closed port" {
 				wantStatus(t, l, entry, ledger.StatusReleased)
 				if out != nil {
-					t.Fatalf("headers %v with a failed settlement: the answer would be delivered", out)
+					t.Fatalf("settlement %+v with a failed settlement: the answer would be delivered", out)
 				}
 				e := wantPaymentError(t, err, "the answer is withheld", "/settle")
 				if strings.Contains(e.Message, srv.URL()) {
 					t.Errorf("the message %q names the facilitator's URL", e.Message)
 				}
-				var sr x402.SettleResponse
-				if err := x402.DecodeHeader(e.Header.Get(x402.HeaderPaymentResponse), &sr); err != nil || sr.Success || sr.ErrorReason != x402.ReasonUnexpectedSettle {
-					t.Fatalf("settle response %+v, %v", sr, err)
+				if sr := errReport(t, e); sr.Success || sr.ErrorReason != x402.ReasonUnexpectedSettle {
+					t.Fatalf("settle response %+v", sr)
 				}
 				if !strings.Contains(e.Message, "nothing was charged") {
 					t.Fatalf("message %q does not say nothing was charged", e.Message)

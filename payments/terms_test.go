@@ -92,7 +92,8 @@ func TestFacilitatorGetsTheServiceTerms(t *testing.T) {
 	raw = withMember(raw, "extensions", `{"bazaar":{"info":"phish.example"},"madeUp":{}}`)
 
 	ours := map[string]any{"bazaar": map[string]any{"info": map[string]any{"input": map[string]any{"type": "http"}}}}
-	r := sandboxd.PaymentRequest{ResourceURL: testResource, Header: rawHeader(x402.HeaderPaymentSignature, raw), Extensions: ours}
+	r := paidRequest(rawHeader(x402.HeaderPaymentSignature, raw))
+	r.Extensions = ours
 	c, err := begin(g, ctx, r)
 	if err != nil {
 		t.Fatal(err)

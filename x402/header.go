@@ -31,16 +31,21 @@ const (
 const maxHeaderBytes = 16 << 10
 
 // DecodePaymentHeader finds and decodes the payment in h: PAYMENT-SIGNATURE
-// (v2) first, else X-PAYMENT (v1). It returns (nil, nil) when neither is
-// present, and a *HeaderError when the header is not base64 of a JSON
-// payment object. The payload's own x402Version decides its shape, so
-// a client that sends a v1 payload in the v2 header still decodes.
+// (v2) first, else X-PAYMENT (v1). See DecodePayment.
 func DecodePaymentHeader(h http.Header) (*Payment, error) {
-	name := HeaderPaymentSignature
-	value := h.Get(name)
+	return DecodePayment(h.Get(HeaderPaymentSignature), h.Get(HeaderXPayment))
+}
+
+// DecodePayment decodes the payment of a request from its header values:
+// signature (PAYMENT-SIGNATURE, v2) first, else xPayment (X-PAYMENT, v1).
+// It returns (nil, nil) when both are empty, and a *HeaderError when the
+// value is not base64 of a JSON payment object. The payload's own
+// x402Version decides its shape, so a client that sends a v1 payload in the
+// v2 header still decodes.
+func DecodePayment(signature, xPayment string) (*Payment, error) {
+	name, value := HeaderPaymentSignature, signature
 	if value == "" {
-		name = HeaderXPayment
-		value = h.Get(name)
+		name, value = HeaderXPayment, xPayment
 	}
 	if value == "" {
 		return nil, nil
@@ -150,29 +155,13 @@ func DecodeHeader(value string, v any) error {
 	return nil
 }
 
-// SettleHeader returns the settlement report header for a payer of the
-// given version: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE with the v1
-// network name for v1, with Cache-Control: no-store.
-func SettleHeader(version int, r SettleResponse) (http.Header, error) {
-	name := HeaderPaymentResponse
+// SettleReport returns the header name and the report r as a payer of the
+// given version reads them: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE
+// with the v1 network name for v1.
+func SettleReport(version int, r SettleResponse) (string, SettleResponse) {
 	if version == 1 {
-		name = HeaderXPaymentResponse
 		r.Network = V1Network(r.Network)
+		return HeaderXPaymentResponse, r
 	}
-	v, err := EncodeHeader(r)
-	if err != nil {
-		return nil, err
-	}
-	h := NoStore()
-	h.Set(name, v)
-	return h, nil
-}
-
-// NoStore returns headers that keep a payment answer out of every cache:
-// terms are per request, and a paid answer or settlement report belongs to
-// one payer.
-func NoStore() http.Header {
-	h := http.Header{}
-	h.Set("Cache-Control", "no-store")
-	return h
+	return HeaderPaymentResponse, r
 }

@@ -46,7 +46,7 @@ func TestFreeModeCountsNoPayments(t *testing.T) {
 	m.metrics = m.newMetrics()
 	_, _, gate := m.instrument(nil, slots.New(1, 0), payments.FreeGate{})
 	for range 3 {
-		a, err := gate.Check(ctx, sandboxd.PaymentRequest{ResourceURL: "http://x/v1/code", Header: http.Header{}})
+		a, err := gate.Check(ctx, sandboxd.PaymentRequest{ResourceURL: "http://x/v1/code"})
 		if err != nil {
 			t.Fatal(err)
 		}
