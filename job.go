@@ -30,6 +30,12 @@ type Job struct {
 	// Stdin is handed to the program as its standard input; empty means
 	// the program reads EOF at once.
 	Stdin string
+	// Environment names the environment the program runs in (see
+	// Environment); "" means DefaultEnvironment.
+	Environment string
+	// Files are written into the program's working directory before it
+	// starts, validated already (names, count and size caps).
+	Files []File
 }
 
 // Status summarizes how a delivered run ended.
@@ -69,6 +75,13 @@ type Result struct {
 	OOMKilled bool
 	// Truncated reports that output was cut at the cap.
 	Truncated bool
+	// Files are the regular files the program created or changed under its
+	// working directory, in name order; those past the caps are listed
+	// without Content.
+	Files []File
+	// FilesTruncated reports that a file out was listed without its
+	// content, or left out, for the caps (count or bytes).
+	FilesTruncated bool
 	// Duration is the time from handing over the code to the program's end.
 	Duration time.Duration
 	// Usage is what the program used, measured inside its sandbox; nil when

@@ -12,6 +12,9 @@ type PaymentRequest struct {
 	// XPayment is the request's X-PAYMENT header (a v1 payment), "" when
 	// absent.
 	XPayment string
+	// Environment is the environment the request runs in (a validated
+	// Job.Environment): the terms quote that environment's price.
+	Environment string
 	// Extensions are the x402 extensions the service declares for the
 	// resource, by name (bazaar discovery). A facilitator is sent these,
 	// never the payer's copies.
