@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,22 +18,25 @@ import (
 	"sandboxd/test/bench/load"
 )
 
-// measureDockerRun times `docker run --rm IMAGE python3 -c 'print(1)'`, the
-// way users would run the program without this service, one at a time with
-// a pause before each, like the service's sparse calls.
-func measureDockerRun(ctx context.Context, image string, n int, gap time.Duration) (latencies, error) {
+// measureDockerRun times `docker run --rm IMAGE python3 -c CODE`, the way
+// users would run the program without this service, one at a time with a
+// pause before each, like the service's sparse calls. It returns the
+// program's output too, which must be the same every time.
+func measureDockerRun(ctx context.Context, image, code string, n int, gap time.Duration) (latencies, string, error) {
 	var l latencies
-	for range n {
+	var first string
+	for i := range n {
 		time.Sleep(gap)
 		start := time.Now()
 		out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", image,
-			"python3", "-c", "print(1)").CombinedOutput()
-		if err != nil || string(out) != "1\n" {
-			return nil, fmt.Errorf("docker run: %v: %q", err, out)
+			"python3", "-c", code).CombinedOutput()
+		if err != nil || (i > 0 && string(out) != first) {
+			return nil, "", fmt.Errorf("docker run: %v: %q", err, out)
 		}
 		l = append(l, time.Since(start))
+		first = string(out)
 	}
-	return l, nil
+	return l, strings.TrimSuffix(first, "\n"), nil
 }
 
 // benchConfig is the service's default runtime configuration (config.yaml),
@@ -46,16 +50,17 @@ func benchConfig(image string) runtime.Config {
 
 // measureCeiling counts create+start+wait+remove cycles a second through
 // the Engine API with conc at once: the most containers the engine gives
-// the service. The container is the service's own (serviceSpec), without
-// stdin, so its runner finds no program and exits at once; netDisabled
-// false turns Config.NetworkDisabled off for the A/B.
-func measureCeiling(ctx context.Context, image string, conc int, window time.Duration, netDisabled bool) (float64, error) {
+// the service. The container is the one a runner of cfg starts
+// (serviceSpec), without stdin, so its runner finds no program and exits
+// (after its preload, in the data image); netDisabled false turns
+// Config.NetworkDisabled off for the A/B.
+func measureCeiling(ctx context.Context, cfg runtime.Config, conc int, window time.Duration, netDisabled bool) (float64, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return 0, err
 	}
 	defer cli.Close()
-	spec, err := serviceSpec(ctx, cli, image)
+	spec, err := serviceSpec(ctx, cli, cfg)
 	if err != nil {
 		return 0, fmt.Errorf("the service's container spec: %w", err)
 	}
@@ -78,12 +83,10 @@ func measureCeiling(ctx context.Context, image string, conc int, window time.Dur
 }
 
 // serviceSpec is the container configuration the service gives a run:
-// that of the warm container a runner of benchConfig (pool of one) starts,
-// as the engine reports it. The runner is closed again, its container
-// removed.
-func serviceSpec(ctx context.Context, cli *client.Client, image string) (container.InspectResponse, error) {
-	cfg := benchConfig(image)
-	cfg.PoolSize = 1
+// that of the warm container a runner of cfg (pool of one) starts, as the
+// engine reports it. The runner is closed again, its container removed.
+func serviceSpec(ctx context.Context, cli *client.Client, cfg runtime.Config) (container.InspectResponse, error) {
+	cfg.PoolSize, cfg.PoolMax = 1, 0
 	d, err := runtime.New(cfg, nil)
 	if err != nil {
 		return container.InspectResponse{}, err

@@ -12,8 +12,8 @@ import (
 const capBytes = 64 << 10
 
 // resourceCases exhaust a resource: processes, memory, output, /tmp, CPU,
-// the stack, or plain time.
-func resourceCases() []hostileCase {
+// the stack, or plain time, against the environment's limits.
+func resourceCases(e environment) []hostileCase {
 	timeout := answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}}
 	flood := answer{
 		status: statuses(sandboxd.StatusOutputLimit), exit: []int{137}, outLen: capBytes,
@@ -42,10 +42,13 @@ func resourceCases() []hostileCase {
 			per:  map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}, within: oomAnswer}}},
 		},
 		{
+			// It fills the environment's memory before it fails: timed as
+			// the environment says (bombFromMark).
 			name: "memory-bomb-growing",
-			code: "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n",
-			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stderrHas: "MemoryError", within: oomAnswer},
-			per:  map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOOM), exit: []int{137}, within: oomAnswer}}},
+			code: markDef + "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n    mark()\n",
+			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stderrHas: "MemoryError", within: oomAnswer, fromMark: e.bombFromMark},
+			per: map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOOM), exit: []int{137}, within: oomAnswer,
+				fromMark: e.bombFromMark}}},
 		},
 		{
 			name: "flood-lines",
@@ -68,7 +71,8 @@ func resourceCases() []hostileCase {
 				"        with open(f'/tmp/f{i}', 'wb', buffering=0) as f:\n            for _ in range(4):\n" +
 				"                total += f.write(b'x' * (1 << 20))\n        i += 1\nexcept OSError as e:\n" +
 				"    print(errno.errorcode[e.errno], total >> 20, 'MiB')\n",
-			want: answer{status: statuses(sandboxd.StatusOK), stdout: []string{"ENOSPC 16 MiB\n"}},
+			// All of the environment's /tmp, and no more.
+			want: answer{status: statuses(sandboxd.StatusOK), stdout: []string{fmt.Sprintf("ENOSPC %d MiB\n", e.tmpfs>>20)}},
 		},
 		{
 			name: "deep-recursion",

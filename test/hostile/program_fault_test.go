@@ -16,20 +16,24 @@ import (
 // exhausts a resource or leaves a child behind; each must end in a delivered
 // Result (mustRun fails the test on any error of Run), with the status and
 // flags its case accepts, leave no container or process behind, and leave
-// the service answering a hello world. It runs under runc and runsc, with
-// the warm pool (the service's default), at most parallelRuns at once. How
+// the service answering a hello world. It runs in both environments, under
+// runc and runsc, with the warm pool (the service's default), at most
+// parallelRuns at once. How
 // fast a killed run is answered is TestHostile's to assert, not this
 // table's: here only the answer counts.
 func TestProgramFaults(t *testing.T) {
 	var vs []variant
-	for _, oci := range ociRuntimes {
-		vs = append(vs, variant{oci: oci, pool: 2, suite: "faults"})
+	for _, e := range []environment{pythonEnv, dataEnv} {
+		for _, oci := range ociRuntimes {
+			vs = append(vs, variant{env: e, oci: oci, pool: 2, suite: "faults"})
+		}
 	}
-	runMatrix(t, vs, faultCases())
+	runMatrix(t, vs, faultCases)
 }
 
-// faultCases is the table of TestProgramFaults.
-func faultCases() []hostileCase {
+// faultCases is the table of TestProgramFaults, the same in every
+// environment.
+func faultCases(environment) []hostileCase {
 	return slices.Concat(exitCases(), signalCases(), streamCases(), forgeryCases(), exhaustionCases())
 }
 
