@@ -81,6 +81,9 @@ func measureData(ctx context.Context, o *options) (dataReport, error) {
 		return r, err
 	}
 	defer d.Close(context.WithoutCancel(ctx))
+	if _, err := d.Reap(ctx); err != nil { // starts the pool
+		return r, err
+	}
 	n := max(o.sparse/2, 3)
 	progress("data: runtime, pool warm: %d pandas imports, %d charts, each %v after a container is idle", n, n/3, o.dataGap)
 	if r.warm, _, err = sparseRuns(ctx, d, n, o.dataGap, pandasVersion, r.version+"\n"); err != nil {
