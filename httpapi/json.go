@@ -29,20 +29,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// readBody reads at most limit bytes of the body; a longer body is a
-// CodeTooLarge error.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.read", err, "could not read the request body")
-	}
-	if int64(len(body)) > limit {
-		return nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.read",
-			"request body is over the limit of %d bytes", limit)
-	}
-	return body, nil
-}
-
 // decodeObject decodes body, whatever the Content-Type said, into v. The
 // body must be exactly one JSON object with only known fields.
 func decodeObject(body []byte, v any) error {

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"sandboxd"
 	"sandboxd/internal/jsonkeys"
@@ -25,9 +27,20 @@ const rpcInvalidRequest = -32600
 // it with a JSON-RPC error before the SDK decodes it when it nests deeper
 // than jsonkeys.MaxDepth (the scan allocates nothing per level; the SDK's
 // decoder would build every level, _meta included) or is a batch of more
-// than mcpMaxBatch messages. Any other body goes on to next as read.
+// than mcpMaxBatch messages. Any other body goes on to next as read. The
+// body's room in the body budget is held until next has answered: the SDK
+// keeps the decoded call until then.
 func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, err := s.holdBody(r, limit)
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.Log.Debug("mcp request refused", "err", err)
+				writeRPCError(w, err)
+			}
+			return
+		}
+		defer release()
 		body, err := readBody(r, limit)
 		if err == nil {
 			err = checkRPC(body)
@@ -92,8 +105,13 @@ type rpcErrorDetail struct {
 }
 
 // writeRPCError answers err, refused before the SDK read the request, as
-// JSON-RPC's Invalid Request with the HTTP status of err's code.
+// JSON-RPC's Invalid Request with the HTTP status of err's code and, when
+// it says when to retry, Retry-After.
 func writeRPCError(w http.ResponseWriter, err error) {
+	var e *sandboxd.Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(e.RetryAfter)))
+	}
 	writeJSON(w, statusOf(sandboxd.ErrorCode(err)), rpcError{JSONRPC: "2.0",
 		Error: rpcErrorDetail{Code: rpcInvalidRequest, Message: sandboxd.ErrorMessage(err)}})
 }

@@ -169,7 +169,7 @@ func TestMCPRefusesBadArguments(t *testing.T) {
 	}{
 		{map[string]any{}, "missing or empty"},
 		{map[string]any{"code": 5}, "must be a string"},
-		{map[string]any{"code": "x", "language": "python"}, "unknown field \"language\"; the fields are code and stdin"},
+		{map[string]any{"code": "x", "language": "python"}, "unknown field \"language\"; the fields are code, stdin, environment and files"},
 		{map[string]any{"code": strings.Repeat("x", 101)}, "limit of 100"},
 		{map[string]any{"code": "x", "stdin": strings.Repeat("x", 11)}, "limit of 10"},
 	} {
