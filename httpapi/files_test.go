@@ -56,7 +56,9 @@ func errorOf(t *testing.T, body []byte) string {
 }
 
 // file is one file of a request.
-func file(name, content string) map[string]any { return map[string]any{"name": name, "content": content} }
+func file(name, content string) map[string]any {
+	return map[string]any{"name": name, "content": content}
+}
 
 // b64 is s in standard base64.
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -86,7 +88,7 @@ func TestFilesAreValidated(t *testing.T) {
 		{"DEL", []any{file("a\x7f", b64("x"))}, 400, []string{"control character"}},
 		{"C1 control", []any{file("a\u0085", b64("x"))}, 400, []string{"control character"}},
 		{"backslash", []any{file(`..\..\x`, b64("x"))}, 400, []string{"backslash"}},
-		{"part over 255", []any{file("d/" + long, b64("x"))}, 400, []string{"256 bytes, over the limit of 255"}},
+		{"part over 255", []any{file("d/"+long, b64("x"))}, 400, []string{"256 bytes, over the limit of 255"}},
 		{"name over 1024", []any{file(longName, b64("x"))}, 400, []string{"1031 bytes, over the limit of 1024", "... (1031 bytes)"}},
 		{"duplicate", []any{file("a.csv", b64("x")), file("a.csv", b64("y"))}, 400, []string{`"a.csv"`, "more than once"}},
 		{"file and its directory", []any{file("a", b64("x")), file("a/b", b64("y"))}, 400, []string{`"a/b"`, `inside "a"`}},
