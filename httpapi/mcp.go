@@ -183,7 +183,7 @@ func summary(r CodeResponse) string {
 		fmt.Fprintf(&b, "\n%s:\n%s", stream.name, preview(stream.text))
 	}
 	for _, f := range r.Files {
-		fmt.Fprintf(&b, "\nfile %s: %d bytes, %s", f.Name, f.Size, f.MediaType)
+		fmt.Fprintf(&b, "\nfile %q: %d bytes, %s", f.Name, f.Size, f.MediaType)
 		if f.Content == nil {
 			b.WriteString(", content left out (over the caps)")
 		}
