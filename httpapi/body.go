@@ -17,8 +17,9 @@ import (
 // that in memory before the payment is even looked at. The body budget
 // bounds those bytes across concurrent requests: a request reserves its
 // body's size before reading it and gives it back once the body is decoded
-// (POST /v1/code) or answered (MCP, whose SDK holds the body through the
-// call). A request that cannot reserve within bodyWait is answered 429 with
+// into a Job (POST /v1/code, the MCP tool) or, for any other MCP message,
+// answered. What a run then keeps is bounded by the admission of runs. A
+// request that cannot reserve within bodyWait is answered 429 with
 // Retry-After, having read nothing.
 const (
 	// defaultBodyBudgets is the budget, in full bodies, when
@@ -78,6 +79,24 @@ func (s *Server) holdBody(r *http.Request, limit int64) (func(), error) {
 	}
 	var once sync.Once
 	return func() { once.Do(func() { sem.Release(n) }) }, nil
+}
+
+// bodyHoldKey is the context key of a request's release of its room in
+// the body budget.
+type bodyHoldKey struct{}
+
+// withBodyHold returns ctx carrying release, for releaseBody.
+func withBodyHold(ctx context.Context, release func()) context.Context {
+	return context.WithValue(ctx, bodyHoldKey{}, release)
+}
+
+// releaseBody gives back the room ctx's request holds in the body budget,
+// if any: its body is decoded, and what the call keeps (a Job) is bounded
+// by the admission of runs, not by bodies.
+func releaseBody(ctx context.Context) {
+	if release, ok := ctx.Value(bodyHoldKey{}).(func()); ok {
+		release()
+	}
 }
 
 // readBody reads at most limit bytes of the body, into a buffer of the

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"sandboxd"
 )
 
 // heldBody is a request body that blocks every read until its bodies are
@@ -138,5 +140,36 @@ func TestBodyOfUnknownLengthReservesTheLimit(t *testing.T) {
 	}
 	if !sem.TryAcquire(4 * (api.MaxBodyBytes + 1)) {
 		t.Error("the budget did not come back whole")
+	}
+}
+
+// TestBodyBudgetFreedDuringTheRun: once a call's body is decoded, its room
+// in the budget is given back while the program runs, over HTTP and MCP: a
+// paid run does not keep large bodies waiting.
+func TestBodyBudgetFreedDuringTheRun(t *testing.T) {
+	for _, path := range []string{"/v1/code", "/mcp"} {
+		t.Run(path, func(t *testing.T) {
+			runner := &fakeRunner{block: make(chan struct{}), result: sandboxd.Result{Status: sandboxd.StatusOK}}
+			api := newTestServer(runner, &fakeGate{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if path == "/v1/code" {
+					do(t, api.Handler(), "POST", path, `{"code":"x"}`)
+					return
+				}
+				callTool(t, mustMCP(t, api), map[string]any{"code": "x"}, nil)
+			}()
+			for runner.ran() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			sem, size := api.bodyBudget()
+			free := sem.TryAcquire(size)
+			close(runner.block)
+			<-done
+			if !free {
+				t.Error("the run kept room in the body budget")
+			}
+		})
 	}
 }

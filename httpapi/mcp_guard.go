@@ -3,10 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"strconv"
 
 	"sandboxd"
 	"sandboxd/internal/jsonkeys"
@@ -28,8 +26,9 @@ const rpcInvalidRequest = -32600
 // than jsonkeys.MaxDepth (the scan allocates nothing per level; the SDK's
 // decoder would build every level, _meta included) or is a batch of more
 // than mcpMaxBatch messages. Any other body goes on to next as read. The
-// body's room in the body budget is held until next has answered: the SDK
-// keeps the decoded call until then.
+// body's room in the body budget is held until the tool has decoded its
+// arguments (releaseBody) or, for any other message, until next has
+// answered.
 func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		release, err := s.holdBody(r, limit)
@@ -51,7 +50,7 @@ func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withBodyHold(r.Context(), release)))
 	})
 }
 
@@ -108,10 +107,7 @@ type rpcErrorDetail struct {
 // JSON-RPC's Invalid Request with the HTTP status of err's code and, when
 // it says when to retry, Retry-After.
 func writeRPCError(w http.ResponseWriter, err error) {
-	var e *sandboxd.Error
-	if errors.As(err, &e) && e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(e.RetryAfter)))
-	}
+	setRetryAfter(w.Header(), err)
 	writeJSON(w, statusOf(sandboxd.ErrorCode(err)), rpcError{JSONRPC: "2.0",
 		Error: rpcErrorDetail{Code: rpcInvalidRequest, Message: sandboxd.ErrorMessage(err)}})
 }
