@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+
 	"sandboxd"
 	"sandboxd/runtime"
 	"sandboxd/test/bench/load"
@@ -29,14 +31,20 @@ print("drawn")
 `
 )
 
+// preloadEnv is the variable that tells the data image's runner what to
+// import before its program comes (images/python/data/variant.sh); empty,
+// it imports nothing.
+const preloadEnv = "SANDBOX_PRELOAD"
+
 // pngMagic starts every PNG file.
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
 // dataReport is what the data phase measured.
 type dataReport struct {
 	// ceiling is the engine's cycles a second of the data environment's
-	// own container spec.
-	ceiling float64
+	// own container spec, its runner's preload included; ceilingBare the
+	// same without the preload: the engine's own limit with this image.
+	ceiling, ceilingBare float64
 	// dockerRun is pandasVersion in a fresh `docker run --rm` of the data
 	// image; warm is the same through the runtime, its pool warm.
 	dockerRun, warm latencies
@@ -68,10 +76,6 @@ func measureData(ctx context.Context, o *options) (dataReport, error) {
 	var r dataReport
 	var err error
 	cfg := dataConfig(o.dataImage)
-	progress("data: engine ceiling, the data spec, concurrency %d, %v", o.conc, o.ceiling)
-	if r.ceiling, err = measureCeiling(ctx, cfg, o.conc, o.ceiling, true); err != nil {
-		return r, err
-	}
 	progress("data: docker run --rm %s (pandas import) x%d, %v apart", o.dataImage, o.dockerRuns, o.gap)
 	if r.dockerRun, r.version, err = measureDockerRun(ctx, o.dataImage, pandasVersion, o.dockerRuns, o.gap); err != nil {
 		return r, err
@@ -90,6 +94,17 @@ func measureData(ctx context.Context, o *options) (dataReport, error) {
 		return r, err
 	}
 	if r.chart, r.chartFiles, err = sparseRuns(ctx, d, n/3, o.dataGap, chartProgram, "drawn\n"); err != nil {
+		return r, err
+	}
+	// The ceilings right before saturation, on the host's load of then.
+	progress("data: engine ceiling, the data spec with and without its preload, concurrency %d, %v each", o.conc, o.ceiling)
+	ceil := cfg
+	ceil.Instance = "bench-data-ceiling" // its own: serviceSpec reaps its instance
+	if r.ceiling, err = measureCeiling(ctx, ceil, o.conc, o.ceiling, nil); err != nil {
+		return r, err
+	}
+	noPreload := func(c *container.Config) { c.Env = append(c.Env, preloadEnv+"=") }
+	if r.ceilingBare, err = measureCeiling(ctx, ceil, o.conc, o.ceiling, noPreload); err != nil {
 		return r, err
 	}
 	progress("data: saturation, %d callers, %v, with CPU accounting (profile the host now)", o.conc, o.window)

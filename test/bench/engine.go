@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,9 +53,9 @@ func benchConfig(image string) runtime.Config {
 // the Engine API with conc at once: the most containers the engine gives
 // the service. The container is the one a runner of cfg starts
 // (serviceSpec), without stdin, so its runner finds no program and exits
-// (after its preload, in the data image); netDisabled false turns
-// Config.NetworkDisabled off for the A/B.
-func measureCeiling(ctx context.Context, cfg runtime.Config, conc int, window time.Duration, netDisabled bool) (float64, error) {
+// (after its preload, in the data image); tweak, when set, changes its
+// configuration first (the A/B of NetworkDisabled, the preload off).
+func measureCeiling(ctx context.Context, cfg runtime.Config, conc int, window time.Duration, tweak func(*container.Config)) (float64, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return 0, err
@@ -69,7 +70,7 @@ func measureCeiling(ctx context.Context, cfg runtime.Config, conc int, window ti
 	var once sync.Once
 	start := time.Now()
 	load.Closed(ctx, conc, window, func() bool {
-		if err := cycle(ctx, cli, spec, netDisabled); err != nil {
+		if err := cycle(ctx, cli, spec, tweak); err != nil {
 			once.Do(func() { firstErr = err })
 			return false
 		}
@@ -109,12 +110,16 @@ func serviceSpec(ctx context.Context, cli *client.Client, cfg runtime.Config) (c
 	return container.InspectResponse{}, errors.New("the runner's warm container did not start within a minute")
 }
 
-// cycle creates, starts, waits for and removes one container of spec.
-func cycle(ctx context.Context, cli *client.Client, spec container.InspectResponse, netDisabled bool) error {
+// cycle creates, starts, waits for and removes one container of spec,
+// changed by tweak when set.
+func cycle(ctx context.Context, cli *client.Client, spec container.InspectResponse, tweak func(*container.Config)) error {
 	cfg, host := *spec.Config, *spec.HostConfig
 	cfg.Hostname = ""
 	cfg.OpenStdin, cfg.StdinOnce, cfg.AttachStdin = false, false, false
-	cfg.NetworkDisabled = netDisabled
+	cfg.Env = slices.Clone(cfg.Env)
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	c, err := cli.ContainerCreate(ctx, &cfg, &host, nil, nil, "")
 	if err != nil {
 		return fmt.Errorf("create: %w", err)

@@ -35,6 +35,8 @@ import (
 	goruntime "runtime"
 	"strings"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
 )
 
 // options are the knobs of a bench run.
@@ -115,11 +117,12 @@ func run(ctx context.Context, o *options) error {
 		return nil
 	}
 	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
-	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, true); err != nil {
+	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
 		return err
 	}
 	progress("engine ceiling, NetworkDisabled off, concurrency %d, %v", o.conc, o.ceiling)
-	if r.ceilingNet, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, false); err != nil {
+	netOn := func(c *container.Config) { c.NetworkDisabled = false }
+	if r.ceilingNet, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, netOn); err != nil {
 		return err
 	}
 	progress("docker run --rm x%d, %v apart", o.dockerRuns, o.gap)
