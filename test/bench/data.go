@@ -176,7 +176,7 @@ func closedLoopRuns(ctx context.Context, d *runtime.Docker, conc int, window tim
 		t := time.Now()
 		res, err := d.Run(ctx, sandboxd.Job{ID: id, Language: sandboxd.LanguagePython, Code: code})
 		if err == nil && (res.Status != sandboxd.StatusOK || res.Stdout != want) {
-			err = fmt.Errorf("wrong answer: status %q stdout %q", res.Status, strings.TrimSpace(res.Stdout))
+			err = fmt.Errorf("status %s: stdout %q", res.Status, strings.TrimSpace(res.Stdout))
 		}
 		r.record(time.Since(t), err)
 		return true
