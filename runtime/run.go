@@ -50,6 +50,9 @@ var errNotStarted = errors.New("runtime: the container stopped before its progra
 // image is missing or the runner is closing; CodeInternal for other Engine
 // API failures; the context's error (wrapped) when ctx ends first.
 func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
+	if err := checkFilesIn(job.Files, d.cfg.MaxFiles, int64(d.cfg.MaxFilesBytes)); err != nil {
+		return sandboxd.Result{}, err
+	}
 	ctx, f, end, err := d.inflight.begin(ctx)
 	if err != nil {
 		return sandboxd.Result{}, err
@@ -114,7 +117,7 @@ type run struct {
 // exit.
 func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	handover := time.Now()
-	r.b.s.send(r.b.proto.message(job.Code, job.Stdin))
+	r.b.s.send(r.b.proto.message(job.Code, job.Stdin, job.Files))
 	deadline := time.NewTimer(r.d.cfg.Timeout)
 	defer deadline.Stop()
 	if err := r.watchOutput(ctx, deadline.C); err != nil {
@@ -125,6 +128,7 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	if rep, ok := out.ended(); ok && !r.res.TimedOut {
 		r.res.ExitCode = rep.status
 		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
+		r.filesOut(rep, out.files.buf)
 	} else if r.killed {
 		r.res.ExitCode = r.killedExit()
 	} else if err := r.awaitEnd(ctx, deadline.C); err != nil {
@@ -137,6 +141,18 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	r.res.Stderr = decode(out.stderr.buf)
 	r.res.Classify()
 	return r.res, nil
+}
+
+// filesOut fills in the files out from the files section the runner sent
+// after its end marker. A section that does not parse (a program can forge
+// one) gives no files, and FilesTruncated.
+func (r *run) filesOut(rep endReport, section []byte) {
+	files, listed, err := parseFiles(section, r.d.cfg.MaxFiles, int64(r.d.cfg.MaxFilesBytes))
+	if err != nil {
+		r.log.Warn("the files out were not read", "err", err)
+	}
+	r.res.Files = files
+	r.res.FilesTruncated = rep.filesCut || listed || err != nil
 }
 
 // awaitEnd judges a run whose output ended without the end marker and
