@@ -126,8 +126,9 @@ open("d.txt", "w").write("d" * 10)
 
 // TestFilesNeverFollowed leaves in /tmp a symlink to /etc/passwd and one to
 // /etc, a FIFO (opening it would block), a Unix socket, and tries a hard
-// link to /etc/passwd: none is followed or read, and the run is answered
-// at once. Only the program's own regular files come back.
+// link to /etc/passwd, then moves to /: none is followed or read, the
+// files out are still those of /tmp, and the run is answered at once. Only
+// the program's own regular files come back.
 func TestFilesNeverFollowed(t *testing.T) {
 	for _, oci := range ociRuntimes {
 		t.Run(oci, func(t *testing.T) {
@@ -156,6 +157,7 @@ except OSError as e:
     print("link refused")
 open("mine.txt", "w").write("mine")
 os.link("mine.txt", "mine2.txt")
+os.chdir("/")
 `)
 		if res.Stdout != "link refused\n" {
 			t.Errorf("stdout %q, want the hard link refused", res.Stdout)

@@ -41,12 +41,16 @@ var errNotStarted = errors.New("runtime: the container stopped before its progra
 // the hand-over, or as soon as stdout or stderr passes
 // Config.MaxOutputBytes, the container is killed. The answer comes as soon as
 // the image's runner reports the program's end, or else at the container's
-// exit. Whatever happens, the container is removed afterwards, in the
+// exit. job.Files (checked again against Config.MaxFiles, MaxFilesBytes and
+// the naming rules) are written into /tmp before the program starts; the
+// regular files it created or changed there come back in Result.Files,
+// bounded by the same caps, only from a run whose runner reported its end. Whatever happens, the container is removed afterwards, in the
 // background (Close waits for it). A container that turns out to have died
 // before its program started is replaced by a fresh one, once.
 //
 // A program that fails, loops, floods or runs out of memory is a Result.
-// Errors are the service's: CodeUnavailable when Docker is unreachable, the
+// Errors are the service's: CodeInvalid or CodeTooLarge for files in that
+// break the rules or the caps; CodeUnavailable when Docker is unreachable, the
 // image is missing or the runner is closing; CodeInternal for other Engine
 // API failures; the context's error (wrapped) when ctx ends first.
 func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {

@@ -177,13 +177,14 @@ def _main():
         try:
             section, cut = files.collect(written, maxfiles, maxbytes)
         except Exception:  # MemoryError, or a bug: no files rather than no answer
-            section, cut = b"", True
+            section, cut = [], True
         marker = prefix + b"%03d %010d %010d %010d %d\n" % (
-            ended[0], cpu_ms, min(rss, 9999999999), len(section), cut)
+            ended[0], cpu_ms, min(rss, 9999999999), sum(len(b) for b in section), cut)
         try:
-            view = memoryview(marker + section)
-            while view:
-                view = view[os.write(1, view):]
+            for chunk in [marker] + section:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(1, view):]
             os.write(2, marker)
         except OSError:
             pass
@@ -270,6 +271,8 @@ class _files:
         import stat
         self.os, self.stat, self.sha256 = os, stat, hashlib.sha256
         self.max_entries, self.max_depth, self.list_extra = bounds
+        # The working directory at the start, /tmp: a program may chdir.
+        self.root = os.getcwd()
         nofollow = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
         self.dir_flags = os.O_RDONLY | os.O_DIRECTORY | nofollow
         self.file_flags = os.O_RDONLY | os.O_NONBLOCK | nofollow
@@ -316,7 +319,7 @@ class _files:
             if not self.valid(name):
                 raise ValueError("%r is not a relative name" % name)
             parts = name.split("/")
-            dfd = os.open(".", self.dir_flags)
+            dfd = os.open(self.root, self.dir_flags)
             try:
                 for part in parts[:-1]:
                     try:
@@ -377,7 +380,7 @@ class _files:
                         except OSError:
                             pass  # gone meanwhile
 
-        root = os.open(".", self.dir_flags)
+        root = os.open(self.root, self.dir_flags)
         try:
             scan(root, "", 1)
         finally:
@@ -394,7 +397,7 @@ class _files:
         os = self.os
         parts = name.split("/")
         try:
-            dfd = os.open(".", self.dir_flags)
+            dfd = os.open(self.root, self.dir_flags)
         except OSError:
             return None
         try:
@@ -434,8 +437,9 @@ class _files:
         return got is not None and got[1] is not None and self.sha256(got[1]).digest() == written[name][1]
 
     def collect(self, written, maxfiles, maxbytes):
-        """The files section of the end marker: the files out as records,
-        and whether any was left out or listed without content."""
+        """The files section of the end marker: the files out as records
+        (a list of byte strings, sent one after the other), and whether any
+        was left out or listed without content."""
         found, cut = self.walk()
         section, used, kept, listed = [], 0, 0, 0
         for name, size in found:
@@ -457,7 +461,7 @@ class _files:
                 section.append(got[1])
                 used += got[0]
                 kept += 1
-        return b"".join(section), cut
+        return section, cut
 
 
 _main()
