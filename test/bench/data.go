@@ -61,11 +61,12 @@ type dataReport struct {
 
 // dataConfig is the data environment's runtime configuration (issue 20's
 // defaults: 512 MiB, 10 s, one CPU, pids 64, 64 MiB of /tmp, pool_size 1,
-// pool_max 4), under the bench's own instance label.
+// pool_max 4, files out 16 and 8 MiB), under the bench's own instance label.
 func dataConfig(image string) runtime.Config {
 	cfg := benchConfig(image)
 	cfg.Timeout, cfg.MemoryBytes, cfg.TmpfsBytes = 10*time.Second, 512<<20, 64<<20
 	cfg.PoolSize, cfg.PoolMax, cfg.Instance = 1, 4, "bench-data"
+	cfg.MaxFiles, cfg.MaxFilesBytes = 16, 8<<20 // config.yaml's runtime.max_files, max_files_bytes
 	return cfg
 }
 

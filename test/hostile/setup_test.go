@@ -111,6 +111,8 @@ func baseConfig(v variant, timeout time.Duration) runtime.Config {
 		PidsLimit:      64,
 		TmpfsBytes:     units.Bytes(v.env.tmpfs),
 		MaxOutputBytes: 64 << 10,
+		MaxFiles:       maxFiles,
+		MaxFilesBytes:  maxFilesBytes,
 		Instance:       v.instance(),
 	}
 }
