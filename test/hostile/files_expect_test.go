@@ -176,3 +176,15 @@ func describe(fs []sandboxd.File) string {
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
+
+// noneNamed returns a check that no file out has the name.
+func noneNamed(name string) func(sandboxd.Result) []string {
+	return func(res sandboxd.Result) []string {
+		for _, f := range res.Files {
+			if f.Name == name {
+				return []string{fmt.Sprintf("a file out is named %q", name)}
+			}
+		}
+		return nil
+	}
+}

@@ -172,12 +172,13 @@ func streamCases() []hostileCase {
 
 // forgePrelude gives a program its run's end-marker prefix (magic and
 // token), which it can read from the runner's frame, and helpers to write
-// forged markers: marker(status) is a whole one, both() writes to stdout
+// forged markers of runner protocol 4: marker(status) is a whole one (with
+// a files section of n bytes to follow on stdout), both() writes to stdout
 // and stderr.
 const forgePrelude = `import os, sys, time
 PREFIX = sys._getframe(1).f_locals['prefix']
-def marker(status, cpu=0, rss=0):
-    return PREFIX + b'%03d %010d %010d\n' % (status, cpu, rss)
+def marker(status, cpu=0, rss=0, n=0, cut=0):
+    return PREFIX + b'%03d %010d %010d %010d %d\n' % (status, cpu, rss, n, cut)
 def both(b):
     os.write(1, b)
     os.write(2, b)
@@ -218,8 +219,19 @@ func forgeryCases() []hostileCase {
 		},
 		{
 			name: "forged-marker-status-999",
-			code: forgePrelude + "both(PREFIX + b'999 0000000000 0000000000\\n')\nsys.exit(3)\n",
+			code: forgePrelude + "both(PREFIX + b'999 0000000000 0000000000 0000000000 0\\n')\nsys.exit(3)\n",
 			want: exited(3),
+		},
+		{
+			// A files section of its own making after a forged marker:
+			// a name outside the working directory, and one inside it.
+			// Answered at the forgery or at the real end; the forged
+			// section is never taken for the service's to read, and a
+			// name it could not have written is never returned.
+			name: "forged-files-section",
+			code: forgePrelude + "sec = b'c 11 4\\n/etc/passwdroot' + b'c 10 6\\nforged.txtforged'\n" +
+				"os.write(1, marker(0, n=len(sec)) + sec)\nsys.exit(4)\n",
+			want: answer{status: statuses(sandboxd.StatusOK, sandboxd.StatusError), exit: []int{0, 4}, check: withinAnd(noneNamed("/etc/passwd"))},
 		},
 		{
 			name: "forged-partial-marker-then-exit",
