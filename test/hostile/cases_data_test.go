@@ -17,7 +17,7 @@ const numpyImport = "import numpy as np\n"
 // caches on a read-only root, and pandas' readers pointed at the system's
 // files (cases_data_probe_test.go).
 func dataCases(e environment) []hostileCase {
-	return slices.Concat(numpyBombCases(e), crashCases(), blasCases(e), []hostileCase{matplotlibCachesCase(), pandasProbeCase()})
+	return slices.Concat(numpyBombCases(e), crashCases(e), blasCases(e), []hostileCase{matplotlibCachesCase(), pandasProbeCase()})
 }
 
 // numpyBombCases allocate past the memory with numpy: 10 GiB at once,
@@ -51,8 +51,8 @@ func numpyBombCases(e environment) []hostileCase {
 // pointer. The kernel's SIGSEGV ends the program (exit 139 as the runtime
 // reports a signal), answered as soon as it is known, with the output
 // written before it.
-func crashCases() []hostileCase {
-	crashed := answer{status: statuses(sandboxd.StatusError), exit: []int{139}, stdout: []string{"reading\n"}, check: promptly}
+func crashCases(e environment) []hostileCase {
+	crashed := answer{status: statuses(sandboxd.StatusError), exit: []int{139}, stdout: []string{"reading\n"}, check: promptly(e)}
 	return []hostileCase{
 		{
 			name: "numpy-strided-segfault", imports: numpyImport + "from numpy.lib.stride_tricks import as_strided\n",

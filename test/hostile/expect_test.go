@@ -46,7 +46,8 @@ type hostileCase struct {
 	// files are handed to the program as the job's files in.
 	files []sandboxd.File
 	// killed marks a program that must be killed at the deadline: it gets
-	// the short timeout. The others get their environment's.
+	// the short timeout, but where the environment preloads. The others
+	// get their environment's.
 	killed bool
 	// slow marks a CPU-bound program judged by the CPU time it used: it
 	// gets slowTimeout, since on a loaded host its wall-clock time runs far
@@ -62,6 +63,8 @@ type hostileCase struct {
 // timeout is the wall-clock limit the case runs with in the environment.
 func (c hostileCase) timeout(e environment) time.Duration {
 	switch {
+	case c.killed && e.preloads:
+		return e.timeout
 	case c.killed:
 		return shortTimeout
 	case c.slow:

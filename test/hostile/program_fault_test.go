@@ -33,8 +33,8 @@ func TestProgramFaults(t *testing.T) {
 
 // faultCases is the table of TestProgramFaults, the same in every
 // environment.
-func faultCases(environment) []hostileCase {
-	return slices.Concat(exitCases(), signalCases(), streamCases(), forgeryCases(), exhaustionCases())
+func faultCases(e environment) []hostileCase {
+	return slices.Concat(exitCases(), signalCases(), streamCases(), forgeryCases(), exhaustionCases(e))
 }
 
 // exited is the answer of a program that exited with code n by itself.
@@ -294,11 +294,11 @@ func forgeryCases() []hostileCase {
 
 // exhaustionCases use up the processes, the file descriptors or /tmp, then
 // end by themselves; or leave a child behind that goes on writing.
-func exhaustionCases() []hostileCase {
+func exhaustionCases(e environment) []hostileCase {
 	okLine := func(line string) answer {
 		return answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{line}}
 	}
-	orphan := answer{status: statuses(sandboxd.StatusOK, sandboxd.StatusOutputLimit), check: promptly}
+	orphan := answer{status: statuses(sandboxd.StatusOK, sandboxd.StatusOutputLimit), check: promptly(e)}
 	return []hostileCase{
 		{
 			name: "threads-exhausted-then-exit",
