@@ -30,6 +30,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	goruntime "runtime"
@@ -100,21 +101,13 @@ type report struct {
 func run(ctx context.Context, o *options) error {
 	var r report
 	var err error
-	if o.killsOnly {
-		if r.kills, err = measureAllKills(ctx, o); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stdout, "## make bench (kills only), %s\n", machine())
-		killsTable(os.Stdout, *o, r.kills)
-		return nil
-	}
-	if o.dataOnly {
-		if r.data, err = measureData(ctx, o); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stdout, "## make bench (data only), %s\n", machine())
-		dataTable(os.Stdout, *o, r.data)
-		return nil
+	switch {
+	case o.killsOnly:
+		return runOnly("kills", func() (err error) { r.kills, err = measureAllKills(ctx, o); return err },
+			func(w io.Writer) { killsTable(w, *o, r.kills) })
+	case o.dataOnly:
+		return runOnly("data", func() (err error) { r.data, err = measureData(ctx, o); return err },
+			func(w io.Writer) { dataTable(w, *o, r.data) })
 	}
 	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
 	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
@@ -162,6 +155,17 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	printReport(os.Stdout, *o, r)
+	return nil
+}
+
+// runOnly runs one phase alone (measure) and prints its table under a
+// title naming it.
+func runOnly(what string, measure func() error, table func(io.Writer)) error {
+	if err := measure(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "## make bench (%s only), %s\n", what, machine())
+	table(os.Stdout)
 	return nil
 }
 
