@@ -36,10 +36,7 @@ func numpyBombCases(e environment) []hostileCase {
 		}
 	}
 	at10GiB := bomb("numpy-memory-bomb-10GiB", "a = np.ones((10 << 30) // 8)\nprint('survived')\n", false)
-	// gVisor grants the 10 GiB and the program fills them up to the
-	// cgroup's 512 MiB, all in one call: its own work, 4.1 s of a busy
-	// host seen, with no mark between. Answered before the deadline.
-	at10GiB.per["runsc"][0].within, at10GiB.per["runsc"][0].check = 0, promptly(e)
+	at10GiB.per["runsc"] = []answer{atOnceUnderRunsc(e)}
 	return []hostileCase{
 		at10GiB,
 		// They fill the memory first: timed from their last allocation
