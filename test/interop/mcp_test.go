@@ -26,8 +26,10 @@ type mcpResult struct {
 	Thrown  string `json:"thrown"`
 	IsError bool   `json:"isError"`
 	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
 	} `json:"content"`
 	StructuredContent map[string]any `json:"structuredContent"`
 	Meta              map[string]any `json:"_meta"`
