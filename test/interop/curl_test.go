@@ -165,12 +165,12 @@ func testFilesRefused(t *testing.T, url string) {
 	}
 	const half = 4<<20 + 2 // a multiple of 3: two such files pass 8 MiB in all, each under it
 	cases := []refusal{
-		{"parent", files(one("../escape.txt", 3)), 400, []string{"../escape.txt"}},
-		{"nested parent", files(one("a/../../escape.txt", 3)), 400, []string{"a/../../escape.txt"}},
-		{"absolute", files(one("/etc/passwd", 3)), 400, []string{"/etc/passwd"}},
-		{"over max_files", files(many...), 413, []string{"16"}},
-		{"over max_files_bytes", files(one("a.bin", half), one("b.bin", half)), 413, []string{"max_files_bytes"}},
-		{"unknown environment", map[string]any{"environment": "r", "code": "print(1)"}, 400, []string{"python", "data"}},
+		{"parent", files(one("../escape.txt", 3)), 400, []string{"../escape.txt", `".." part`}},
+		{"nested parent", files(one("a/../../escape.txt", 3)), 400, []string{"a/../../escape.txt", `".." part`}},
+		{"absolute", files(one("/etc/passwd", 3)), 400, []string{"/etc/passwd", "absolute"}},
+		{"over max_files", files(many...), 413, []string{"17 files", "16 files (max_files)"}},
+		{"over max_files_bytes", files(one("a.bin", half), one("b.bin", half)), 413, []string{"8388612 bytes", "(max_files_bytes)"}},
+		{"unknown environment", map[string]any{"environment": "r", "code": "print(1)"}, 400, []string{`"r" is not configured`, "python", "data"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
