@@ -113,7 +113,7 @@ func curlJSON(t testing.TB, url string, body any) curlResult {
 func TestCurlData(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("curl-data"), true)
-	t.Run("readme", func(t *testing.T) { testREADMEExamples(t, svc.URL) })
+	t.Run("readme", func(t *testing.T) { testREADMEExamples(t, svc) })
 	t.Run("truncated", func(t *testing.T) { testFilesTruncated(t, svc.URL+"/v1/code") })
 	t.Run("refused", func(t *testing.T) { testFilesRefused(t, svc.URL+"/v1/code") })
 }

@@ -88,6 +88,7 @@ func checkChartMCP(t *testing.T, r mcpResult) {
 func TestMCPDataChart(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("mcp-data"), true)
+	waitWarm(t, svc)
 	out := runMCP(t, "call", svc.URL+"/mcp", "--arguments", writeArguments(t, chartArguments(t)))
 	checkDataTools(t, out.Tools)
 	checkChartMCP(t, out.Result)
@@ -111,6 +112,7 @@ func TestMCPDataChartPaid(t *testing.T) {
 	}
 
 	before := snapshot(t, c)
+	waitWarm(t, svc)
 	out := runMCP(t, "pay", svc.URL+"/mcp", "--key-file", writeKey(t, "payer.key", payer.key),
 		"--arguments", writeArguments(t, chartArguments(t)))
 	checkDataTools(t, out.Tools)

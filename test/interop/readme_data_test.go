@@ -103,16 +103,18 @@ func shellWords(t testing.TB, line string) []string {
 	return words
 }
 
-// testREADMEExamples runs each curl line of the README's data section against the
-// service at base, as written but for the address, checks that the answer matches the
-// one the README shows (times aside, base64 elided with "..." matched by its ends), and
-// checks each: the chart over HTTP and over MCP, and files in the python environment.
-func testREADMEExamples(t *testing.T, base string) {
+// testREADMEExamples runs each curl line of the README's data section against svc, as
+// written but for the address and each once the warm pools are full, checks that the
+// answer matches the one the README shows (times aside, base64 elided with "..." matched
+// by its ends), and checks each: the chart over HTTP and over MCP, and files in the
+// python environment.
+func testREADMEExamples(t *testing.T, svc *service) {
 	examples := readmeExamples(t)
 	seen := map[string]bool{}
 	for _, ex := range examples {
 		t.Run(fmt.Sprintf("example %d", len(seen)+1), func(t *testing.T) {
-			args, path, body := readmeRequest(t, ex, base)
+			args, path, body := readmeRequest(t, ex, svc.URL)
+			waitWarm(t, svc)
 			r := runCurl(t, args...)
 			var got any
 			r.decode(t, &got)
