@@ -193,3 +193,29 @@ func testFilesRefused(t *testing.T, url string) {
 func files(fs ...map[string]any) map[string]any {
 	return map[string]any{"code": "print(1)", "files": fs}
 }
+
+// TestCurlDataImageMissing: with the data environment's image missing, /v1/health says
+// so (503 naming the environment), a data run answers 503, and the python environment
+// keeps serving.
+func TestCurlDataImageMissing(t *testing.T) {
+	mustInterop(t)
+	svc := startService(t, instance("curl-nodata"), false,
+		"SANDBOX_ENVIRONMENTS_DATA_IMAGE=sandbox-python-data:missing-"+instance("e2e"))
+	var health dataAnswer
+	h := runCurl(t, svc.URL+"/v1/health")
+	h.decode(t, &health)
+	if h.Status != http.StatusServiceUnavailable || !strings.Contains(health.Error, "environment data") {
+		t.Errorf("health: %d %s; want 503 naming the data environment", h.Status, h.Body)
+	}
+	var a dataAnswer
+	r := curlJSON(t, svc.URL+"/v1/code", map[string]any{"code": "print(6*7)"})
+	r.decode(t, &a)
+	if r.Status != http.StatusOK || a.Stdout != "42\n" || a.Environment != "python" {
+		t.Errorf("a python run: %d %s; want 200 and 42", r.Status, r.Body)
+	}
+	r = curlJSON(t, svc.URL+"/v1/code", map[string]any{"environment": "data", "code": "print(6*7)"})
+	r.decode(t, &a)
+	if r.Status != http.StatusServiceUnavailable || !strings.Contains(a.Error, "missing") {
+		t.Errorf("a data run: %d %s; want 503 saying the image is missing", r.Status, r.Body)
+	}
+}
