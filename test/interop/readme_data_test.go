@@ -111,8 +111,8 @@ func shellWords(t testing.TB, line string) []string {
 func testREADMEExamples(t *testing.T, svc *service) {
 	examples := readmeExamples(t)
 	seen := map[string]bool{}
-	for _, ex := range examples {
-		t.Run(fmt.Sprintf("example %d", len(seen)+1), func(t *testing.T) {
+	for i, ex := range examples {
+		t.Run(fmt.Sprintf("example %d", i+1), func(t *testing.T) {
 			args, path, body := readmeRequest(t, ex, svc.URL)
 			waitWarm(t, svc)
 			r := runCurl(t, args...)
