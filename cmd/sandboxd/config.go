@@ -94,6 +94,8 @@ func defaultConfig() Config {
 				PidsLimit:      64,
 				TmpfsBytes:     16 << 20,
 				MaxOutputBytes: 65536,
+				MaxFiles:       16,
+				MaxFilesBytes:  8 << 20,
 				PoolSize:       4,
 				PoolMax:        16,
 				Instance:       "default",
