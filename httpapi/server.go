@@ -45,6 +45,14 @@ type Server struct {
 	// CORSOrigins are the origins whose scripts may call /v1/* (cors.go):
 	// "*" for any; empty for none.
 	CORSOrigins []string
+	// Environments are the environments a request may name, the default
+	// first.
+	Environments []sandboxd.Environment
+	// MaxFiles caps the files of a request; more are answered 413.
+	MaxFiles int
+	// MaxFilesBytes caps the decoded bytes of a request's files in all; more
+	// are answered 413.
+	MaxFilesBytes int64
 
 	engine engineCache
 }

@@ -118,7 +118,7 @@ func TestMetricsSeries(t *testing.T) {
 	m.Ledger("reserve", time.Millisecond)
 
 	paid := sandboxd.PaymentRequest{Signature: "x"}
-	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: 5000}
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(string) float64 { return 5000 }}
 	c, err := begin(ctx, g, paid)
 	if err != nil {
 		t.Fatal(err)

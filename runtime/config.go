@@ -50,6 +50,11 @@ type Config struct {
 	// operation) and of how long each container took to be created and
 	// started (op "start", err nil). It must not block.
 	Observe func(op string, d time.Duration, err error) `mapstructure:"-"`
+	// MaxFiles caps the files handed to a program, and those returned.
+	MaxFiles int `mapstructure:"max_files"`
+	// MaxFilesBytes caps the bytes of the files handed to a program, and of
+	// those returned, in all.
+	MaxFilesBytes units.Bytes `mapstructure:"max_files_bytes"`
 }
 
 // defaultInstance is the instance label of a Config that names none.
@@ -90,6 +95,8 @@ func (c Config) Validate() error {
 	check(c.PoolMax == 0 || c.PoolMax >= c.PoolSize, "pool_max", "PoolMax",
 		"%d is below runtime.pool_size (%d): set it to pool_size or more, or 0 for a pool of a fixed size", c.PoolMax, c.PoolSize)
 	check(validInstance(c.Instance), "instance", "Instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", c.Instance)
+	check(inRange(int64(c.MaxFiles), 0, 1024), "max_files", "MaxFiles", "%d is outside 0..1024", c.MaxFiles)
+	check(inRange(int64(c.MaxFilesBytes), 0, 64*mib), "max_files_bytes", "MaxFilesBytes", "%d is outside 0..64 MiB", c.MaxFilesBytes)
 	return errors.Join(errs...)
 }
 

@@ -98,6 +98,9 @@ func configKeys() []string {
 	t := reflect.TypeFor[Config]()
 	for i := range t.NumField() {
 		section := t.Field(i)
+		if section.Type.Kind() != reflect.Struct {
+			continue // environments: their keys are bound by name (bindEnvironments)
+		}
 		for _, f := range leafFields(section.Type) {
 			keys = append(keys, tagName(section)+"."+tagName(f))
 		}
