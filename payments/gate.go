@@ -26,7 +26,7 @@ type Gate struct {
 	parts
 	// priced are the parts of the environments with a price of their own,
 	// by name: their terms quote that price, the rest is shared.
-	priced map[string]*parts
+	priced  map[string]*parts
 	log     *slog.Logger
 	now     func() time.Time
 	closers []io.Closer
@@ -256,4 +256,6 @@ func (g *Gate) Requirements() x402.Requirements { return g.req }
 
 // RequirementsFor returns the terms entry the gate quotes for a call in
 // the environment ("" is the default one).
-func (g *Gate) RequirementsFor(environment string) x402.Requirements { return g.partsFor(environment).req }
+func (g *Gate) RequirementsFor(environment string) x402.Requirements {
+	return g.partsFor(environment).req
+}
