@@ -83,7 +83,7 @@ func (b *memoryBudget) used() int64 {
 // every measureEvery, each time on one idle container; measureTimeout
 // bounds the Engine API's answer.
 const (
-	measureDelay   = 2 * time.Second
+	measureDelay   = 5 * time.Second
 	measureEvery   = 5 * time.Minute
 	measureTimeout = 5 * time.Second
 )
