@@ -30,7 +30,7 @@ image: docker ## build the sandbox image offline (skipped when up to date)
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
 	@images/python/build.sh $(DATA_IMAGE) data
 
-run: build image ## start the service on :8080 (free mode unless config.yaml says otherwise)
+run: build image image-data ## start the service on :8080 with both environments (free mode unless config.yaml says otherwise)
 	bin/sandboxd serve
 
 interop-deps: ## the official x402 client, facilitator and anvil from npm
@@ -52,7 +52,7 @@ test: build image image-data interop-deps postgres chromium ## every test: unit,
 test-unit: ## only the tests that need neither Docker nor npm (the gates off, even under CI=true)
 	env -u CI -u SANDBOXD_INTEGRATION -u SANDBOXD_INTEROP -u SANDBOXD_FAULTS $(GO) test -count=1 ./...
 
-bench: build image ## measure latency and throughput against docker run and the engine's ceiling
+bench: build image image-data ## measure latency and throughput against docker run and the engine's ceiling
 	$(GO) run ./test/bench $(BENCHFLAGS)
 
 demo: build image interop-deps ## the whole paid flow, offline: anvil, the service on chain, `sandboxd call`

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 
@@ -10,9 +11,11 @@ import (
 
 // codeRequest is the body of POST /v1/code.
 type codeRequest struct {
-	Language *string `json:"language"`
-	Code     *string `json:"code"`
-	Stdin    *string `json:"stdin"`
+	Language    *string       `json:"language"`
+	Code        *string       `json:"code"`
+	Stdin       *string       `json:"stdin"`
+	Environment *string       `json:"environment"`
+	Files       []fileRequest `json:"files"`
 }
 
 // CodeResponse is the answer of a delivered run, on HTTP and MCP alike: the
@@ -31,6 +34,38 @@ type CodeResponse struct {
 	// CPUMS and MaxRSSKB are null when the program did not end by itself.
 	CPUMS    *int64 `json:"cpu_ms"`
 	MaxRSSKB *int64 `json:"max_rss_kb"`
+	// Environment is the environment the program ran in.
+	Environment string `json:"environment"`
+	// Files are the files the program created or changed, in name order;
+	// never null.
+	Files []FileOut `json:"files"`
+	// FilesTruncated reports that a file is listed without its content:
+	// the files were over the caps.
+	FilesTruncated bool `json:"files_truncated"`
+}
+
+// FileOut is one file of an answer: a file the program created or changed.
+type FileOut struct {
+	Name      string `json:"name"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"media_type"`
+	// Content is the file's bytes, standard base64 with padding; absent
+	// when the file was over the caps.
+	Content *string `json:"content,omitempty"`
+}
+
+// newFilesOut is the answer's list of the files out: never nil.
+func newFilesOut(files []sandboxd.File) []FileOut {
+	out := make([]FileOut, 0, len(files))
+	for _, f := range files {
+		fo := FileOut{Name: f.Name, Size: f.Size, MediaType: f.MediaType}
+		if f.Content != nil {
+			content := base64.StdEncoding.EncodeToString(f.Content)
+			fo.Content = &content
+		}
+		out = append(out, fo)
+	}
+	return out
 }
 
 // newCodeResponse is the answer of a delivered run of job.
@@ -45,6 +80,10 @@ func newCodeResponse(job sandboxd.Job, res sandboxd.Result) CodeResponse {
 		OOMKilled:  res.OOMKilled,
 		Truncated:  res.Truncated,
 		DurationMS: res.Duration.Milliseconds(),
+
+		Environment:    job.Environment,
+		Files:          newFilesOut(res.Files),
+		FilesTruncated: res.FilesTruncated,
 	}
 	if u := res.Usage; u != nil {
 		cpu, rss := u.CPU.Milliseconds(), u.MaxRSSKB
@@ -61,9 +100,10 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ext := httpExtensions()
+	ext := s.httpExtensions()
 	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r),
-		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment), Extensions: ext})
+		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment), Extensions: ext,
+		Environment: job.Environment})
 	if err != nil {
 		s.writeError(w, r, withExtensions(err, ext))
 		return
@@ -72,8 +112,14 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newCodeResponse(job, out.Result))
 }
 
-// parseJob reads and decodes the request, then validates it into a Job.
+// parseJob reads and decodes the request, then validates it into a Job,
+// holding room for the body in the body budget until it is decoded.
 func (s *Server) parseJob(r *http.Request) (sandboxd.Job, error) {
+	release, err := s.holdBody(r, s.MaxBodyBytes)
+	if err != nil {
+		return sandboxd.Job{}, err
+	}
+	defer release()
 	body, err := readBody(r, s.MaxBodyBytes)
 	if err != nil {
 		return sandboxd.Job{}, err
@@ -96,6 +142,10 @@ func (s *Server) newJob(req codeRequest) (sandboxd.Job, error) {
 		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
 			"language %q is not supported; use one of: %s", lang, strings.Join(sandboxd.SupportedLanguages, ", "))
 	}
+	env, err := s.environment(req.Environment)
+	if err != nil {
+		return sandboxd.Job{}, err
+	}
 	if req.Code == nil || strings.TrimSpace(*req.Code) == "" {
 		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
 			`field "code" is missing or empty; send the program's source as a string`)
@@ -104,13 +154,16 @@ func (s *Server) newJob(req codeRequest) (sandboxd.Job, error) {
 		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.validate",
 			"code is %d bytes, over the limit of %d bytes", len(*req.Code), s.MaxCodeBytes)
 	}
-	job := sandboxd.Job{ID: newJobID(), Language: canonical, Code: *req.Code}
+	job := sandboxd.Job{ID: newJobID(), Language: canonical, Code: *req.Code, Environment: env}
 	if req.Stdin != nil {
 		if len(*req.Stdin) > s.MaxStdinBytes {
 			return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.validate",
 				"stdin is %d bytes, over the limit of %d bytes", len(*req.Stdin), s.MaxStdinBytes)
 		}
 		job.Stdin = *req.Stdin
+	}
+	if job.Files, err = newFiles(req.Files, s.MaxFiles, s.MaxFilesBytes); err != nil {
+		return sandboxd.Job{}, err
 	}
 	return job, nil
 }

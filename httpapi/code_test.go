@@ -47,9 +47,14 @@ func TestCodeAnswersTheResult(t *testing.T) {
 func checkAnswer42(t *testing.T, got map[string]any) {
 	t.Helper()
 	want := map[string]any{"lang": "python", "stdout": "42\n", "stderr": "", "exit_code": 0.0, "status": "ok",
-		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 12.0, "cpu_ms": 9.0, "max_rss_kb": 8200.0}
+		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 12.0, "cpu_ms": 9.0, "max_rss_kb": 8200.0,
+		"environment": "python", "files_truncated": false}
+	if files, ok := got["files"].([]any); !ok || len(files) != 0 {
+		t.Errorf("files = %#v, want []", got["files"])
+	}
+	want["files"] = got["files"]
 	for k, v := range want {
-		if got[k] != v {
+		if k != "files" && got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
@@ -86,7 +91,7 @@ func TestCodeErrors(t *testing.T) {
 		{name: "trailing brackets", body: `{"code":"x"}]]]`, status: 400, inError: "after the JSON"},
 		{name: "number for code", body: `{"code":5}`, status: 400, inError: `"code" must be a string`},
 		{name: "null code", body: `{"code":null}`, status: 400, inError: "missing"},
-		{name: "unknown field", body: `{"code":"x","argv":"y"}`, status: 400, inError: "unknown field \"argv\"; the fields are language, code and stdin"},
+		{name: "unknown field", body: `{"code":"x","argv":"y"}`, status: 400, inError: "unknown field \"argv\"; the fields are language, code, stdin, environment and files"},
 		{name: "stdin at limit", body: `{"code":"x","stdin":"` + strings.Repeat("i", 10) + `"}`, status: 200, ran: true},
 		{name: "stdin over limit", body: `{"code":"x","stdin":"` + strings.Repeat("i", 11) + `"}`, status: 413, inError: "stdin is 11 bytes, over the limit of 10"},
 		{name: "number for stdin", body: `{"code":"x","stdin":1}`, status: 400, inError: `"stdin" must be a string`},

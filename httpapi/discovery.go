@@ -26,23 +26,24 @@ func exampleInput() map[string]any {
 // exampleOutput is the answer of exampleInput.
 func exampleOutput() map[string]any {
 	return map[string]any{"lang": "python", "stdout": "HELLO\n", "stderr": "", "exit_code": 0, "status": "ok",
-		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 6, "cpu_ms": 1, "max_rss_kb": 11520}
+		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 6, "cpu_ms": 1, "max_rss_kb": 11520,
+		"environment": "python", "files": []any{}, "files_truncated": false}
 }
 
 // discoveryOutput is the output half of the info and of its schema.
-func discoveryOutput() (info, schema map[string]any) {
+func (s *Server) discoveryOutput() (info, schema map[string]any) {
 	info = map[string]any{"type": "json", "example": exampleOutput()}
 	schema = map[string]any{
 		"type":       "object",
-		"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": runResultSchema()},
+		"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": s.runResultSchema()},
 		"required":   []string{"type"},
 	}
 	return info, schema
 }
 
 // discovery wraps info and the input's schema into the extension.
-func discovery(input, inputSchema map[string]any) map[string]any {
-	outInfo, outSchema := discoveryOutput()
+func (s *Server) discovery(input, inputSchema map[string]any) map[string]any {
+	outInfo, outSchema := s.discoveryOutput()
 	return map[string]any{
 		"info": map[string]any{"input": input, "output": outInfo},
 		"schema": map[string]any{
@@ -55,7 +56,7 @@ func discovery(input, inputSchema map[string]any) map[string]any {
 }
 
 // httpDiscovery is the extension for POST /v1/code.
-func httpDiscovery() map[string]any {
+func (s *Server) httpDiscovery() map[string]any {
 	input := map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": exampleInput()}
 	schema := map[string]any{
 		"type": "object",
@@ -63,19 +64,19 @@ func httpDiscovery() map[string]any {
 			"type":     map[string]any{"type": "string", "const": "http"},
 			"method":   map[string]any{"type": "string", "enum": []string{"POST"}},
 			"bodyType": map[string]any{"type": "string", "enum": []string{"json"}},
-			"body":     codeRequestSchema(),
+			"body":     s.codeRequestSchema(),
 		},
 		"required":             []string{"type", "method", "bodyType", "body"},
 		"additionalProperties": false,
 	}
-	return discovery(input, schema)
+	return s.discovery(input, schema)
 }
 
 // mcpDiscovery is the extension for the MCP tool run_python.
-func mcpDiscovery() map[string]any {
-	tool := runPythonTool()
+func (s *Server) mcpDiscovery() map[string]any {
+	tool := s.runPythonTool()
 	input := map[string]any{"type": "mcp", "toolName": tool.Name, "description": tool.Description,
-		"transport": "streamable-http", "inputSchema": toolInputSchema(), "example": exampleInput()}
+		"transport": "streamable-http", "inputSchema": s.toolInputSchema(), "example": exampleInput()}
 	schema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
@@ -84,21 +85,21 @@ func mcpDiscovery() map[string]any {
 			"description": map[string]any{"type": "string"},
 			"transport":   map[string]any{"type": "string", "enum": []string{"streamable-http"}},
 			"inputSchema": map[string]any{"type": "object"},
-			"example":     toolInputSchema(),
+			"example":     s.toolInputSchema(),
 		},
 		"required":             []string{"type", "toolName", "inputSchema"},
 		"additionalProperties": false,
 	}
-	return discovery(input, schema)
+	return s.discovery(input, schema)
 }
 
 // httpExtensions are the extensions declared for POST /v1/code: quoted in
 // its terms and, through the PaymentRequest, the only ones a facilitator
 // is sent.
-func httpExtensions() map[string]any { return map[string]any{bazaarKey: httpDiscovery()} }
+func (s *Server) httpExtensions() map[string]any { return map[string]any{bazaarKey: s.httpDiscovery()} }
 
 // toolExtensions are the extensions declared for the MCP tool run_python.
-func toolExtensions() map[string]any { return map[string]any{bazaarKey: mcpDiscovery()} }
+func (s *Server) toolExtensions() map[string]any { return map[string]any{bazaarKey: s.mcpDiscovery()} }
 
 // addExtensions puts the declared extensions into terms (a PaymentRequired
 // object).

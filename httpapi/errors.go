@@ -51,14 +51,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := sandboxd.ErrorCode(err)
 	status := statusOf(code)
 	var body any = errorBody{Error: sandboxd.ErrorMessage(err)}
+	setRetryAfter(w.Header(), err)
 	var e *sandboxd.Error
-	if errors.As(err, &e) {
-		if e.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(e.RetryAfter)))
-		}
-		if e.Payment != nil {
-			body = addPayment(w.Header(), e, body)
-		}
+	if errors.As(err, &e) && e.Payment != nil {
+		body = addPayment(w.Header(), e, body)
 	}
 	if status == http.StatusPaymentRequired {
 		noStore(w.Header())
@@ -73,6 +69,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		log.Debug("request refused", "err", err)
 	}
 	writeJSON(w, status, body)
+}
+
+// setRetryAfter sets Retry-After in h when err says when to retry.
+func setRetryAfter(h http.Header, err error) {
+	var e *sandboxd.Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retrySeconds(e.RetryAfter)))
+	}
 }
 
 // retrySeconds is the one rounding of a retry delay to whole seconds (up),

@@ -2,11 +2,15 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"path"
+	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"sandboxd"
@@ -14,8 +18,10 @@ import (
 
 // The limits of the fuzzed server: small, so the fuzzer reaches them.
 const (
-	fuzzMaxBody = 1024
-	fuzzMaxCode = 64
+	fuzzMaxBody       = 1024
+	fuzzMaxCode       = 64
+	fuzzMaxFiles      = 3
+	fuzzMaxFilesBytes = 100
 )
 
 // FuzzDecodeObject feeds arbitrary bodies to the request decoder and to the
@@ -60,10 +66,21 @@ func FuzzDecodeObject(f *testing.F) {
 		`{"language":1e999,"code":"x"}`,
 		strings.Repeat("[", 10000),
 		`{"a":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
+		`{"code":"x","environment":"DATA"}`,
+		`{"code":"x","environment":"gpu"}`,
+		`{"code":"x","files":[{"name":"a/b.csv","content":"aGk="}]}`,
+		`{"code":"x","files":[{"name":"a","content":""},{"name":"a/b","content":""}]}`,
+		`{"code":"x","files":[{"name":"../x","content":"aGk="}]}`,
+		`{"code":"x","files":[{"name":"x","content":"aGk=","name":"y"}]}`,
+		`{"code":"x","files":[{"name":"x","content":"aGk"}]}`,
+		`{"code":"x","files":[{"name":"x\u0000","content":""}]}`,
+		`{"code":"x","files":[{"name":"x","content":"` + strings.Repeat("QUFB", 30) + `"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
-	s := &Server{MaxBodyBytes: fuzzMaxBody, MaxCodeBytes: fuzzMaxCode, MaxStdinBytes: fuzzMaxCode}
+	s := &Server{MaxBodyBytes: fuzzMaxBody, MaxCodeBytes: fuzzMaxCode, MaxStdinBytes: fuzzMaxCode,
+		MaxFiles: fuzzMaxFiles, MaxFilesBytes: fuzzMaxFilesBytes,
+		Environments: []sandboxd.Environment{{Name: "python"}, {Name: "data"}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req codeRequest
 		if err := decodeObject(body, &req); err != nil {
@@ -84,6 +101,10 @@ func FuzzDecodeObject(f *testing.F) {
 		if !utf8.ValidString(job.Code) {
 			t.Fatalf("parseJob accepted code that is not UTF-8: %q", job.Code)
 		}
+		if job.Environment != "python" && job.Environment != "data" {
+			t.Fatalf("parseJob accepted the environment %q", job.Environment)
+		}
+		assertFiles(t, job.Files)
 	})
 }
 
@@ -129,6 +150,10 @@ func assertOneObject(t *testing.T, body []byte) {
 			seen["language"]++
 		case strings.EqualFold(key, "stdin"):
 			seen["stdin"]++
+		case strings.EqualFold(key, "environment"):
+			seen["environment"]++
+		case strings.EqualFold(key, "files"):
+			seen["files"]++
 		default:
 			t.Fatalf("accepted an unknown field %q: %q", key, body)
 		}
@@ -137,7 +162,92 @@ func assertOneObject(t *testing.T, body []byte) {
 			t.Fatalf("accepted body, yet re-reading a value fails: %v", err)
 		}
 	}
-	if seen["code"] > 1 || seen["language"] > 1 || seen["stdin"] > 1 {
+	if seen["code"] > 1 || seen["language"] > 1 || seen["stdin"] > 1 || seen["environment"] > 1 || seen["files"] > 1 {
 		t.Fatalf("accepted a field named twice: %q", body)
+	}
+}
+
+// FuzzFileName feeds arbitrary names to checkFileName. An accepted name is
+// a clean relative path that, joined to a directory, stays inside it, with
+// no control character or backslash, within the length limits; a refusal
+// is a 400 naming the rule.
+func FuzzFileName(f *testing.F) {
+	for _, seed := range []string{"sales.csv", "a/b/c.txt", "", "/etc/passwd", "..", "../x", "a/..", "./a", "a//b",
+		"a/", `a\b`, "a\x00b", "a\nb", "a\u0085b", "\xff\xfe", "é/ü.png", strings.Repeat("x", 256),
+		strings.Repeat("x/", 600), " ", "...", ".a", "a/./b", "a/.../b"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		err := checkFileName(name)
+		if err != nil {
+			assertRefusal(t, "checkFileName", err)
+			if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+				t.Fatalf("checkFileName(%q): %v, want invalid", name, err)
+			}
+			return
+		}
+		joined := filepath.Join("/tmp/work", name)
+		if path.Clean(name) != name || path.IsAbs(name) || !strings.HasPrefix(joined, "/tmp/work/") ||
+			filepath.Clean(joined) != joined || joined != "/tmp/work/"+name {
+			t.Fatalf("accepted %q, which joins to %q", name, joined)
+		}
+		if len(name) > maxFileNameBytes || strings.ContainsAny(name, "\\\x00") || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+			t.Fatalf("accepted %q", name)
+		}
+		for _, part := range strings.Split(name, "/") {
+			if part == ".." || part == "." || part == "" || len(part) > maxFilePartBytes {
+				t.Fatalf("accepted %q with the part %q", name, part)
+			}
+		}
+	})
+}
+
+// FuzzFiles feeds arbitrary names and contents to newFiles, two files at
+// a time. It never panics; it refuses with a 400 or 413; what it accepts
+// holds assertFiles and decodes as the standard decoder decodes it.
+func FuzzFiles(f *testing.F) {
+	f.Add("a", "aGk=", "b", "")
+	f.Add("a", "aGk=", "a/b", "")
+	f.Add("a", "aGk", "b", "====")
+	f.Add("a", "aG\nk=", "b", "QQ==QQ==")
+	f.Add("a", strings.Repeat("A", 200), "b", "A===")
+	f.Fuzz(func(t *testing.T, name1, content1, name2, content2 string) {
+		in := []fileRequest{{Name: &name1, Content: &content1}, {Name: &name2, Content: &content2}}
+		files, err := newFiles(in, fuzzMaxFiles, fuzzMaxFilesBytes)
+		if err != nil {
+			assertRefusal(t, "newFiles", err)
+			return
+		}
+		assertFiles(t, files)
+		for i, c := range []string{content1, content2} {
+			want, err := base64.StdEncoding.DecodeString(c)
+			if err != nil || !bytes.Equal(want, files[i].Content) {
+				t.Fatalf("accepted %q as %q; the standard decoder says %q, %v", c, files[i].Content, want, err)
+			}
+		}
+	})
+}
+
+// assertFiles checks accepted files: within the caps, valid names, none
+// twice, none inside another, sizes that are their contents' lengths.
+func assertFiles(t *testing.T, files []sandboxd.File) {
+	t.Helper()
+	if len(files) > fuzzMaxFiles {
+		t.Fatalf("accepted %d files", len(files))
+	}
+	var total int64
+	for i, f := range files {
+		if checkFileName(f.Name) != nil || f.Size != int64(len(f.Content)) || f.Content == nil {
+			t.Fatalf("accepted the file %q (size %d, %d bytes)", f.Name, f.Size, len(f.Content))
+		}
+		total += f.Size
+		for j, g := range files {
+			if i != j && (f.Name == g.Name || strings.HasPrefix(g.Name, f.Name+"/")) {
+				t.Fatalf("accepted %q beside %q", f.Name, g.Name)
+			}
+		}
+	}
+	if total > fuzzMaxFilesBytes {
+		t.Fatalf("accepted %d bytes of files", total)
 	}
 }

@@ -29,20 +29,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// readBody reads at most limit bytes of the body; a longer body is a
-// CodeTooLarge error.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.read", err, "could not read the request body")
-	}
-	if int64(len(body)) > limit {
-		return nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.read",
-			"request body is over the limit of %d bytes", limit)
-	}
-	return body, nil
-}
-
 // decodeObject decodes body, whatever the Content-Type said, into v. The
 // body must be exactly one JSON object with only known fields.
 func decodeObject(body []byte, v any) error {
@@ -92,7 +78,7 @@ func describeJSONError(err error, v any) string {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("field %q must be a %s, not a %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, withArticle(jsonKind(typeErr.Type)), withArticle(typeErr.Value))
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("%s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -101,6 +87,36 @@ func describeJSONError(err error, v any) string {
 		return strings.TrimPrefix(err.Error(), "json: ") + "; the fields are " + fieldNames(v)
 	}
 	return err.Error()
+}
+
+// jsonKind names the JSON type that decodes into t, as a caller reads it:
+// "string", "number", "boolean", "array" or "object".
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return t.String()
+}
+
+// withArticle puts "a" or "an" before a JSON type's name.
+func withArticle(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // fieldNames lists the JSON names of the fields of the struct v points to,

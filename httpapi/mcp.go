@@ -32,8 +32,10 @@ const textPreview = 2000
 
 // toolInput is the arguments of run_python.
 type toolInput struct {
-	Code  *string `json:"code"`
-	Stdin *string `json:"stdin"`
+	Code        *string       `json:"code"`
+	Stdin       *string       `json:"stdin"`
+	Environment *string       `json:"environment"`
+	Files       []fileRequest `json:"files"`
 }
 
 // mcpHandler serves MCP over Streamable HTTP with the one tool, run_python.
@@ -46,7 +48,7 @@ func (s *Server) mcpHandler() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Version: s.Version.Version}, &mcp.ServerOptions{
 		Logger: sdkLog,
 	})
-	srv.AddTool(runPythonTool(), s.callRunPython)
+	srv.AddTool(s.runPythonTool(), s.callRunPython)
 	limit := s.MaxBodyBytes + mcpEnvelopeBytes
 	return s.guardMCP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
@@ -62,16 +64,18 @@ func (s *Server) mcpHandler() http.Handler {
 }
 
 // runPythonTool describes the tool: its schemas and annotations.
-func runPythonTool() *mcp.Tool {
+func (s *Server) runPythonTool() *mcp.Tool {
 	no := false
 	return &mcp.Tool{
 		Name:  toolName,
 		Title: "Run Python",
-		Description: "Run a short Python 3.11 program (standard library only) in a fresh, isolated sandbox " +
-			"without network, and get its stdout, stderr, exit code, CPU time and peak memory. " +
-			"Each call is a new sandbox: nothing persists between calls.",
-		InputSchema:  toolInputSchema(),
-		OutputSchema: toolOutputSchema(),
+		Description: "Run a short Python 3.11 program in a fresh, isolated sandbox without network, and get its " +
+			"stdout, stderr, exit code, CPU time and peak memory. Each call is a new sandbox: nothing persists " +
+			"between calls. Environments: " + strings.Join(s.environmentNames(), ", ") + " (see the environment " +
+			"field). Files sent in files are in the working directory; the files the program writes there come " +
+			"back in files, and each image among them also as an image.",
+		InputSchema:  s.toolInputSchema(),
+		OutputSchema: s.toolOutputSchema(),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run Python",
 			ReadOnlyHint:    false,
@@ -88,10 +92,11 @@ func runPythonTool() *mcp.Tool {
 // call whose client went away is a protocol error.
 func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	job, err := s.toolJob(req.Params.Arguments)
+	releaseBody(ctx)
 	if err != nil {
 		return s.toolError(err), nil
 	}
-	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Extensions: toolExtensions()}
+	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Extensions: s.toolExtensions(), Environment: job.Environment}
 	if payload, ok := req.Params.Meta[metaPayment]; ok {
 		if pay.Signature, err = paymentSignature(payload); err != nil {
 			return s.toolError(err), nil
@@ -106,7 +111,7 @@ func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	out := newCodeResponse(job, run.Result)
 	result := &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: summary(out)}},
+		Content:           append([]mcp.Content{&mcp.TextContent{Text: summary(out)}}, imageBlocks(run.Result.Files)...),
 		StructuredContent: out,
 	}
 	if settled := settlementMeta(run.Settlement); settled != nil {
@@ -125,7 +130,7 @@ func (s *Server) toolJob(args json.RawMessage) (sandboxd.Job, error) {
 	if err := decodeObject(args, &in); err != nil {
 		return sandboxd.Job{}, err
 	}
-	return s.newJob(codeRequest{Code: in.Code, Stdin: in.Stdin})
+	return s.newJob(codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files})
 }
 
 // toolError is the tool result of a refused or failed call. A payment
@@ -150,7 +155,7 @@ func (s *Server) toolError(err error) *mcp.CallToolResult {
 		}
 	}
 	if terms := paymentTerms(err); terms != nil {
-		addExtensions(terms, toolExtensions())
+		addExtensions(terms, s.toolExtensions())
 		text, _ := json.Marshal(terms)
 		result.Content = []mcp.Content{&mcp.TextContent{Text: string(text)}}
 		result.StructuredContent = terms
@@ -178,7 +183,31 @@ func summary(r CodeResponse) string {
 		}
 		fmt.Fprintf(&b, "\n%s:\n%s", stream.name, preview(stream.text))
 	}
+	for _, f := range r.Files {
+		fmt.Fprintf(&b, "\nfile %q: %d bytes, %s", f.Name, f.Size, f.MediaType)
+		if f.Content == nil {
+			b.WriteString(", content left out (over the caps)")
+		}
+	}
 	return b.String()
+}
+
+// imageMediaTypes are the media types of files out that are also
+// returned as MCP image content.
+var imageMediaTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// imageBlocks are the image files out with their content, as MCP image
+// content, in the files' order.
+func imageBlocks(files []sandboxd.File) []mcp.Content {
+	var blocks []mcp.Content
+	for _, f := range files {
+		mt, _, _ := strings.Cut(f.MediaType, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+		if f.Content != nil && imageMediaTypes[mt] {
+			blocks = append(blocks, &mcp.ImageContent{Data: f.Content, MIMEType: mt})
+		}
+	}
+	return blocks
 }
 
 // preview cuts s at textPreview bytes, on a rune boundary, saying so.

@@ -25,9 +25,21 @@ const rpcInvalidRequest = -32600
 // it with a JSON-RPC error before the SDK decodes it when it nests deeper
 // than jsonkeys.MaxDepth (the scan allocates nothing per level; the SDK's
 // decoder would build every level, _meta included) or is a batch of more
-// than mcpMaxBatch messages. Any other body goes on to next as read.
+// than mcpMaxBatch messages. Any other body goes on to next as read. The
+// body's room in the body budget is held until the tool has decoded its
+// arguments (releaseBody) or, for any other message, until next has
+// answered.
 func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, err := s.holdBody(r, limit)
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.Log.Debug("mcp request refused", "err", err)
+				writeRPCError(w, err)
+			}
+			return
+		}
+		defer release()
 		body, err := readBody(r, limit)
 		if err == nil {
 			err = checkRPC(body)
@@ -38,7 +50,7 @@ func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withBodyHold(r.Context(), release)))
 	})
 }
 
@@ -92,8 +104,10 @@ type rpcErrorDetail struct {
 }
 
 // writeRPCError answers err, refused before the SDK read the request, as
-// JSON-RPC's Invalid Request with the HTTP status of err's code.
+// JSON-RPC's Invalid Request with the HTTP status of err's code and, when
+// it says when to retry, Retry-After.
 func writeRPCError(w http.ResponseWriter, err error) {
+	setRetryAfter(w.Header(), err)
 	writeJSON(w, statusOf(sandboxd.ErrorCode(err)), rpcError{JSONRPC: "2.0",
 		Error: rpcErrorDetail{Code: rpcInvalidRequest, Message: sandboxd.ErrorMessage(err)}})
 }

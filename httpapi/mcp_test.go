@@ -160,18 +160,25 @@ func TestMCPRunsTheProgram(t *testing.T) {
 	}
 }
 
+// TestMCPRefusesBadArguments: the tool refuses bad arguments (files and an
+// unknown environment included) with the HTTP errors, as tool errors,
+// running nothing.
 func TestMCPRefusesBadArguments(t *testing.T) {
 	runner := &fakeRunner{}
-	cs := mustMCP(t, newTestServer(runner, &fakeGate{}))
+	cs := mustMCP(t, newFilesServer(runner, &fakeGate{}))
 	for _, tc := range []struct {
 		args map[string]any
 		want string
 	}{
 		{map[string]any{}, "missing or empty"},
 		{map[string]any{"code": 5}, "must be a string"},
-		{map[string]any{"code": "x", "language": "python"}, "unknown field \"language\"; the fields are code and stdin"},
+		{map[string]any{"code": "x", "language": "python"}, "unknown field \"language\"; the fields are code, stdin, environment and files"},
 		{map[string]any{"code": strings.Repeat("x", 101)}, "limit of 100"},
 		{map[string]any{"code": "x", "stdin": strings.Repeat("x", 11)}, "limit of 10"},
+		{map[string]any{"code": "x", "files": []any{file("../x", "")}}, `file "../x": the name has a "." or ".." part`},
+		{map[string]any{"code": "x", "files": []any{file("a", "!!!!")}}, `file "a": content is not standard base64`},
+		{map[string]any{"code": "x", "files": []any{file("a", ""), file("b", ""), file("c", ""), file("d", "")}}, "(max_files)"},
+		{map[string]any{"code": "x", "environment": "gpu"}, "use one of: python, data"},
 	} {
 		res := callTool(t, cs, tc.args, nil)
 		if !res.IsError || !strings.Contains(text(t, res), tc.want) || res.StructuredContent != nil {

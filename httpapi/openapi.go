@@ -69,8 +69,8 @@ func (s *Server) openAPI() map[string]any {
 		},
 		"components": map[string]any{
 			"schemas": map[string]any{
-				"CodeRequest":       codeRequestSchema(),
-				"RunResult":         runResultSchema(),
+				"CodeRequest":       s.codeRequestSchema(),
+				"RunResult":         s.runResultSchema(),
 				"Error":             errorSchema(),
 				"PaymentRequired":   paymentRequiredSchema(),
 				"PaymentRequiredV1": paymentRequiredV1Schema(),
@@ -97,13 +97,14 @@ func codeOperation() map[string]any {
 				x402.HeaderPaymentResponse:  x402Header("x402 v2 SettleResponse of a paid call."),
 				x402.HeaderXPaymentResponse: x402Header("x402 v1 settlement report, when paid with X-PAYMENT."),
 			}),
-			"400": errorReply("The body is not a JSON object, or a field is wrong or unknown."),
+			"400": errorReply("The body is not a JSON object, or a field is wrong or unknown: an environment not configured, " +
+				"a file's name (the message names the file and the rule), a duplicate, or content that is not base64."),
 			"402": reply("Payment required, refused, or not settled (the answer is then withheld). The v1 terms are the body.", ref("schemas", "PaymentRequiredV1"), map[string]any{
 				x402.HeaderPaymentRequired: x402Header("x402 v2 PaymentRequired (the terms)."),
 				x402.HeaderPaymentResponse: x402Header("x402 v2 SettleResponse with success false, when settlement failed."),
 			}),
-			"413": errorReply("The body, code or stdin is over its limit."),
-			"429": reply("Every sandbox is busy; nothing was charged.", ref("schemas", "Error"), map[string]any{
+			"413": errorReply("The body, code or stdin is over its limit, or the files are over max_files or max_files_bytes (the message says which)."),
+			"429": reply("Every sandbox is busy, or too many large bodies are being read at once; nothing was charged.", ref("schemas", "Error"), map[string]any{
 				"Retry-After": map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer"}},
 			}),
 			"500": errorReply("The service failed (logged); nothing was charged."),
@@ -115,17 +116,19 @@ func codeOperation() map[string]any {
 // mcpOperation is /mcp: MCP over Streamable HTTP (JSON-RPC 2.0).
 func mcpOperation() map[string]any {
 	return map[string]any{
-		"summary": "MCP over Streamable HTTP: one tool, run_python {code, stdin?}.",
+		"summary": "MCP over Streamable HTTP: one tool, run_python {code, stdin?, environment?, files?}.",
 		"description": "JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call). " +
 			"Stateless; answers are JSON. With payments on, a tools/call without payment is a tool error with the " +
 			"x402 PaymentRequired in structuredContent; the retry carries the PaymentPayload in params._meta[\"x402/payment\"] " +
-			"and the result the SettleResponse in _meta[\"x402/payment-response\"].",
+			"and the result the SettleResponse in _meta[\"x402/payment-response\"]. A delivered run's structuredContent is the " +
+			"RunResult; each image file out (PNG, JPEG, GIF, WebP) is also an image content block after the text.",
 		"requestBody": map[string]any{"required": true, "content": jsonContent(typed("object", "A JSON-RPC 2.0 request or notification."))},
 		"responses": map[string]any{
 			"200": reply("The JSON-RPC response.", typed("object", "A JSON-RPC 2.0 response."), nil),
 			"202": map[string]any{"description": "A notification was accepted."},
 			"400": map[string]any{"description": "Not a valid MCP message."},
 			"413": map[string]any{"description": "The message is over the limit."},
+			"429": map[string]any{"description": "Too many large bodies are being read at once; retry after Retry-After seconds."},
 		},
 	}
 }

@@ -17,10 +17,12 @@ import (
 var pageFiles embed.FS
 
 // pageCSP is the page's Content-Security-Policy: scripts, styles and calls
-// from this origin only, nothing inline, no frames, no forms, no plugins. A
-// program's output is inserted as text (page.js), so even a policy bypass
-// would find no markup of a program's making in the document.
-const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+// from this origin only, nothing inline, no frames, no forms, no plugins;
+// images also from blob: URLs, which page.js makes of the image files a run
+// returns (PNG, JPEG, GIF and WebP only, never SVG). A program's output is
+// inserted as text (page.js), so even a policy bypass would find no markup
+// of a program's making in the document.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // pageRoutes maps each URL path of the page to its asset and content type.

@@ -26,8 +26,8 @@ func TestPageServedWithStrictHeaders(t *testing.T) {
 				t.Errorf("GET %s: CSP %q lacks %q", path, csp, want)
 			}
 		}
-		if strings.Contains(csp, "unsafe") {
-			t.Errorf("GET %s: CSP %q allows something unsafe", path, csp)
+		if strings.Contains(csp, "unsafe") || strings.Contains(csp, "data:") || !strings.Contains(csp, "img-src 'self' blob:;") {
+			t.Errorf("GET %s: CSP %q allows something unsafe, or images beyond this origin and blob: URLs", path, csp)
 		}
 		if h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("GET %s: X-Content-Type-Options %q", path, h.Get("X-Content-Type-Options"))
@@ -50,7 +50,7 @@ func TestPageOff(t *testing.T) {
 
 // TestPageAssetsNeedNoUnsafeInline: the page holds no inline script, no inline style
 // and no event-handler attribute (the CSP would block them), inserts nothing as HTML,
-// and stays under 60 KB.
+// shows no SVG a run returns, and stays under 60 KB.
 func TestPageAssetsNeedNoUnsafeInline(t *testing.T) {
 	total := 0
 	err := fs.WalkDir(pageFiles, "web", func(path string, d fs.DirEntry, err error) error {
@@ -89,6 +89,9 @@ func TestPageAssetsNeedNoUnsafeInline(t *testing.T) {
 		if strings.Contains(string(js), sink) {
 			t.Errorf("page.js uses %s: output must go in as text", sink)
 		}
+	}
+	if strings.Contains(strings.ToLower(string(js)), "image/svg") {
+		t.Error("page.js mentions SVG: a run's SVG file may hold script and is never shown as an image")
 	}
 }
 

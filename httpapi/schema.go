@@ -3,7 +3,14 @@ package httpapi
 // The JSON Schemas of the API, in one place: the MCP tool's input and output
 // schemas, the OpenAPI document and the x402 discovery extension are built
 // from them. They are draft 2020-12 compatible and use nothing beyond what
-// draft-07 validators (the MCP TypeScript client's) understand.
+// draft-07 validators (the MCP TypeScript client's) understand. Those that
+// quote the configured environments and caps are the Server's.
+
+import (
+	"fmt"
+
+	"sandboxd"
+)
 
 // object is a JSON Schema object with its properties, the required ones and
 // no others.
@@ -35,31 +42,76 @@ func stdinProp() map[string]any {
 	return typed("string", "Handed to the program as its standard input; without it the program reads EOF.")
 }
 
+// environmentProp is the schema of the environment field: the configured
+// names, each described with its limits and price.
+func (s *Server) environmentProp() map[string]any {
+	env := typed("string", s.describeEnvironments())
+	env["enum"] = s.environmentNames()
+	env["default"] = sandboxd.DefaultEnvironment
+	return env
+}
+
+// filesInProp is the schema of a request's files, with the caps.
+func (s *Server) filesInProp() map[string]any {
+	name := typed("string", fmt.Sprintf("The file's path relative to the program's working directory, \"/\" between parts: "+
+		"no absolute path, no \".\" or \"..\" part, no backslash or control character, parts of at most %d bytes, "+
+		"at most %d bytes in all; no two files may share a name, nor a file be another's directory.", maxFilePartBytes, maxFileNameBytes))
+	name["minLength"] = 1
+	content := typed("string", "The file's bytes, standard base64 with padding.")
+	content["contentEncoding"] = "base64"
+	files := typed("array", fmt.Sprintf("Files written into the program's working directory before it starts, readable there "+
+		"by their names: at most %d files (max_files) of %d bytes in all, decoded (max_files_bytes); over either, 413.",
+		s.MaxFiles, s.MaxFilesBytes))
+	files["items"] = object("A file in.", map[string]any{"name": name, "content": content}, "name", "content")
+	files["maxItems"] = s.MaxFiles
+	return files
+}
+
+// filesOutProp is the schema of an answer's files.
+func (s *Server) filesOutProp() map[string]any {
+	content := typed("string", "The file's bytes, standard base64 with padding; absent when the file was over the caps.")
+	content["contentEncoding"] = "base64"
+	files := typed("array", fmt.Sprintf("The regular files the program created or changed under its working directory, "+
+		"in name order (inputs left unchanged are not returned); the contents of at most %d files and %d bytes in all; "+
+		"[] when none.", s.MaxFiles, s.MaxFilesBytes))
+	files["items"] = object("A file out.", map[string]any{
+		"name":       typed("string", "The file's path relative to the working directory."),
+		"size":       typed("integer", "The file's size in bytes."),
+		"media_type": typed("string", "The file's media type, judged from its content and name, e.g. image/png."),
+		"content":    content,
+	}, "name", "size", "media_type")
+	return files
+}
+
 // codeRequestSchema is the body of POST /v1/code.
-func codeRequestSchema() map[string]any {
+func (s *Server) codeRequestSchema() map[string]any {
 	lang := typed("string", "The language; python when absent.")
 	lang["enum"] = []string{"python", "python3"}
 	return object("A program to run.", map[string]any{
-		"language": lang,
-		"code":     codeProp(),
-		"stdin":    stdinProp(),
+		"language":    lang,
+		"code":        codeProp(),
+		"stdin":       stdinProp(),
+		"environment": s.environmentProp(),
+		"files":       s.filesInProp(),
 	}, "code")
 }
 
 // toolInputSchema is the input of the MCP tool run_python.
-func toolInputSchema() map[string]any {
+func (s *Server) toolInputSchema() map[string]any {
 	return object("A Python program to run in a fresh sandbox.", map[string]any{
-		"code":  codeProp(),
-		"stdin": stdinProp(),
+		"code":        codeProp(),
+		"stdin":       stdinProp(),
+		"environment": s.environmentProp(),
+		"files":       s.filesInProp(),
 	}, "code")
 }
 
 // runResultFields lists the fields of a delivered run, all required.
 var runResultFields = []string{"lang", "stdout", "stderr", "exit_code", "status", "timed_out",
-	"oom_killed", "truncated", "duration_ms", "cpu_ms", "max_rss_kb"}
+	"oom_killed", "truncated", "duration_ms", "cpu_ms", "max_rss_kb", "environment", "files", "files_truncated"}
 
 // runResultSchema is the answer of a delivered run (CodeResponse).
-func runResultSchema() map[string]any {
+func (s *Server) runResultSchema() map[string]any {
 	status := typed("string", "ok (exit 0), error (non-zero exit), timeout, oom (killed for memory) or output_limit (killed for output).")
 	status["enum"] = []string{"ok", "error", "timeout", "oom", "output_limit"}
 	return object("The outcome of a run: a program that fails, loops or eats memory is still an answer.", map[string]any{
@@ -74,6 +126,10 @@ func runResultSchema() map[string]any {
 		"duration_ms": typed("integer", "Wall-clock time from the hand-over of the code to the program's end."),
 		"cpu_ms":      typed([]string{"integer", "null"}, "User plus system CPU time, children included; null when the program did not end by itself."),
 		"max_rss_kb":  typed([]string{"integer", "null"}, "Peak resident memory in KiB; null when the program did not end by itself."),
+		"environment": typed("string", "The environment the program ran in."),
+		"files":       s.filesOutProp(),
+		"files_truncated": typed("boolean", "A file is listed without its content: the files out were over "+
+			"max_files or max_files_bytes."),
 	}, runResultFields...)
 }
 
@@ -110,10 +166,10 @@ func paymentRequiredSchema() map[string]any {
 // toolOutputSchema is the structured content of run_python: a delivered
 // run, or (with isError) the x402 terms of payment. The MCP TypeScript
 // client checks every structuredContent against it, errors included.
-func toolOutputSchema() map[string]any {
+func (s *Server) toolOutputSchema() map[string]any {
 	return map[string]any{
 		"type":  "object",
-		"anyOf": []any{runResultSchema(), paymentRequiredSchema()},
+		"anyOf": []any{s.runResultSchema(), paymentRequiredSchema()},
 	}
 }
 

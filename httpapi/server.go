@@ -22,7 +22,8 @@ type VersionInfo struct {
 }
 
 // Server holds what the handlers need. All exported fields are required
-// but RunLimit.
+// but RunLimit, Page, CORSOrigins, Environments, MaxFiles, MaxFilesBytes and
+// BodyBudget.
 type Server struct {
 	Runner   sandboxd.Runner
 	Admitter sandboxd.Admitter
@@ -45,16 +46,23 @@ type Server struct {
 	// CORSOrigins are the origins whose scripts may call /v1/* (cors.go):
 	// "*" for any; empty for none.
 	CORSOrigins []string
-	// Environments are the environments a request may name, the default
-	// first.
+	// Environments are the configured environments a request may name in
+	// "environment", listed by discovery; empty means DefaultEnvironment
+	// alone.
 	Environments []sandboxd.Environment
-	// MaxFiles caps the files of a request; more are answered 413.
+	// MaxFiles caps the files of a request (over it, 413) and of an
+	// answer (the runtime enforces that side); 0 accepts no files in.
 	MaxFiles int
-	// MaxFilesBytes caps the decoded bytes of a request's files in all; more
-	// are answered 413.
+	// MaxFilesBytes caps the decoded bytes of a request's files in all
+	// (over it, 413) and of an answer's (the runtime enforces that side).
 	MaxFilesBytes int64
+	// BodyBudget caps the bytes of request bodies being read and decoded
+	// at once, across all requests (body.go); 0 means
+	// defaultBodyBudgets times MaxBodyBytes.
+	BodyBudget int64
 
 	engine engineCache
+	bodies bodyBudgetOnce
 }
 
 // Handler returns the routes of the API and the page, CORS around them.

@@ -203,8 +203,8 @@ func (c Config) price(name string) string {
 	return c.Payments.Price
 }
 
-// environments describes the environments turned on, for the API.
-func (c Config) environments() []sandboxd.Environment {
+// apiEnvironments describes the environments turned on, for the API.
+func (c Config) apiEnvironments() []sandboxd.Environment {
 	var out []sandboxd.Environment
 	for _, name := range c.enabledEnvironments() {
 		e := c.Environments[name]

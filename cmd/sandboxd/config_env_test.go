@@ -163,13 +163,13 @@ func TestRunBoundsUseLongestTimeout(t *testing.T) {
 // on; the payments section gets the prices environments set.
 func TestEnvironmentsForTheAPI(t *testing.T) {
 	cfg := mustLoad(t, "environments:\n  data:\n    price: \"0.02\"\n")
-	envs := cfg.environments()
+	envs := cfg.apiEnvironments()
 	if len(envs) != 2 || envs[0].Name != "python" || envs[1].Name != "data" || envs[1].Timeout != 10*time.Second ||
 		envs[1].MemoryBytes != 512<<20 || envs[0].Price != "" || envs[1].Description == "" {
 		t.Fatalf("environments %+v", envs)
 	}
 	cfg.Payments.Enabled = true
-	if envs := cfg.environments(); envs[0].Price != "0.005" || envs[1].Price != "0.02" {
+	if envs := cfg.apiEnvironments(); envs[0].Price != "0.005" || envs[1].Price != "0.02" {
 		t.Errorf("paid: %+v", envs)
 	}
 	if p := cfg.paymentsConfig().Prices; len(p) != 1 || p["data"] != "0.02" {

@@ -104,7 +104,7 @@ func (m *Main) Open(ctx context.Context) error {
 		CORSOrigins:   m.Config.Server.CORSOrigins,
 	}
 	// The environments and the caps of the files (branch api reads them).
-	api.Environments = m.Config.environments()
+	api.Environments = m.Config.apiEnvironments()
 	api.MaxFiles, api.MaxFilesBytes = rt.MaxFiles, int64(rt.MaxFilesBytes)
 	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {

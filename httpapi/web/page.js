@@ -45,7 +45,7 @@
   };
 
   /** state is what a paid run needs between the 402 and the signature. */
-  const state = { running: false, quote: null, body: null, wallets: [] };
+  const state = { running: false, quote: null, body: null, wallets: [], imageURLs: [] };
 
   // ---- the editor ----
 
@@ -116,6 +116,38 @@
     setText("stdout", "");
     setText("stderr", "");
     $("settlement").hidden = true;
+    showFiles([]);
+  }
+
+  /** IMAGES are the media types of files shown as pictures; never SVG, which can hold script. */
+  const IMAGES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+  /** showFiles lists a run's files out and shows its images from blob: URLs, freeing the last run's. */
+  function showFiles(files) {
+    for (const url of state.imageURLs || []) URL.revokeObjectURL(url);
+    state.imageURLs = [];
+    const list = $("file-list");
+    const images = $("images");
+    list.replaceChildren();
+    images.replaceChildren();
+    for (const f of files) {
+      const li = document.createElement("li");
+      li.textContent = f.name + " · " + f.size + " bytes · " + f.media_type + (f.content == null ? " · over the caps, not returned" : "");
+      list.append(li);
+      if (f.content == null || !IMAGES.includes(f.media_type)) continue;
+      try {
+        const bytes = Uint8Array.from(atob(f.content), (c) => c.charCodeAt(0));
+        const url = URL.createObjectURL(new Blob([bytes], { type: f.media_type }));
+        state.imageURLs.push(url);
+        const img = document.createElement("img");
+        img.src = url;
+        img.alt = f.name;
+        images.append(img);
+      } catch {
+        // content that is not base64: listed, not shown
+      }
+    }
+    $("files").hidden = files.length === 0;
   }
 
   /** STATUS says what each run status means, in words. */
@@ -137,6 +169,7 @@
     setText("rss", r.max_rss_kb == null ? "n/a" : r.max_rss_kb + " KiB");
     setText("stdout", r.stdout || "");
     setText("stderr", r.stderr || "");
+    showFiles(Array.isArray(r.files) ? r.files : []);
     if (r.truncated && r.status !== "output_limit") message("warn", "The output was cut at the limit.");
   }
 
@@ -201,6 +234,7 @@
     if (state.running) return;
     const body = { language: "python", code: $("code").value };
     if ($("stdin").value !== "") body.stdin = $("stdin").value;
+    if ($("env").value) body.environment = $("env").value;
     hidePay();
     clearResult();
     setBusy(true);
@@ -493,8 +527,27 @@
     setText("snip-mcp", JSON.stringify({ mcpServers: { sandboxd: { type: "http", url: origin + "/mcp" } } }, null, 2));
   }
 
+  /** fillEnvironments offers the environments the OpenAPI document lists, when there are several. */
+  async function fillEnvironments() {
+    try {
+      const res = await fetch("/v1/openapi.json", { cache: "no-store", credentials: "omit" });
+      const env = (await res.json()).components.schemas.CodeRequest.properties.environment;
+      if (!Array.isArray(env.enum) || env.enum.length < 2) return;
+      for (const name of env.enum) {
+        const opt = document.createElement("option");
+        opt.value = opt.textContent = String(name);
+        opt.selected = name === env.default;
+        $("env").append(opt);
+      }
+      $("env-field").hidden = false;
+    } catch {
+      // no document: the default environment alone
+    }
+  }
+
   function start() {
     fillSnippets();
+    fillEnvironments();
     $("code").addEventListener("keydown", onCodeKey);
     $("run").addEventListener("click", run);
     $("pay-wallet").addEventListener("click", pay);

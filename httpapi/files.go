@@ -1,0 +1,186 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"sandboxd"
+)
+
+// The limits of an input file's name, as the filesystems of the sandbox
+// (tmpfs, ext4) take them.
+const (
+	maxFileNameBytes = 1024
+	maxFilePartBytes = 255
+)
+
+// fileRequest is one file of a request's "files": its name and its content,
+// standard base64 with padding.
+type fileRequest struct {
+	Name    *string `json:"name"`
+	Content *string `json:"content"`
+}
+
+// newFiles validates a request's files into the Job's, in the order the
+// caller sent them: CodeTooLarge over maxFiles files or maxBytes decoded
+// bytes in all (checked on the encoded lengths, before anything is
+// decoded), CodeInvalid for a missing field, a bad name (checkFileName), a
+// duplicate, a name that is another's directory, or bad base64. Every
+// message names the file and the rule.
+func newFiles(in []fileRequest, maxFiles int, maxBytes int64) ([]sandboxd.File, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	if len(in) > maxFiles {
+		return nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.files",
+			"%d files sent, over the limit of %d files (max_files)", len(in), maxFiles)
+	}
+	names := make(map[string]bool, len(in))
+	var total int64
+	for i, f := range in {
+		if err := checkFileRequest(i, f); err != nil {
+			return nil, err
+		}
+		if names[*f.Name] {
+			return nil, invalidFile(*f.Name, "appears more than once")
+		}
+		names[*f.Name] = true
+		n, ok := decodedLen(*f.Content)
+		if !ok {
+			return nil, invalidFile(*f.Name, "content is not standard base64 with padding (its length is wrong)")
+		}
+		total += n
+	}
+	if total > maxBytes {
+		return nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.files",
+			"the files hold %d bytes in all (decoded), over the limit of %d bytes (max_files_bytes)", total, maxBytes)
+	}
+	for _, f := range in {
+		if dir := parentIn(*f.Name, names); dir != "" {
+			return nil, invalidFile(*f.Name, fmt.Sprintf("is inside %q, which is also sent as a file", dir))
+		}
+	}
+	return decodeFiles(in)
+}
+
+// checkFileRequest checks that the i-th file has its two fields and a
+// valid name.
+func checkFileRequest(i int, f fileRequest) error {
+	if f.Name == nil {
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.files", `files[%d]: field "name" is missing`, i)
+	}
+	if err := checkFileName(*f.Name); err != nil {
+		return err
+	}
+	if f.Content == nil {
+		return invalidFile(*f.Name, `has no "content"; send its bytes as standard base64 ("" for an empty file)`)
+	}
+	return nil
+}
+
+// checkFileName refuses a name that is not a plain relative path with "/"
+// between its parts: empty, absolute, a part that is empty, "." or "..", a
+// backslash, a control character (NUL included), a part over
+// maxFilePartBytes or a name over maxFileNameBytes. A name it accepts stays
+// inside the directory it is joined to.
+func checkFileName(name string) error {
+	switch {
+	case name == "":
+		return invalidFile(name, "the name is empty")
+	case len(name) > maxFileNameBytes:
+		return invalidFile(name, fmt.Sprintf("the name is %d bytes, over the limit of %d", len(name), maxFileNameBytes))
+	case strings.HasPrefix(name, "/"):
+		return invalidFile(name, "the name is absolute; give a path relative to the working directory")
+	case strings.Contains(name, `\`):
+		return invalidFile(name, `the name has a backslash; separate directories with "/"`)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return invalidFile(name, "the name has a control character (NUL, newline, ...)")
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		switch {
+		case part == "":
+			return invalidFile(name, `the name has an empty part ("//" or a trailing "/")`)
+		case part == "." || part == "..":
+			return invalidFile(name, `the name has a "." or ".." part`)
+		case len(part) > maxFilePartBytes:
+			return invalidFile(name, fmt.Sprintf("a part of the name is %d bytes, over the limit of %d", len(part), maxFilePartBytes))
+		}
+	}
+	return nil
+}
+
+// parentIn returns the first directory of name (shortest first) that names
+// also holds as a file, or "".
+func parentIn(name string, names map[string]bool) string {
+	for i := range len(name) {
+		if name[i] == '/' && names[name[:i]] {
+			return name[:i]
+		}
+	}
+	return ""
+}
+
+// decodedLen is the exact length of the bytes that s, standard base64 with
+// padding, decodes to, counted without decoding (the decoder skips \r and
+// \n, so wrapped base64 is counted as it decodes). It is false when the
+// length cannot be that of padded base64.
+func decodedLen(s string) (int64, bool) {
+	n := int64(len(s)) - int64(strings.Count(s, "\n")+strings.Count(s, "\r"))
+	if n%4 != 0 {
+		return 0, false
+	}
+	trimmed := strings.TrimRight(strings.TrimRight(s, "\r\n"), "=")
+	pad := int64(len(strings.TrimRight(s, "\r\n")) - len(trimmed))
+	if pad > 2 {
+		return 0, false
+	}
+	return n/4*3 - pad, true
+}
+
+// decodeFiles decodes the contents of files whose names and lengths were
+// checked, each straight into a buffer of its exact decoded length.
+func decodeFiles(in []fileRequest) ([]sandboxd.File, error) {
+	out := make([]sandboxd.File, 0, len(in))
+	for _, f := range in {
+		n, _ := decodedLen(*f.Content)
+		content := make([]byte, n)
+		dec := base64.NewDecoder(base64.StdEncoding.Strict(), strings.NewReader(*f.Content))
+		_, err := io.ReadFull(dec, content)
+		if err == nil {
+			if extra, rerr := dec.Read(make([]byte, 1)); extra > 0 || rerr != io.EOF {
+				err = fmt.Errorf("data after the padding")
+				if rerr != nil && rerr != io.EOF {
+					err = rerr
+				}
+			}
+		}
+		if err != nil {
+			return nil, invalidFile(*f.Name, fmt.Sprintf("content is not standard base64 with padding (%v)", err))
+		}
+		out = append(out, sandboxd.File{Name: *f.Name, Content: content, Size: n})
+	}
+	return out, nil
+}
+
+// invalidFile is the CodeInvalid error of a file that breaks rule.
+func invalidFile(name, rule string) error {
+	return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.files", "file %s: %s", quoteName(name), rule)
+}
+
+// quoteName quotes a caller's file name for a message, cut to a readable
+// length.
+func quoteName(name string) string {
+	const most = 80
+	if len(name) <= most {
+		return fmt.Sprintf("%q", name)
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", name[:cut], len(name))
+}
