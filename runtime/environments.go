@@ -120,7 +120,7 @@ func (e *Environments) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Resu
 // Docker.Health says) whose message names each environment that cannot
 // and why. An environment that cannot run affects no other's runs.
 func (e *Environments) Health(ctx context.Context) error {
-	each := e.HealthEach(ctx)
+	each := e.healthEach(ctx)
 	var msgs []string
 	var first error
 	for _, name := range e.names {
@@ -137,9 +137,9 @@ func (e *Environments) Health(ctx context.Context) error {
 	return sandboxd.Wrap(sandboxd.ErrorCode(first), "runtime.health", first, strings.Join(msgs, "; "))
 }
 
-// HealthEach checks every environment at once and returns each one's
+// healthEach checks every environment at once and returns each one's
 // Health, by name (nil when it can start runs).
-func (e *Environments) HealthEach(ctx context.Context) map[string]error {
+func (e *Environments) healthEach(ctx context.Context) map[string]error {
 	out := make(map[string]error, len(e.names))
 	var mu sync.Mutex
 	var wg sync.WaitGroup

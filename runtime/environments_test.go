@@ -108,9 +108,9 @@ func TestEnvironmentsHealth(t *testing.T) {
 		sandboxd.ErrorMessage(err) != "environment data: image sandbox-python-data:3.11 is missing: run `make image`" {
 		t.Fatalf("data's image missing: %v (%q)", err, sandboxd.ErrorMessage(err))
 	}
-	each := e.HealthEach(context.Background())
+	each := e.healthEach(context.Background())
 	if each["python"] != nil || each["data"] == nil || len(each) != 2 {
-		t.Errorf("HealthEach %v", each)
+		t.Errorf("healthEach %v", each)
 	}
 	if res, err := e.Run(context.Background(), sandboxd.Job{ID: "p"}); err != nil || res.Stdout != "python" {
 		t.Errorf("python while data is unhealthy: %+v %v", res, err)

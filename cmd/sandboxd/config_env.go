@@ -127,8 +127,8 @@ func environmentsFromVariables(environ []string) []string {
 }
 
 // resolveEnvironments fills in the keys each environment leaves out (see
-// EnvironmentConfig), set tells whether the file or the environment set a
-// key. python is always there.
+// EnvironmentConfig); set reports whether the file or the environment set
+// a key. python is always there.
 func (c *Config) resolveEnvironments(set func(key string) bool) {
 	defaults := defaultConfig().Environments
 	if c.Environments == nil {
@@ -137,6 +137,8 @@ func (c *Config) resolveEnvironments(set func(key string) bool) {
 	names := slices.Collect(maps.Keys(c.Environments))
 	names = append(names, slices.Collect(maps.Keys(defaults))...)
 	names = append(names, sandboxd.DefaultEnvironment)
+	slices.Sort(names)
+	names = slices.Compact(names)
 	fields := leafFields(reflect.TypeFor[EnvironmentConfig]())
 	for _, name := range names {
 		base, builtIn := defaults[name]
