@@ -14,15 +14,20 @@ type Runner struct {
 	M *Metrics
 }
 
-// Run runs job, recording its status and, when delivered, its duration.
+// Run runs job, recording its status and environment and, when delivered,
+// its duration.
 func (r Runner) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	began := time.Now()
+	env := job.Environment // validated already: one of the few configured
+	if env == "" {
+		env = sandboxd.DefaultEnvironment
+	}
 	res, err := r.Runner.Run(ctx, job)
 	if err != nil {
-		r.M.runs.WithLabelValues(errorStatus(err)).Inc()
+		r.M.runs.WithLabelValues(errorStatus(err), env).Inc()
 		return res, err
 	}
-	r.M.runs.WithLabelValues(string(res.Status)).Inc()
+	r.M.runs.WithLabelValues(string(res.Status), env).Inc()
 	r.M.runDuration.Observe(time.Since(began).Seconds())
 	return res, nil
 }
