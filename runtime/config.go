@@ -33,6 +33,14 @@ type Config struct {
 	TmpfsBytes units.Bytes `mapstructure:"tmpfs"`
 	// MaxOutputBytes caps each of stdout and stderr; past it the run is killed.
 	MaxOutputBytes units.Bytes `mapstructure:"max_output_bytes"`
+	// MaxFiles caps the files in a job may carry and the files out a run
+	// returns with their content (past it, files out are listed by name and
+	// size). 0 takes no files in and returns none with content.
+	MaxFiles int `mapstructure:"max_files"`
+	// MaxFilesBytes caps the bytes of all files in, and of all the content
+	// of the files out. The files in are written into /tmp, so TmpfsBytes
+	// must hold them.
+	MaxFilesBytes units.Bytes `mapstructure:"max_files_bytes"`
 	// PoolSize is how many containers are kept started ahead of the runs,
 	// each with its runner waiting for a program; 0 creates a container for
 	// each run when it comes.
@@ -50,11 +58,6 @@ type Config struct {
 	// operation) and of how long each container took to be created and
 	// started (op "start", err nil). It must not block.
 	Observe func(op string, d time.Duration, err error) `mapstructure:"-"`
-	// MaxFiles caps the files handed to a program, and those returned.
-	MaxFiles int `mapstructure:"max_files"`
-	// MaxFilesBytes caps the bytes of the files handed to a program, and of
-	// those returned, in all.
-	MaxFilesBytes units.Bytes `mapstructure:"max_files_bytes"`
 }
 
 // defaultInstance is the instance label of a Config that names none.
@@ -90,13 +93,15 @@ func (c Config) Validate() error {
 	check(inRange(c.PidsLimit, 8, 32768), "pids", "PidsLimit", "%d is outside 8..32768", c.PidsLimit)
 	check(inRange(int64(c.TmpfsBytes), mib, 4*gib), "tmpfs", "TmpfsBytes", "%d bytes is outside 1MiB..4GiB", c.TmpfsBytes)
 	check(inRange(int64(c.MaxOutputBytes), kib, 16*mib), "max_output_bytes", "MaxOutputBytes", "%d is outside 1 KiB..16 MiB", c.MaxOutputBytes)
+	check(inRange(int64(c.MaxFiles), 0, 1024), "max_files", "MaxFiles", "%d is outside 0..1024", c.MaxFiles)
+	check(inRange(int64(c.MaxFilesBytes), 0, 64*mib), "max_files_bytes", "MaxFilesBytes", "%d is outside 0..64 MiB", c.MaxFilesBytes)
+	check(c.MaxFilesBytes <= c.TmpfsBytes, "max_files_bytes", "MaxFilesBytes",
+		"%d is over runtime.tmpfs (%d): /tmp must hold the files in", c.MaxFilesBytes, c.TmpfsBytes)
 	check(inRange(int64(c.PoolSize), 0, 256), "pool_size", "PoolSize", "%d is outside 0..256", c.PoolSize)
 	check(inRange(int64(c.PoolMax), 0, 256), "pool_max", "PoolMax", "%d is outside 0..256", c.PoolMax)
 	check(c.PoolMax == 0 || c.PoolMax >= c.PoolSize, "pool_max", "PoolMax",
 		"%d is below runtime.pool_size (%d): set it to pool_size or more, or 0 for a pool of a fixed size", c.PoolMax, c.PoolSize)
 	check(validInstance(c.Instance), "instance", "Instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", c.Instance)
-	check(inRange(int64(c.MaxFiles), 0, 1024), "max_files", "MaxFiles", "%d is outside 0..1024", c.MaxFiles)
-	check(inRange(int64(c.MaxFilesBytes), 0, 64*mib), "max_files_bytes", "MaxFilesBytes", "%d is outside 0..64 MiB", c.MaxFilesBytes)
 	return errors.Join(errs...)
 }
 

@@ -65,7 +65,7 @@ func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*
 // start attaches, registers for the next exit, and starts the container, in
 // that order: attaching first loses no output; waiting first misses no exit.
 func (d *Docker) start(ctx context.Context, id string, log *slog.Logger) (*box, error) {
-	proto := newProtocol()
+	proto := newProtocol(d.cfg.MaxFiles, int64(d.cfg.MaxFilesBytes))
 	s, err := d.attach(ctx, id, proto)
 	if err != nil {
 		return nil, d.fail(ctx, "runtime.attach", err)

@@ -99,6 +99,39 @@ type output struct {
 	// ackSeen counts the bytes of the ack seen at the start of stdout; it
 	// is -1 when stdout started with something else.
 	ackSeen int
+	// files is the files section after the last end marker on stdout.
+	files filesSection
+}
+
+// filesSection collects the files section that follows an end marker on
+// stdout: exactly the length the marker announced (at most the protocol's
+// filesBound), grown as it arrives, never counted as output.
+type filesSection struct {
+	// want is the section's announced length; -1 outside a section.
+	want int
+	buf  []byte
+}
+
+// collecting reports whether a section is still arriving.
+func (f *filesSection) collecting() bool {
+	return f.want >= 0 && len(f.buf) < f.want
+}
+
+// complete reports whether a whole section has arrived.
+func (f *filesSection) complete() bool {
+	return f.want >= 0 && len(f.buf) == f.want
+}
+
+// take appends what p holds of the section and returns how much it took.
+func (f *filesSection) take(p []byte) int {
+	n := min(len(p), f.want-len(f.buf))
+	if need := len(f.buf) + n; need > cap(f.buf) {
+		grown := make([]byte, len(f.buf), min(max(2*cap(f.buf), need, 4096), f.want))
+		copy(grown, f.buf)
+		f.buf = grown
+	}
+	f.buf = append(f.buf, p[:n]...)
+	return n
 }
 
 // newOutput returns empty output capped at max bytes per stream.
@@ -107,6 +140,7 @@ func newOutput(max int, proto *protocol) *output {
 		proto:  proto,
 		stdout: capBuffer{max: max, proto: proto},
 		stderr: capBuffer{max: max, proto: proto},
+		files:  filesSection{want: -1},
 	}
 }
 
@@ -124,7 +158,58 @@ func (o *output) writeStdout(p []byte) {
 			o.ackSeen = -1
 		}
 	}
-	o.stdout.write(p)
+	for len(p) > 0 {
+		if o.files.collecting() {
+			p = p[o.files.take(p):]
+			continue
+		}
+		if o.files.complete() {
+			// Output after a whole section: that marker was not the
+			// runner's last (a program may print one); this is output again.
+			o.files = filesSection{want: -1}
+		}
+		end := o.markerEnd(p)
+		if end < 0 {
+			o.stdout.write(p)
+			return
+		}
+		o.stdout.write(p[:end])
+		p = p[end:]
+		if rep, ok := o.proto.endReport(o.stdout.buf); ok && !o.stdout.truncated {
+			o.files = filesSection{want: int(rep.filesLen)}
+		}
+	}
+}
+
+// markerEnd returns the index in p just past the first whole end marker
+// that ends in p, counting the start of one the stdout buffer may already
+// hold, or -1 when none does. Once stdout is truncated nothing is a marker.
+func (o *output) markerEnd(p []byte) int {
+	if o.proto == nil || o.stdout.truncated {
+		return -1
+	}
+	n := o.proto.markerLen()
+	held := o.stdout.buf[max(0, len(o.stdout.buf)-(n-1)):]
+	for i := range held {
+		need := n - (len(held) - i)
+		if need <= len(p) && o.proto.partialMarker(held[i:]) {
+			whole := append(append(make([]byte, 0, n), held[i:]...), p[:need]...)
+			if _, ok := o.proto.endReport(whole); ok {
+				return need
+			}
+		}
+	}
+	for off := 0; off < len(p); {
+		i := bytes.Index(p[off:], o.proto.prefix)
+		if i < 0 || off+i+n > len(p) {
+			return -1
+		}
+		if _, ok := o.proto.endReport(p[off+i : off+i+n]); ok {
+			return off + i + n
+		}
+		off += i + 1
+	}
+	return -1
 }
 
 // acked reports whether the runner acknowledged the program, that is,
@@ -134,9 +219,10 @@ func (o *output) acked() bool {
 }
 
 // ended reports whether the runner has reported the program's end: after
-// the ack, both streams end with the end marker, with the same report.
+// the ack, both streams end with the end marker, with the same report, and
+// the files section after it on stdout has arrived whole.
 func (o *output) ended() (endReport, bool) {
-	if !o.acked() || o.stdout.truncated || o.stderr.truncated {
+	if !o.acked() || o.stdout.truncated || o.stderr.truncated || !o.files.complete() {
 		return endReport{}, false
 	}
 	out, ok := o.proto.endReport(o.stdout.buf)

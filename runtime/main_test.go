@@ -78,6 +78,8 @@ func testConfig() Config {
 		PidsLimit:      64,
 		TmpfsBytes:     16 << 20,
 		MaxOutputBytes: 64 << 10,
+		MaxFiles:       testMaxFiles,
+		MaxFilesBytes:  testMaxFilesBytes,
 		Instance:       testInstance,
 	}
 }

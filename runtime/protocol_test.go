@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sandboxd"
 )
 
 // testProtocol is a protocol with a known token.
 func testProtocol() *protocol {
-	p := newProtocol()
+	p := newProtocol(testMaxFiles, testMaxFilesBytes)
 	token := strings.Repeat("ab", tokenBytes)
 	p.token = token
 	p.prefix = []byte(markerMagic + token + ":")
@@ -19,17 +21,25 @@ func testProtocol() *protocol {
 	return p
 }
 
-// marker is the end marker of p with the status and no usage.
+// The caps of testProtocol, the service's defaults.
+const (
+	testMaxFiles      = 16
+	testMaxFilesBytes = 8 << 20
+)
+
+// marker is the end marker of p with the status, no usage and no files.
 func marker(p *protocol, status int) string {
-	return fmt.Sprintf("%s%03d %010d %010d\n", p.prefix, status, 0, 0)
+	return fmt.Sprintf("%s%03d %010d %010d %010d 0\n", p.prefix, status, 0, 0, 0)
 }
 
 func TestProtocolToken(t *testing.T) {
-	a, b := newProtocol(), newProtocol()
+	a, b := newProtocol(2, 100), newProtocol(2, 100)
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(a.token) || a.token == b.token {
 		t.Errorf("tokens %q and %q: want 32 random hex digits each", a.token, b.token)
 	}
-	if got, want := string(a.message("print(1)\n", "in")), a.token+" 9 2\nprint(1)\nin"; got != want {
+	files := []sandboxd.File{{Name: "d/a.csv", Content: []byte("x,y\n")}, {Name: "e", Content: nil}}
+	if got, want := string(a.message("print(1)\n", "in", files)), a.token+" 9 2 2 24 2 100\nprint(1)\nin"+
+		"c 7 4\nd/a.csvx,y\nc 1 0\ne"; got != want {
 		t.Errorf("message = %q, want %q", got, want)
 	}
 	if got, want := string(a.ack), "\x00sandboxd:"+a.token+":go\n"; got != want {
@@ -168,16 +178,18 @@ func TestDemuxAnswersAtTheMarker(t *testing.T) {
 
 func TestEndReportCarriesUsage(t *testing.T) {
 	p := testProtocol()
-	in := fmt.Sprintf("out%s%03d %010d %010d\n", p.prefix, 3, 1234, 51300)
+	in := fmt.Sprintf("out%s%03d %010d %010d %010d 1\n", p.prefix, 3, 1234, 51300, 777)
 	rep, ok := p.endReport([]byte(in))
-	if want := (endReport{status: 3, cpuMS: 1234, maxRSSKB: 51300}); !ok || rep != want {
+	if want := (endReport{status: 3, cpuMS: 1234, maxRSSKB: 51300, filesLen: 777, filesCut: true}); !ok || rep != want {
 		t.Errorf("endReport = %+v, %v; want %+v", rep, ok, want)
 	}
 	for _, bad := range []string{
-		fmt.Sprintf("%s%03d %010d\n", p.prefix, 3, 1234),                // a field missing
-		fmt.Sprintf("%s%03d %010d %09dx\n", p.prefix, 3, 1234, 51300),   // not a digit
-		fmt.Sprintf("%s%03d-%010d %010d\n", p.prefix, 3, 1234, 51300),   // wrong separator
-		fmt.Sprintf("%s%03d %010d %010d\n", p.prefix, 300, 1234, 51300), // status over 255
+		fmt.Sprintf("%s%03d %010d %010d\n", p.prefix, 3, 1234, 5),                               // fields missing
+		fmt.Sprintf("%s%03d %010d %09dx %010d 0\n", p.prefix, 3, 1234, 51300, 0),                // not a digit
+		fmt.Sprintf("%s%03d-%010d %010d %010d 0\n", p.prefix, 3, 1234, 51300, 0),                // wrong separator
+		fmt.Sprintf("%s%03d %010d %010d %010d 0\n", p.prefix, 300, 1234, 51300, 0),              // status over 255
+		fmt.Sprintf("%s%03d %010d %010d %010d 2\n", p.prefix, 3, 1234, 51300, 0),                // <t> not 0 or 1
+		fmt.Sprintf("%s%03d %010d %010d %010d 0\n", p.prefix, 3, 1234, 51300, p.filesBound()+1), // section too long
 	} {
 		if rep, ok := p.endReport([]byte(bad)); ok {
 			t.Errorf("endReport(%q) = %+v, want no marker", bad, rep)

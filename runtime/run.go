@@ -41,15 +41,22 @@ var errNotStarted = errors.New("runtime: the container stopped before its progra
 // the hand-over, or as soon as stdout or stderr passes
 // Config.MaxOutputBytes, the container is killed. The answer comes as soon as
 // the image's runner reports the program's end, or else at the container's
-// exit. Whatever happens, the container is removed afterwards, in the
+// exit. job.Files (checked again against Config.MaxFiles, MaxFilesBytes and
+// the naming rules) are written into /tmp before the program starts; the
+// regular files it created or changed there come back in Result.Files,
+// bounded by the same caps, only from a run whose runner reported its end. Whatever happens, the container is removed afterwards, in the
 // background (Close waits for it). A container that turns out to have died
 // before its program started is replaced by a fresh one, once.
 //
 // A program that fails, loops, floods or runs out of memory is a Result.
-// Errors are the service's: CodeUnavailable when Docker is unreachable, the
+// Errors are the service's: CodeInvalid or CodeTooLarge for files in that
+// break the rules or the caps; CodeUnavailable when Docker is unreachable, the
 // image is missing or the runner is closing; CodeInternal for other Engine
 // API failures; the context's error (wrapped) when ctx ends first.
 func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
+	if err := checkFilesIn(job.Files, d.cfg.MaxFiles, int64(d.cfg.MaxFilesBytes)); err != nil {
+		return sandboxd.Result{}, err
+	}
 	ctx, f, end, err := d.inflight.begin(ctx)
 	if err != nil {
 		return sandboxd.Result{}, err
@@ -114,7 +121,7 @@ type run struct {
 // exit.
 func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	handover := time.Now()
-	r.b.s.send(r.b.proto.message(job.Code, job.Stdin))
+	r.b.s.send(r.b.proto.message(job.Code, job.Stdin, job.Files))
 	deadline := time.NewTimer(r.d.cfg.Timeout)
 	defer deadline.Stop()
 	if err := r.watchOutput(ctx, deadline.C); err != nil {
@@ -125,6 +132,7 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	if rep, ok := out.ended(); ok && !r.res.TimedOut {
 		r.res.ExitCode = rep.status
 		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
+		r.filesOut(rep, out.files.buf)
 	} else if r.killed {
 		r.res.ExitCode = r.killedExit()
 	} else if err := r.awaitEnd(ctx, deadline.C); err != nil {
@@ -137,6 +145,18 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	r.res.Stderr = decode(out.stderr.buf)
 	r.res.Classify()
 	return r.res, nil
+}
+
+// filesOut fills in the files out from the files section the runner sent
+// after its end marker. A section that does not parse (a program can forge
+// one) gives no files, and FilesTruncated.
+func (r *run) filesOut(rep endReport, section []byte) {
+	files, listed, err := parseFiles(section, r.d.cfg.MaxFiles, int64(r.d.cfg.MaxFilesBytes))
+	if err != nil {
+		r.log.Warn("the files out were not read", "err", err)
+	}
+	r.res.Files = files
+	r.res.FilesTruncated = rep.filesCut || listed || err != nil
 }
 
 // awaitEnd judges a run whose output ended without the end marker and

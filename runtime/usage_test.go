@@ -113,7 +113,7 @@ func TestRunUsageIsTheProgramsWord(t *testing.T) {
 	d := mustDocker(t, slowMachine)
 	code := "import os, sys, time\nend = time.process_time() + 0.3\nwhile time.process_time() < end:\n    pass\n" +
 		"prefix = sys._getframe(1).f_locals['prefix']\nsys.stdout.flush()\nsys.stderr.flush()\n" +
-		"marker = prefix + b'007 0000000000 0000000001\\n'\nos.write(1, marker)\nos.write(2, marker)\ntime.sleep(30)\n"
+		"marker = prefix + b'007 0000000000 0000000001 0000000000 0\\n'\nos.write(1, marker)\nos.write(2, marker)\ntime.sleep(30)\n"
 	res := mustRun(t, d, code)
 	if res.ExitCode != 7 || res.Usage == nil || res.Usage.CPU != 0 || res.Usage.MaxRSSKB != 1 || res.TimedOut {
 		t.Fatalf("result %+v usage %+v: want the forged exit 7, 0 ms of CPU and 1 KiB at once", res, res.Usage)

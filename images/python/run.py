@@ -2,15 +2,41 @@
 
 It is started before its program exists (a warm container waits here), with
 everything it needs already imported. It speaks the service's runner
-protocol (runtime/protocol.go) on its standard streams:
+protocol, version 4 (runtime/protocol.go), on its standard streams:
 
-  stdin:   "<token> <n> <m>\\n", then the n bytes of the program, then the
-           m bytes of the program's standard input
+  stdin:   "<token> <n> <m> <f> <k> <maxfiles> <maxbytes>\\n", then the n bytes
+           of the program, the m bytes of its standard input, and the k bytes
+           of its f files in, as records (below); <maxfiles> and <maxbytes>
+           are the caps on the files out
   stdout:  "\\0sandboxd:<token>:go\\n" once the program is read, before it runs
-  both:    "\\0sandboxd:<token>:<sss> <cpu> <rss>\\n" once the program has
-           ended and its output is flushed; <sss> is its exit status in 3
-           digits, <cpu> its CPU milliseconds and <rss> its peak resident
-           memory in KiB, 10 digits each
+  both:    "\\0sandboxd:<token>:<sss> <cpu> <rss> <len> <t>\\n" once the
+           program has ended and its output is flushed; <sss> is its exit
+           status in 3 digits, <cpu> its CPU milliseconds and <rss> its peak
+           resident memory in KiB, <len> the length of the files section, 10
+           digits each, and <t> 1 when files out were left out or listed
+           without content, else 0; on stdout the <len> bytes of the files
+           section follow the marker
+  record:  "<kind> <namelen> <size>\\n<name>[<content>]", decimal numbers;
+           kind "c" carries the <size> bytes of content, kind "l" lists a file
+           out of <size> bytes without them
+
+Files in are written into the working directory (/tmp) before the program
+starts, each name checked again here (relative, no empty, "." or ".." part,
+no control character or backslash) and each part opened without following
+a symlink. Files out are the regular files under /tmp that are new or whose
+content differs from the file written in, in name order: found by a walk
+that follows no symlink (at most MAX_ENTRIES entries, MAX_DEPTH levels),
+opened with O_NOFOLLOW|O_NONBLOCK and read only when fstat says they are
+regular files, never past the caps. The first files that fit the caps
+(<maxfiles> of them, <maxbytes> bytes in all) carry their content, the rest
+are listed (at most LIST_EXTRA of them).
+
+With SANDBOX_PRELOAD (a comma-separated list of modules, set by the data
+image), the runner imports those modules before it reads its program. When
+matplotlib.pyplot is among them, plt.show() saves every open figure as
+/tmp/figure-<n>.png (n counting from 1 across the run) and closes them, and
+the figures still open when the program ends are saved the same way before
+the files out are collected.
 
 The usage in the end marker is measured here, where it costs nothing:
 <cpu> is user plus system time (getrusage of this process and of its
@@ -22,7 +48,8 @@ few MiB included, as `python3 main.py` would show.
 The end marker lets the service answer without waiting for the container to
 exit. It is written last at exit, after the program's threads and atexit
 handlers, and only by this process (not a forked child). A program that ends
-without it (os._exit, a signal, the OOM killer) is judged by its exit status.
+without it (os._exit, a signal, the OOM killer) is judged by its exit status,
+and returns no files.
 
 Before anything else, the runner sets on itself the data limit that the
 service hands over in SANDBOX_DATA_LIMIT (bytes), and removes the variable.
@@ -35,15 +62,24 @@ of a file named main.py, so tracebacks and __name__ look exactly as they would u
 """
 
 
+# The bounds of the files out (runtime/protocol.go holds the same numbers):
+# the walk visits at most MAX_ENTRIES entries and MAX_DEPTH directory levels,
+# and at most LIST_EXTRA files are listed without content past the caps.
+MAX_ENTRIES = 10000
+MAX_DEPTH = 32
+LIST_EXTRA = 64
+
+
 def _main():
-    # Everything is local: the program gets a clean __main__ namespace, and
-    # this module's globals are cleared before it runs.
+    # Everything is local: the program gets a __main__ module of its own.
     import atexit
     import linecache
     import os
     import resource
     import sys
     import traceback
+
+    bounds = (MAX_ENTRIES, MAX_DEPTH, LIST_EXTRA)
 
     # The data limit (heap and private mappings) the service hands over
     # (runtime/spec.go: dataLimit), soft and hard, so the program and every
@@ -57,19 +93,35 @@ def _main():
         except (OSError, ValueError):
             pass  # the container's memory limit still holds
 
+    # The modules the image asks for are imported while the container is
+    # warm, before its program exists; a failure here is the image's, and
+    # ends the runner before it acknowledges any program.
+    preload = [m for m in os.environ.pop("SANDBOX_PRELOAD", "").split(",") if m]
+    for module in preload:
+        __import__(module)
+    figures = _figures(sys.modules["matplotlib.pyplot"]) if "matplotlib.pyplot" in preload else None
+    files = _files(bounds)
+
     # Line buffering: what a program printed before it was killed (timeout,
     # memory) still reaches the caller, without a syscall per character.
     sys.stdout.reconfigure(line_buffering=True)
     stdin = sys.stdin.buffer
     header = stdin.readline().rstrip(b"\n").split(b" ")
-    if len(header) != 3 or len(header[0]) != 32 or not all(f.isdigit() for f in header[1:]):
+    if len(header) != 7 or len(header[0]) != 32 or not all(f.isdigit() for f in header[1:]):
         sys.stderr.write("sandbox-run: malformed header\n")
         os._exit(2)
-    token, size, insize = header[0], int(header[1]), int(header[2])
+    token = header[0]
+    size, insize, nfiles, fsize, maxfiles, maxbytes = (int(f) for f in header[1:])
     src = stdin.read(size)
     data = stdin.read(insize) if insize else b""
-    if len(src) != size or len(data) != insize:
+    blob = stdin.read(fsize) if fsize else b""
+    if len(src) != size or len(data) != insize or len(blob) != fsize:
         os._exit(2)  # the service went away mid-program: nothing to run
+    inputs = files.parse(blob, nfiles)
+    if inputs is None:
+        sys.stderr.write("sandbox-run: malformed files\n")
+        os._exit(2)
+    del blob
     if data:
         fd = os.memfd_create("stdin", 0)
         view = memoryview(data)
@@ -81,6 +133,15 @@ def _main():
     os.dup2(fd, 0)
     os.close(fd)
     del data
+    # Written before the program starts; a failure (a name that is not
+    # relative after all, a full /tmp) is told after the ack, as the
+    # program's own failure would be.
+    try:
+        written = files.write(inputs)
+        failed = None
+    except (OSError, ValueError) as exc:
+        written, failed = {}, "sandbox-run: cannot write the files in: %s\n" % exc
+    del inputs
 
     prefix = b"\0sandboxd:" + token + b":"
     pid = os.getpid()
@@ -94,10 +155,18 @@ def _main():
         cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
         return cpu, max(me.ru_maxrss, kids.ru_maxrss)
 
-    def report_end():
-        # Registered first, so it runs last at exit.
+    def report_end(_runner=sys.modules["__main__"]):
+        # _runner keeps this module alive once __main__ is the program's.
+        # Registered after the preloaded modules' own handlers, so it runs
+        # before them (matplotlib's closes every figure) and after the
+        # program's.
         if not ended or os.getpid() != pid:
             return
+        if figures is not None:
+            try:
+                figures()
+            except Exception as exc:
+                sys.stderr.write("sandbox-run: cannot save the open figures: %r\n" % (exc,))
         try:
             for f in (sys.stdout, sys.stderr) + std:
                 f.flush()
@@ -105,9 +174,17 @@ def _main():
             return  # output may be missing: let the exit status speak
         cpu, rss = usage()
         cpu_ms = min(max(0, round((cpu - start_cpu) * 1000)), 9999999999)
-        marker = prefix + b"%03d %010d %010d\n" % (ended[0], cpu_ms, min(rss, 9999999999))
         try:
-            os.write(1, marker)
+            section, cut = files.collect(written, maxfiles, maxbytes)
+        except Exception:  # MemoryError, or a bug: no files rather than no answer
+            section, cut = [], True
+        marker = prefix + b"%03d %010d %010d %010d %d\n" % (
+            ended[0], cpu_ms, min(rss, 9999999999), sum(len(b) for b in section), cut)
+        try:
+            for chunk in [marker] + section:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(1, view):]
             os.write(2, marker)
         except OSError:
             pass
@@ -123,6 +200,10 @@ def _main():
     atexit.register(report_end)
     start_cpu = usage()[0]
     os.write(1, prefix + b"go\n")
+    if failed:
+        sys.stderr.write(failed)
+        ended.append(1)
+        sys.exit(1)
 
     # Tracebacks quote source lines as for a real main.py.
     text = src.decode("utf-8", "replace")
@@ -133,12 +214,14 @@ def _main():
         traceback.print_exception(type(exc), exc, None)
         ended.append(1)
         sys.exit(1)
-    namespace = sys.modules["__main__"].__dict__
-    builtins = namespace["__builtins__"]
-    namespace.clear()
-    namespace.update(__name__="__main__", __file__="main.py",
-                     __builtins__=builtins, __doc__=None,
-                     __package__=None, __spec__=None, __loader__=None)
+    # The program's __main__ is a module of its own: what it defines (a
+    # global named max, say) never reaches the runner's functions, which
+    # still run at its exit, and the runner's names never reach it.
+    main = type(sys)("__main__")
+    main.__file__ = "main.py"
+    main.__builtins__ = sys.modules["builtins"]
+    sys.modules["__main__"] = main
+    namespace = main.__dict__
     sys.argv = ["main.py"]
     sys.path.insert(0, os.getcwd())
     try:
@@ -155,6 +238,232 @@ def _main():
         hook(type(exc), exc.with_traceback(tb), tb)
         sys.exit(1)
     ended.append(0)
+
+
+def _figures(plt):
+    """Make plt.show() save every open figure as /tmp/figure-<n>.png and
+    close them, and return the function that does so, for the end."""
+    count = [0]
+
+    def save():
+        nums = plt.get_fignums()  # a program that drew nothing pays this alone
+        for num in nums:
+            count[0] += 1
+            plt.figure(num).savefig("/tmp/figure-%d.png" % count[0])
+        if nums:
+            plt.close("all")
+
+    def show(*args, **kwargs):
+        """Save every open figure as /tmp/figure-<n>.png (n counting from 1
+        across the run) and close them: the sandbox has no display."""
+        save()
+
+    show.__module__ = plt.__name__
+    plt.show = show
+    return save
+
+
+class _files:
+    """The files in and out of one run, seen from /tmp (the working
+    directory): names checked, nothing followed, every read bounded."""
+
+    def __init__(self, bounds):
+        import hashlib
+        import os
+        import stat
+        self.os, self.stat, self.sha256 = os, stat, hashlib.sha256
+        self.max_entries, self.max_depth, self.list_extra = bounds
+        # The working directory at the start, /tmp: a program may chdir.
+        self.root = os.getcwd()
+        nofollow = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+        self.dir_flags = os.O_RDONLY | os.O_DIRECTORY | nofollow
+        self.file_flags = os.O_RDONLY | os.O_NONBLOCK | nofollow
+
+    @staticmethod
+    def valid(name):
+        """Whether name is relative, with no empty, "." or ".." part, no
+        control character or backslash, at most 1024 bytes (255 a part)."""
+        try:
+            raw = name.encode("utf-8")
+        except UnicodeEncodeError:  # a name that is not UTF-8
+            return False
+        if not raw or len(raw) > 1024:
+            return False
+        if any(c < 32 or c == 127 or c == 92 for c in raw):
+            return False
+        if any(0x80 <= ord(c) <= 0x9F for c in name):
+            return False
+        return all(p not in ("", ".", "..") and len(p.encode()) <= 255 for p in name.split("/"))
+
+    def parse(self, blob, count):
+        """The (name, content) pairs of count records of kind "c" filling
+        blob exactly, or None."""
+        out, pos = [], 0
+        for _ in range(count):
+            nl = blob.find(b"\n", pos, pos + 32)
+            head = blob[pos:nl].split(b" ") if nl >= 0 else []
+            if len(head) != 3 or head[0] != b"c" or not (head[1].isdigit() and head[2].isdigit()):
+                return None
+            nlen, size = int(head[1]), int(head[2])
+            name, content = blob[nl + 1:nl + 1 + nlen], blob[nl + 1 + nlen:nl + 1 + nlen + size]
+            if len(name) != nlen or len(content) != size:
+                return None
+            out.append((name.decode("utf-8", "surrogateescape"), content))
+            pos = nl + 1 + nlen + size
+        return out if pos == len(blob) else None
+
+    def write(self, inputs):
+        """Write each file in under the working directory, parents created,
+        nothing followed, nothing overwritten; return {name: (size, sha256)}."""
+        os = self.os
+        written = {}
+        for name, content in inputs:
+            if not self.valid(name):
+                raise ValueError("%r is not a relative name" % name)
+            parts = name.split("/")
+            dfd = os.open(self.root, self.dir_flags)
+            try:
+                for part in parts[:-1]:
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=dfd)
+                    except FileExistsError:
+                        pass
+                    sub = os.open(part, self.dir_flags, dir_fd=dfd)
+                    os.close(dfd)
+                    dfd = sub
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o644, dir_fd=dfd)
+                try:
+                    view = memoryview(content)
+                    while view:
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise OSError(exc.errno, "%s: %s" % (name, exc.strerror)) from None
+            finally:
+                os.close(dfd)
+            written[name] = (len(content), self.sha256(content).digest())
+        return written
+
+    def walk(self):
+        """The regular files under the working directory as sorted (name,
+        size) pairs, and whether the walk was cut short by its bounds or
+        skipped a name it cannot return."""
+        os = self.os
+        found, state = [], {"visited": 0, "cut": False}
+
+        def scan(fd, prefix, depth):
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if state["visited"] >= self.max_entries:
+                        state["cut"] = True
+                        return
+                    state["visited"] += 1
+                    name = prefix + entry.name
+                    if not self.valid(name):
+                        state["cut"] = True
+                    elif entry.is_dir(follow_symlinks=False):
+                        if depth >= self.max_depth:
+                            state["cut"] = True
+                            continue
+                        try:
+                            sub = os.open(entry.name, self.dir_flags, dir_fd=fd)
+                        except OSError:
+                            state["cut"] = True
+                            continue
+                        try:
+                            scan(sub, name + "/", depth + 1)
+                        finally:
+                            os.close(sub)
+                    elif entry.is_file(follow_symlinks=False):
+                        try:
+                            found.append((name, entry.stat(follow_symlinks=False).st_size))
+                        except OSError:
+                            pass  # gone meanwhile
+
+        root = os.open(self.root, self.dir_flags)
+        try:
+            scan(root, "", 1)
+        finally:
+            os.close(root)
+        found.sort()
+        return found, state["cut"]
+
+    def read(self, name, limit):
+        """(size, content) of the regular file name, content None when it
+        holds more than limit bytes; None when it is no regular file (or
+        is gone). Every part is opened without following a symlink, the
+        file without blocking, and it is read only when fstat says it is a
+        regular file, never past limit + 1 bytes."""
+        os = self.os
+        parts = name.split("/")
+        try:
+            dfd = os.open(self.root, self.dir_flags)
+        except OSError:
+            return None
+        try:
+            for part in parts[:-1]:
+                sub = os.open(part, self.dir_flags, dir_fd=dfd)
+                os.close(dfd)
+                dfd = sub
+            fd = os.open(parts[-1], self.file_flags, dir_fd=dfd)
+        except OSError:
+            return None
+        finally:
+            os.close(dfd)
+        try:
+            st = os.fstat(fd)
+            if not self.stat.S_ISREG(st.st_mode):
+                return None
+            chunks, got = [], 0
+            while got <= limit:
+                chunk = os.read(fd, min(limit + 1 - got, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+            if got > limit:
+                return max(st.st_size, got), None
+            return got, b"".join(chunks)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def unchanged(self, name, size, written):
+        """Whether name is a file in, still of its size and content."""
+        if name not in written or written[name][0] != size:
+            return False
+        got = self.read(name, size)
+        return got is not None and got[1] is not None and self.sha256(got[1]).digest() == written[name][1]
+
+    def collect(self, written, maxfiles, maxbytes):
+        """The files section of the end marker: the files out as records
+        (a list of byte strings, sent one after the other), and whether any
+        was left out or listed without content."""
+        found, cut = self.walk()
+        section, used, kept, listed = [], 0, 0, 0
+        for name, size in found:
+            if self.unchanged(name, size, written):
+                continue
+            if kept + listed >= maxfiles + self.list_extra:
+                cut = True
+                break
+            got = self.read(name, maxbytes - used) if kept < maxfiles and size <= maxbytes - used else (size, None)
+            if got is None:
+                continue  # no longer a regular file
+            raw = name.encode("utf-8")
+            if got[1] is None:
+                section.append(b"l %d %d\n%s" % (len(raw), got[0], raw))
+                listed += 1
+                cut = True
+            else:
+                section.append(b"c %d %d\n%s" % (len(raw), got[0], raw))
+                section.append(got[1])
+                used += got[0]
+                kept += 1
+        return section, cut
 
 
 _main()

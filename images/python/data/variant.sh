@@ -22,9 +22,11 @@ DATA_PURGE="gcc-12 g++-12 cpp-12 gcc g++ cpp binutils binutils-x86-64-linux-gnu 
 # or less) by the CFS quota, so more threads only contend for that quota (and
 # count against runtime.pids); OpenBLAS would otherwise start one per host core.
 # Agg draws without a display; MPLCONFIGDIR is where variant_setup leaves
-# matplotlib's font cache, read-only at run time.
+# matplotlib's font cache, read-only at run time. SANDBOX_PRELOAD makes the
+# runner (run.py) import these modules while the container is warm, before
+# its program arrives, and save matplotlib's figures as /tmp/figure-<n>.png.
 MPL_DIR=/opt/sandbox/matplotlib
-VARIANT_ENV="MPLBACKEND=Agg MPLCONFIGDIR=$MPL_DIR OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1"
+VARIANT_ENV="MPLBACKEND=Agg MPLCONFIGDIR=$MPL_DIR OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 SANDBOX_PRELOAD=numpy,pandas,matplotlib,matplotlib.pyplot"
 
 # variant_setup makes the data variant's rootfs ready to run read-only: the
 # build tools purged, tests and caches trimmed, matplotlib's font cache built
