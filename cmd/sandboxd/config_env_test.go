@@ -111,6 +111,7 @@ func TestEnvironmentValidation(t *testing.T) {
 		{"unknown key", "environments:\n  data:\n    memroy: 1GiB\n", "unknown key(s) environments.data.memroy", ""},
 		{"null environment", "environments:\n  data:\n", "environments.data: is null; give it a value, or remove the line for the default (to turn the environment off: environments.data.enabled: false)", ""},
 		{"null key", "environments:\n  data:\n    image: ~\n", "environments.data.image: is null", ""},
+		{"data tmpfs under the files", "environments:\n  data:\n    tmpfs: 4MiB\n", "runtime.max_files_bytes: 8388608 is over environments.data.tmpfs (4194304)", ""},
 		{"empty image", "environments:\n  gpu:\n    image: \"\"\n", "environments.gpu.image: is empty", ""},
 		{"data off skips its keys", "environments:\n  data:\n    enabled: false\n    memory: 1MiB\n", "", ""},
 		{"data price when paid", "payments:\n  enabled: true\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\nenvironments:\n  data:\n    price: lots\n",
