@@ -21,7 +21,9 @@ func mustEnvironments(t *testing.T, instance string, poolMemory int64, envs ...[
 	var list []Environment
 	for _, e := range envs {
 		cfg := testConfig()
-		cfg.Image, cfg.Instance, cfg.PoolSize = e[1], instance, 1
+		// A long timeout: these tests are about routing and memory, and a
+		// data container's preload is slow on a loaded host.
+		cfg.Image, cfg.Instance, cfg.PoolSize, cfg.Timeout = e[1], instance, 1, 30*time.Second
 		list = append(list, Environment{Name: e[0], Config: cfg})
 	}
 	es, err := NewEnvironments(list, poolMemory, testenv.Logger())
@@ -58,16 +60,22 @@ func environmentContainers(t *testing.T, d *Docker) map[string]int {
 	return out
 }
 
-// waitWarm waits until the environment's pool holds an idle container.
-func waitWarm(t *testing.T, d *Docker) {
+// waitFor polls cond every 50 ms until it holds or within is up.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for d.PoolStats().Idle == 0 {
+	deadline := time.Now().Add(within)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("no warm container after 60s: %+v", d.PoolStats())
+			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waitWarm waits until the environment's pool holds an idle container.
+func waitWarm(t *testing.T, d *Docker) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "a warm container", func() bool { return d.PoolStats().Idle > 0 })
 }
 
 // TestEnvironmentsRunApart (integration): each environment runs its own
@@ -107,11 +115,16 @@ func TestEnvironmentsRunApart(t *testing.T) {
 	if got := environmentContainers(t, py); got["python"] < 1 || got["data"] < 1 || got[""] > 0 {
 		t.Fatalf("containers by environment %v, want python's and data's warm ones, each labelled", got)
 	}
-	// Stop the pools refilling, so what is listed is what Reap left.
+	// Stop the pools refilling, and wait for the starts and removals under
+	// way, so that what is listed is what Reap left.
 	for _, d := range []*Docker{py, data} {
 		d.pool.mu.Lock()
 		d.pool.closed = true
 		d.pool.mu.Unlock()
+		waitFor(t, 60*time.Second, "the pool's starts", func() bool { return d.PoolStats().Starting == 0 })
+		if err := d.WaitRemovals(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if n, err := data.Reap(ctx); n < 1 || err != nil {
 		t.Fatalf("data's Reap removed %d (%v)", n, err)
