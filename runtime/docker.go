@@ -36,6 +36,9 @@ type Docker struct {
 	pool *pool
 	// bg counts the removals of used containers, for Close to wait for.
 	bg tasks
+	// environment, when set (NewEnvironments), is the LabelEnvironment of
+	// this runner's containers, and Reap touches only those.
+	environment string
 }
 
 var _ sandboxd.Runner = (*Docker)(nil)
