@@ -57,7 +57,8 @@ func New(pool func() PoolStats) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_runs_total",
-		Help: "Runs by status: ok, error, timeout, oom, output_limit (delivered), or unavailable, internal, canceled (not delivered)."}, []string{"status"})
+		Help: "Runs by status: ok, error, timeout, oom, output_limit (delivered), or unavailable, internal, canceled (not delivered); " +
+			"and by environment."}, []string{"status", "environment"})
 	m.runDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sandboxd_run_duration_seconds",
 		Help: "Wall time of delivered runs, container acquisition included.", Buckets: runBuckets})
 	m.queueWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sandboxd_queue_wait_seconds",

@@ -106,6 +106,9 @@ func TestMetricsSeries(t *testing.T) {
 	ctx := context.Background()
 	m := New(func() PoolStats { return PoolStats{Target: 4, Idle: 3, Starting: 1, Hits: 7, Misses: 2} })
 	run := Runner{Runner: fakeRunner{res: sandboxd.Result{Status: "ok"}}, M: m}
+	if _, err := run.Run(ctx, sandboxd.Job{Environment: "data"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := run.Run(ctx, sandboxd.Job{}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +121,7 @@ func TestMetricsSeries(t *testing.T) {
 	m.Ledger("reserve", time.Millisecond)
 
 	paid := sandboxd.PaymentRequest{Signature: "x"}
-	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: 5000}
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(string) float64 { return 5000 }}
 	c, err := begin(ctx, g, paid)
 	if err != nil {
 		t.Fatal(err)
@@ -142,9 +145,10 @@ func TestMetricsSeries(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"sandboxd_runs_total", map[string]string{"status": "ok"}, 1},
-		{"sandboxd_runs_total", map[string]string{"status": "unavailable"}, 1},
-		{"sandboxd_run_duration_seconds", nil, 1},
+		{"sandboxd_runs_total", map[string]string{"status": "ok", "environment": "python"}, 1},
+		{"sandboxd_runs_total", map[string]string{"status": "ok", "environment": "data"}, 1},
+		{"sandboxd_runs_total", map[string]string{"status": "unavailable", "environment": "python"}, 1},
+		{"sandboxd_run_duration_seconds", nil, 2},
 		{"sandboxd_queue_wait_seconds", nil, 2},
 		{"sandboxd_busy_rejections_total", nil, 1},
 		{"sandboxd_engine_errors_total", map[string]string{"op": "runtime.create"}, 1},
@@ -166,5 +170,30 @@ func TestMetricsSeries(t *testing.T) {
 		if got := value(fams, tc.name, tc.labels); got != tc.want {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
+	}
+}
+
+// TestSettledAmountIsTheEnvironmentsPrice: a settled payment adds the
+// price of the environment its call named.
+func TestSettledAmountIsTheEnvironmentsPrice(t *testing.T) {
+	ctx := context.Background()
+	m := New(func() PoolStats { return PoolStats{} })
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(env string) float64 {
+		if env == "data" {
+			return 20000
+		}
+		return 5000
+	}}
+	for _, env := range []string{"", "data"} {
+		c, err := begin(ctx, g, sandboxd.PaymentRequest{Signature: "x", Environment: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := value(scrape(t, m), "sandboxd_settled_amount_atomic_total", nil); got != 25000 {
+		t.Fatalf("settled %v, want 5000 + 20000", got)
 	}
 }

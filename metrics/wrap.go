@@ -14,15 +14,20 @@ type Runner struct {
 	M *Metrics
 }
 
-// Run runs job, recording its status and, when delivered, its duration.
+// Run runs job, recording its status and environment and, when delivered,
+// its duration.
 func (r Runner) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	began := time.Now()
+	env := job.Environment // validated already: one of the few configured
+	if env == "" {
+		env = sandboxd.DefaultEnvironment
+	}
 	res, err := r.Runner.Run(ctx, job)
 	if err != nil {
-		r.M.runs.WithLabelValues(errorStatus(err)).Inc()
+		r.M.runs.WithLabelValues(errorStatus(err), env).Inc()
 		return res, err
 	}
-	r.M.runs.WithLabelValues(string(res.Status)).Inc()
+	r.M.runs.WithLabelValues(string(res.Status), env).Inc()
 	r.M.runDuration.Observe(time.Since(began).Seconds())
 	return res, nil
 }
@@ -56,12 +61,13 @@ func (a Admitter) Admit(ctx context.Context) (func(), error) {
 }
 
 // Gate counts the payment outcomes of the PaymentGate it wraps. Amount is
-// the price in atomic units, added to the settled sum per settlement;
-// Reason names a refusal's cause from Check's or Reserve's error.
+// the price in atomic units of a call in an environment, added to the
+// settled sum per settlement; Reason names a refusal's cause from Check's
+// or Reserve's error.
 type Gate struct {
 	sandboxd.PaymentGate
 	M      *Metrics
-	Amount float64
+	Amount func(environment string) float64
 	Reason func(err error) string
 }
 
@@ -71,7 +77,7 @@ func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.
 	a, err := g.PaymentGate.Check(ctx, req)
 	switch {
 	case err == nil:
-		return authorization{Authorization: a, g: g}, nil
+		return authorization{Authorization: a, g: g, environment: req.Environment}, nil
 	case sandboxd.ErrorCode(err) == sandboxd.CodePayment && !paid(req):
 		g.M.payments.WithLabelValues(OutcomeQuoted, "").Inc()
 	default:
@@ -83,7 +89,8 @@ func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.
 // authorization records whether a checked payment was reserved.
 type authorization struct {
 	sandboxd.Authorization
-	g Gate
+	g           Gate
+	environment string
 }
 
 // Reserve reserves the payment, recording the reservation or its refusal.
@@ -94,7 +101,11 @@ func (a authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 		return nil, err
 	}
 	a.g.M.payments.WithLabelValues(OutcomeReserved, "").Inc()
-	return charge{Charge: c, g: a.g}, nil
+	amount := 0.0
+	if a.g.Amount != nil {
+		amount = a.g.Amount(a.environment)
+	}
+	return charge{Charge: c, g: a.g, amount: amount}, nil
 }
 
 // reason is the refusal's label value.
@@ -116,10 +127,11 @@ func (g Gate) reason(err error) string {
 // paid reports whether the request carried a payment header (v2 or v1).
 func paid(req sandboxd.PaymentRequest) bool { return req.Signature != "" || req.XPayment != "" }
 
-// charge records how an admitted payment ended.
+// charge records how an admitted payment ended; amount is its price.
 type charge struct {
 	sandboxd.Charge
-	g Gate
+	g      Gate
+	amount float64
 }
 
 // Settle collects the payment, recording the outcome and its latency.
@@ -130,7 +142,7 @@ func (c charge) Settle(ctx context.Context, res sandboxd.Result) (*sandboxd.Sett
 	switch {
 	case err == nil:
 		c.g.M.payments.WithLabelValues(OutcomeSettled, "").Inc()
-		c.g.M.settledAmount.Add(c.g.Amount)
+		c.g.M.settledAmount.Add(c.amount)
 	case sandboxd.ErrorCode(err) == sandboxd.CodeUnavailable:
 		c.g.M.payments.WithLabelValues(OutcomeReleased, "").Inc()
 	case sandboxd.ErrorCode(err) == sandboxd.CodePending:

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,8 +61,13 @@ type Config struct {
 	// payments.asset_version: the token's EIP-712 domain.
 	AssetName    string `mapstructure:"asset_name"`
 	AssetVersion string `mapstructure:"asset_version"`
-	// Price is payments.price: the price per call in asset units ("0.005").
+	// Price is payments.price: the price per call in asset units ("0.005"),
+	// of an environment that sets none of its own.
 	Price string `mapstructure:"price"`
+	// Prices are the prices of the environments that set their own
+	// (environments.<name>.price), by environment name; cmd/sandboxd sets
+	// them. A request for an environment not here pays Price.
+	Prices map[string]string `mapstructure:"-"`
 	// PayTo is payments.pay_to: the address paid.
 	PayTo string `mapstructure:"pay_to"`
 	// MaxTimeoutSeconds is payments.max_timeout_seconds.
@@ -154,6 +161,11 @@ func (c Config) Validate(run RunBounds) error {
 	c.validateLedger(bad)
 	c.validateBounds(bad)
 	c.validateWindow(run, bad)
+	for _, env := range slices.Sorted(maps.Keys(c.Prices)) {
+		if _, err := x402.ParsePrice(c.Prices[env]); err != nil {
+			errs = append(errs, fmt.Errorf("environments.%s.price: %w", env, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -243,15 +255,21 @@ func (c Config) validateWindow(run RunBounds, bad badKey) {
 	if w := c.Window(run); c.MaxTimeoutSeconds >= 10 && time.Duration(c.MaxTimeoutSeconds)*time.Second < w {
 		bad("max_timeout_seconds", "%d s cannot cover the validity window a payment needs, %s = payments.check_wait (%s) + "+
 			"payments.verify_timeout (%s) + runtime.queue_wait (%s) + the run limit, runtime.timeout and its overhead (%s) + "+
-			"payments.settle_timeout (%s) + %s margin; raise it to at least %d or lower those", c.MaxTimeoutSeconds, w,
+			"payments.settle_timeout (%s) + %s margin; raise it to at least %d or lower those (the run limit counts the longest "+
+			"environments.<name>.timeout, when one is longer than runtime.timeout)", c.MaxTimeoutSeconds, w,
 			c.checkWait(), c.verifyTimeout(), run.QueueWait, run.Limit, c.settleTimeout(), windowMargin, int((w+time.Second-1)/time.Second))
 	}
 }
 
-// Requirements returns the v2 terms entry the configuration quotes. It
-// assumes Validate passed.
+// Requirements returns the v2 terms entry the configuration quotes for an
+// environment that sets no price of its own. It assumes Validate passed.
 func (c Config) Requirements() (x402.Requirements, error) {
-	price, err := x402.ParsePrice(c.Price)
+	return c.requirements(c.Price)
+}
+
+// requirements returns the v2 terms entry for a call at price.
+func (c Config) requirements(text string) (x402.Requirements, error) {
+	price, err := x402.ParsePrice(text)
 	if err != nil {
 		return x402.Requirements{}, fmt.Errorf("payments.price: %w", err)
 	}

@@ -21,8 +21,12 @@ import (
 // reserves in the ledger once a slot is held.
 type Gate struct {
 	// parts are what each authorization and charge is handed: the terms,
-	// the ledger, the settler and the charges in flight (see charge.go).
+	// the ledger, the settler and the charges in flight (see charge.go);
+	// those of a call for an environment that sets no price of its own.
 	parts
+	// priced are the parts of the environments with a price of their own,
+	// by name: their terms quote that price, the rest is shared.
+	priced  map[string]*parts
 	log     *slog.Logger
 	now     func() time.Time
 	closers []io.Closer
@@ -60,26 +64,27 @@ type options struct {
 // only. See sandboxd.PaymentGate for the errors.
 func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	const op = "payments.check"
+	pt := g.partsFor(r.Environment)
 	p, err := x402.DecodePayment(r.Signature, r.XPayment)
 	if err != nil {
 		return nil, headerInvalid(err)
 	}
 	if p == nil {
-		return nil, g.paymentError(op, r.ResourceURL, fmt.Sprintf(
-			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", g.priceText()), nil)
+		return nil, pt.paymentError(op, r.ResourceURL, fmt.Sprintf(
+			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", pt.priceText()), nil)
 	}
 	now := g.now()
-	if err := x402.Verify(g.req, p, now); err != nil {
+	if err := x402.Verify(pt.req, p, now); err != nil {
 		g.log.Info("payment refused", "check", "verify", "reason", x402.RejectReason(err, ""),
 			"payer", p.Exact.Authorization.From, "nonce", p.Exact.Authorization.Nonce, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
+		return nil, pt.refusal(op, r.ResourceURL, err)
 	}
-	p.Quoted = g.quoted(r)
+	p.Quoted = pt.quoted(r)
 	t := p.Transfer
 	log := g.log.With("payer", t.Payer(), "nonce", t.NonceHex(), "x402_version", p.Version)
 	if err := x402.CheckWindow(t, now, g.window); err != nil {
 		log.Info("payment refused", "check", "window", "reason", x402.ReasonValidBefore, "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
+		return nil, pt.refusal(op, r.ResourceURL, err)
 	}
 	release, err := g.checks.Admit(ctx)
 	if err != nil {
@@ -89,9 +94,18 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	release()
 	if err != nil {
 		log.Info("payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
-		return nil, g.refusal(op, r.ResourceURL, err)
+		return nil, pt.refusal(op, r.ResourceURL, err)
 	}
-	return &authorization{parts: &g.parts, p: p, resourceURL: r.ResourceURL, log: log}, nil
+	return &authorization{parts: pt, p: p, resourceURL: r.ResourceURL, log: log}, nil
+}
+
+// partsFor returns the parts of a call in the environment: its own terms
+// when it sets a price, else the gate's ("" is the default environment).
+func (g *Gate) partsFor(environment string) *parts {
+	if pt, ok := g.priced[environment]; ok {
+		return pt
+	}
+	return &g.parts
 }
 
 // headerInvalid classifies an error of x402.DecodePayment: a header
@@ -126,8 +140,17 @@ func newGate(cfg Config, o options) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, charges: &charges{}},
-		log: o.Log, now: o.Now,
+		priced: map[string]*parts{}, log: o.Log, now: o.Now,
 		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(o.Run), drain: o.Drain}
+	for env, price := range cfg.Prices {
+		req, err := cfg.requirements(price)
+		if err != nil {
+			return nil, fmt.Errorf("environments.%s.price: %w", env, err)
+		}
+		pt := g.parts
+		pt.req = req
+		g.priced[env] = &pt
+	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
@@ -227,5 +250,12 @@ func (g *Gate) Close() error {
 	return errors.Join(errs...)
 }
 
-// Requirements returns the terms entry the gate quotes.
+// Requirements returns the terms entry the gate quotes for a call in an
+// environment that sets no price of its own.
 func (g *Gate) Requirements() x402.Requirements { return g.req }
+
+// RequirementsFor returns the terms entry the gate quotes for a call in
+// the environment ("" is the default one).
+func (g *Gate) RequirementsFor(environment string) x402.Requirements {
+	return g.partsFor(environment).req
+}

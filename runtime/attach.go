@@ -44,9 +44,11 @@ func (d *Docker) attach(ctx context.Context, id string, proto *protocol) (*strea
 	if err != nil {
 		return nil, err
 	}
+	out := newOutput(int(d.cfg.MaxOutputBytes), proto)
+	out.ackC = make(chan bool, 1)
 	return &stream{
 		hj:     hj,
-		out:    newOutput(int(d.cfg.MaxOutputBytes), proto),
+		out:    out,
 		capHit: make(chan struct{}),
 		done:   make(chan struct{}),
 	}, nil

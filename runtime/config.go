@@ -20,7 +20,8 @@ type Config struct {
 	// OCIRuntime names the OCI runtime (runc, runsc, crun); empty means the
 	// daemon's default.
 	OCIRuntime string `mapstructure:"oci_runtime"`
-	// Timeout is the wall-clock limit, counted from the hand-over of the code.
+	// Timeout is the wall-clock limit, counted from the program's start: the
+	// runner's ack, or the hand-over of the code when no ack comes.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// MemoryBytes caps memory, and memory plus swap, so nothing is swapped.
 	MemoryBytes units.Bytes `mapstructure:"memory"`

@@ -43,7 +43,11 @@ type box struct {
 // program. On failure nothing is left behind.
 func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*box, error) {
 	began := time.Now()
-	id, err := d.create(ctx, newSpec(d.cfg, sandboxd.Job{ID: jobID}), log)
+	sp := newSpec(d.cfg, sandboxd.Job{ID: jobID})
+	if d.environment != "" {
+		sp.config.Labels[LabelEnvironment] = d.environment
+	}
+	id, err := d.create(ctx, sp, log)
 	if err != nil {
 		return nil, err
 	}

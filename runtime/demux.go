@@ -101,6 +101,12 @@ type output struct {
 	ackSeen int
 	// files is the files section after the last end marker on stdout.
 	files filesSection
+	// late reports that the ack seen so far is its late form.
+	late bool
+	// ackC, when not nil, is sent (once) whether the ack was late, when
+	// the whole ack has been seen; it must have room for that value.
+	ackC    chan bool
+	ackTold bool
 }
 
 // filesSection collects the files section that follows an end marker on
@@ -147,16 +153,7 @@ func newOutput(max int, proto *protocol) *output {
 // writeStdout takes the ack off the start of stdout and keeps the rest.
 func (o *output) writeStdout(p []byte) {
 	if o.proto != nil && o.ackSeen >= 0 && o.ackSeen < len(o.proto.ack) {
-		want := o.proto.ack[o.ackSeen:]
-		n := min(len(p), len(want))
-		if bytes.Equal(p[:n], want[:n]) {
-			o.ackSeen += n
-			p = p[n:]
-		} else {
-			// Not the runner's ack: what looked like its start is output.
-			o.stdout.write(o.proto.ack[:o.ackSeen])
-			o.ackSeen = -1
-		}
+		p = o.takeAck(p)
 	}
 	for len(p) > 0 {
 		if o.files.collecting() {
@@ -179,6 +176,40 @@ func (o *output) writeStdout(p []byte) {
 			o.files = filesSection{want: int(rep.filesLen)}
 		}
 	}
+}
+
+// takeAck takes what p holds of the ack (either form) off the start of
+// stdout and returns the rest. Once the whole ack is seen, ackC is sent
+// whether it was the late form; what turns out not to be an ack is output.
+func (o *output) takeAck(p []byte) []byte {
+	for len(p) > 0 && o.ackSeen >= 0 && o.ackSeen < len(o.proto.ack) {
+		c := p[0]
+		switch {
+		case c == o.ackForm()[o.ackSeen]:
+		case o.ackSeen == len(o.proto.ack)-2 && c == o.proto.lateAck[o.ackSeen]:
+			o.late = true
+		default:
+			// Not the runner's ack: what looked like its start is output.
+			o.stdout.write(o.ackForm()[:o.ackSeen])
+			o.ackSeen = -1
+			return p
+		}
+		o.ackSeen++
+		p = p[1:]
+	}
+	if o.ackSeen == len(o.proto.ack) && o.ackC != nil && !o.ackTold {
+		o.ackTold = true
+		o.ackC <- o.late
+	}
+	return p
+}
+
+// ackForm is the form of the ack seen so far.
+func (o *output) ackForm() []byte {
+	if o.late {
+		return o.proto.lateAck
+	}
+	return o.proto.ack
 }
 
 // markerEnd returns the index in p just past the first whole end marker

@@ -36,6 +36,9 @@ type Docker struct {
 	pool *pool
 	// bg counts the removals of used containers, for Close to wait for.
 	bg tasks
+	// environment, when set (NewEnvironments), is the LabelEnvironment of
+	// this runner's containers, and Reap touches only those.
+	environment string
 }
 
 var _ sandboxd.Runner = (*Docker)(nil)
@@ -106,7 +109,7 @@ func (d *Docker) health(ctx context.Context) error {
 			have = img.Config.Labels[imageProtocolLabel]
 		}
 		return sandboxd.Errorf(sandboxd.CodeUnavailable, op,
-			"image %s has runner protocol %q, this service needs %q: rebuild it with `make image`",
+			"image %s has runner protocol %q, this service needs %q: rebuild it with `make image image-data`",
 			d.cfg.Image, have, runnerProtocol)
 	}
 	if d.cfg.OCIRuntime == "" {
@@ -241,7 +244,7 @@ func (d *Docker) goesAway(ctx context.Context) bool {
 // missingImage is the error for an image that is not there, with the fix.
 func (d *Docker) missingImage(op string, err error) error {
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(
-		"image %s is missing: run `make image`", d.cfg.Image))
+		"image %s is missing: build it with `make image image-data` (the python and data images)", d.cfg.Image))
 }
 
 // errClosing is the cause of the contexts of runs that Close cancelled.

@@ -213,7 +213,7 @@ func TestHealthMissingImage(t *testing.T) {
 	defer cancel()
 	err = d.Health(ctx)
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable ||
-		sandboxd.ErrorMessage(err) != "image sandbox-python:missing is missing: run `make image`" {
+		sandboxd.ErrorMessage(err) != "image sandbox-python:missing is missing: build it with `make image image-data` (the python and data images)" {
 		t.Errorf("Health = %v, want CodeUnavailable with the make image hint", err)
 	}
 	_, err = d.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "print(1)"})

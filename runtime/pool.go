@@ -67,6 +67,15 @@ type pool struct {
 	// work counts the start and watch goroutines; it is only added to
 	// with mu held and the pool open, so close can wait for it.
 	work sync.WaitGroup
+
+	// budget bounds the warm containers of every environment together by
+	// memory (poolmem.go); nil bounds nothing. measured is the resident
+	// size of a warm container (0 until measured), measuredAt when it was
+	// measured, measuring whether a measurement is under way.
+	budget     *memoryBudget
+	measured   atomic.Int64
+	measuredAt time.Time
+	measuring  bool
 }
 
 // newPool returns a pool of least to most containers for d (most below
@@ -118,6 +127,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 		b = p.idle[0]
 		p.idle = slices.Delete(p.idle, 0, 1)
 		close(b.left)
+		p.accountLocked()
 		if b.dead() {
 			p.discardLocked(b)
 			continue
@@ -202,9 +212,12 @@ func (p *pool) fillBusyLocked(busy bool) {
 	if busy || len(p.waiters) > 0 {
 		limit = fillConcurrencyBusy
 	}
-	target := p.targetLocked()
-	for p.started && !p.closed && p.retry == nil &&
-		len(p.idle)+p.starting < target && p.starting < limit {
+	if !p.started || p.closed || p.retry != nil {
+		return
+	}
+	have := len(p.idle) + p.starting
+	want := min(p.targetLocked()-have, limit-p.starting)
+	for range p.budget.grow(p, have, want, p.size()) {
 		p.starting++
 		p.work.Add(1)
 		go p.warm()
@@ -219,6 +232,7 @@ func (p *pool) warm() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--
+	defer p.accountLocked()
 	if err == nil {
 		p.sizer.started(time.Since(begin))
 	}
@@ -259,6 +273,7 @@ func (p *pool) offerLocked(b *box) {
 	p.idle = append(p.idle, b)
 	p.work.Add(1)
 	go p.watch(b, b.left)
+	p.measureLaterLocked(b)
 }
 
 // trimLoop retires, every trimEvery until close, the idle containers
@@ -288,6 +303,7 @@ func (p *pool) trim() {
 		close(b.left)
 		p.d.retire(b)
 	}
+	p.accountLocked()
 }
 
 // watch drops an idle box whose container dies (docker kill, a daemon
@@ -308,6 +324,7 @@ func (p *pool) watch(b *box, left chan struct{}) {
 	}
 	p.idle = slices.Delete(p.idle, i, i+1)
 	close(left)
+	p.accountLocked()
 	p.discardLocked(b)
 }
 
@@ -371,6 +388,7 @@ func (p *pool) close(ctx context.Context) error {
 		p.retry.Stop()
 		p.retry = nil
 	}
+	p.budget.set(p, 0, 0)
 	p.mu.Unlock()
 	p.cancel()
 	done := make(chan struct{})

@@ -16,7 +16,12 @@ import (
 //	                          are the caps on the files out (Config.MaxFiles,
 //	                          Config.MaxFilesBytes)
 //	stdout, from the runner:  the ack, "\x00sandboxd:<token>:go\n", once the
-//	                          program is read and before it runs
+//	                          program is read and before it runs; its late
+//	                          form, ending ":gl\n", when the program came
+//	                          while the runner was still importing the
+//	                          image's preloaded modules (a container started
+//	                          for its run): the time limit then counts from
+//	                          the ack instead of the hand-over (deadline.go)
 //	stdout and stderr, both:  the end marker,
 //	                          "\x00sandboxd:<token>:<sss> <cpu> <rss> <len> <t>\n",
 //	                          once the program has ended (normally, by
@@ -91,8 +96,8 @@ type protocol struct {
 	maxFilesBytes int64
 	// prefix starts both the ack and the end marker: magic, token, colon.
 	prefix []byte
-	// ack is the whole ack line.
-	ack []byte
+	// ack is the whole ack line; lateAck its late form.
+	ack, lateAck []byte
 }
 
 // newProtocol returns the protocol of one run, with a fresh token and the
@@ -101,6 +106,7 @@ func newProtocol(maxFiles int, maxFilesBytes int64) *protocol {
 	token := randomHex(tokenBytes)
 	prefix := []byte(markerMagic + token + ":")
 	return &protocol{token: token, prefix: prefix, ack: []byte(markerMagic + token + ":go\n"),
+		lateAck:  []byte(markerMagic + token + ":gl\n"),
 		maxFiles: maxFiles, maxFilesBytes: maxFilesBytes}
 }
 

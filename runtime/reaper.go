@@ -6,19 +6,42 @@ import (
 	"fmt"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 )
 
-// Reap removes every container of this instance, running or not: at start,
+// Reap removes every container of this instance (of its environment only,
+// for a runner of NewEnvironments), running or not: at start,
 // those are leftovers of a crash, since a live service removes its own.
 // It returns how many it removed. Containers of other instances, and ones
 // without our labels, are left alone. Call it at start-up, before the first
 // Run: the pool starts filling when it returns (whether it succeeded or not).
 func (d *Docker) Reap(ctx context.Context) (int, error) {
-	const op = "runtime.reap"
-	if d.pool != nil {
-		defer d.pool.start()
+	defer d.startPool()
+	filter := instanceFilter(d.cfg.Instance)
+	if d.environment != "" {
+		filter.Add("label", LabelEnvironment+"="+d.environment)
 	}
-	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: instanceFilter(d.cfg.Instance)})
+	return d.removeListed(ctx, filter)
+}
+
+// reapInstance removes every container of the instance, whatever its
+// environment, without starting the pool (Environments.Reap does).
+func (d *Docker) reapInstance(ctx context.Context) (int, error) {
+	return d.removeListed(ctx, instanceFilter(d.cfg.Instance))
+}
+
+// startPool starts filling the warm pool, if there is one.
+func (d *Docker) startPool() {
+	if d.pool != nil {
+		d.pool.start()
+	}
+}
+
+// removeListed removes the containers the filter selects, running or not,
+// and returns how many.
+func (d *Docker) removeListed(ctx context.Context, filter filters.Args) (int, error) {
+	const op = "runtime.reap"
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filter})
 	if err != nil {
 		return 0, d.fail(ctx, op, err)
 	}
@@ -30,7 +53,8 @@ func (d *Docker) Reap(ctx context.Context) (int, error) {
 			continue
 		}
 		n++
-		d.log.Info("reaped leftover container", "container", shortID(c.ID), "job", c.Labels[LabelJob], "state", c.State)
+		d.log.Info("reaped leftover container", "container", shortID(c.ID), "job", c.Labels[LabelJob],
+			"environment", c.Labels[LabelEnvironment], "state", c.State)
 	}
 	return n, errors.Join(errs...)
 }

@@ -120,15 +120,17 @@ type run struct {
 // answer does not wait for the container to stop), or else the container's
 // exit.
 func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
-	handover := time.Now()
-	r.b.s.send(r.b.proto.message(job.Code, job.Stdin, job.Files))
-	deadline := time.NewTimer(r.d.cfg.Timeout)
+	deadline := newDeadline(r.d.cfg.Timeout, r.d.cfg.Timeout+ackGrace, r.b.s.out.ackC)
 	defer deadline.Stop()
+	r.b.s.send(r.b.proto.message(job.Code, job.Stdin, job.Files))
 	if err := r.watchOutput(ctx, deadline.C); err != nil {
 		return sandboxd.Result{}, err
 	}
 	// Reading has ended: the output no longer changes.
 	out := r.b.s.out
+	if r.res.TimedOut && !out.acked() {
+		return sandboxd.Result{}, errNotStarted // the runner never took its program
+	}
 	if rep, ok := out.ended(); ok && !r.res.TimedOut {
 		r.res.ExitCode = rep.status
 		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
@@ -138,7 +140,7 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	} else if err := r.awaitEnd(ctx, deadline.C); err != nil {
 		return sandboxd.Result{}, err
 	}
-	r.res.Duration = time.Since(handover)
+	r.res.Duration = time.Since(deadline.started())
 	out.finish()
 	r.res.Truncated = out.truncated()
 	r.res.Stdout = decode(out.stdout.buf)

@@ -11,8 +11,9 @@ import (
 // starting and removing its container on a loaded host.
 const runOverhead = 30 * time.Second
 
-// runLimit bounds a run detached from its caller (httpapi.Server.RunLimit).
-func (rt RuntimeConfig) runLimit() time.Duration { return rt.Timeout + runOverhead }
+// runLimit bounds a run detached from its caller (httpapi.Server.RunLimit):
+// the longest timeout of the environments, and the run's overhead.
+func (c Config) runLimit() time.Duration { return c.longestTimeout() + runOverhead }
 
 // requestBudget is the longest a POST /v1/code handler may take once its
 // body is read: runtime.queue_wait and the run; with payments on, the
@@ -22,7 +23,7 @@ func (c Config) requestBudget() time.Duration {
 	if c.Payments.Enabled {
 		return c.Payments.RequestBudget(c.runBounds())
 	}
-	return c.Runtime.QueueWait + c.Runtime.runLimit()
+	return c.Runtime.QueueWait + c.runLimit()
 }
 
 // httpTimeouts returns the HTTP server's timeouts, derived from the keys
@@ -35,5 +36,5 @@ func (c Config) httpTimeouts() httpapi.Timeouts {
 // the queue wait and the run limit, which the payments section's validity
 // window and request budget hold (payments.Config.Window, RequestBudget).
 func (c Config) runBounds() payments.RunBounds {
-	return payments.RunBounds{QueueWait: c.Runtime.QueueWait, Limit: c.Runtime.runLimit()}
+	return payments.RunBounds{QueueWait: c.Runtime.QueueWait, Limit: c.runLimit()}
 }

@@ -82,7 +82,7 @@ payments:
 		t.Fatal(err)
 	}
 	p := cfg.Payments
-	flow := p.CheckWait + p.VerifyTimeout + cfg.Runtime.QueueWait + cfg.Runtime.runLimit() + p.SettleTimeout
+	flow := p.CheckWait + p.VerifyTimeout + cfg.Runtime.QueueWait + cfg.runLimit() + p.SettleTimeout
 	if w := p.Window(cfg.runBounds()); w <= flow {
 		t.Fatalf("window %s does not cover check, queue, the run up to its limit and the settlement (%s)", w, flow)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"sandboxd"
 	"sandboxd/internal/units"
 	"sandboxd/payments"
 	"sandboxd/payments/ledger"
@@ -23,6 +24,9 @@ type Config struct {
 	Server   ServerConfig   `mapstructure:"server"`
 	Runtime  RuntimeConfig  `mapstructure:"runtime"`
 	Payments PaymentsConfig `mapstructure:"payments"`
+	// Environments holds the environments.* keys: each environment a
+	// request may name, by name (see EnvironmentConfig).
+	Environments map[string]EnvironmentConfig `mapstructure:"environments"`
 }
 
 // ServerConfig holds the server.* keys: the HTTP listener's.
@@ -77,7 +81,7 @@ func defaultConfig() Config {
 	return Config{
 		Server: ServerConfig{
 			Addr:            ":8080",
-			MaxBodyBytes:    262144,
+			MaxBodyBytes:    12 << 20,
 			ShutdownTimeout: 15 * time.Second,
 			LogLevel:        "info",
 			MetricsAddr:     "127.0.0.1:9090",
@@ -129,6 +133,21 @@ func defaultConfig() Config {
 				CheckWait:         payments.DefaultCheckWait,
 			},
 		},
+		// python's defaults are the runtime.* keys (resolveEnvironments).
+		Environments: map[string]EnvironmentConfig{
+			sandboxd.DataEnvironment: {
+				Enabled:     true,
+				Image:       "sandbox-python-data:3.11",
+				Timeout:     10 * time.Second,
+				MemoryBytes: 512 << 20,
+				NanoCPUs:    1e9,
+				PidsLimit:   64,
+				TmpfsBytes:  64 << 20,
+				PoolSize:    1,
+				PoolMax:     4,
+				Price:       "",
+			},
+		},
 	}
 }
 
@@ -160,32 +179,48 @@ func LoadConfig(path string) (Config, error) {
 			return Config{}, err
 		}
 	}
+	if err := bindEnvironments(v); err != nil {
+		return Config{}, err
+	}
 	cfg := defaultConfig()
 	if err := v.UnmarshalExact(&cfg, viper.DecodeHook(decodeHook)); err != nil {
 		return Config{}, decodeErrors(path, err)
 	}
+	cfg.resolveEnvironments(v.IsSet)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// nullKeys refuses a key the file sets to null (`key: ~` or `key:`), which
-// the decode would otherwise skip, silently keeping the default.
+// nullKeys refuses a key the file sets to null (`key: ~` or `key:`), at
+// any depth, which the decode would otherwise skip, silently keeping the
+// default.
 func nullKeys(v *viper.Viper) error {
 	var errs []error
 	keys := v.AllKeys()
 	slices.Sort(keys)
 	for _, k := range keys {
-		section, key, ok := strings.Cut(k, ".")
-		if !ok {
+		parent, key := "", k
+		if i := strings.LastIndex(k, "."); i >= 0 {
+			parent, key = k[:i], k[i+1:]
+		}
+		if parent == "" {
 			continue
 		}
-		if m, isMap := v.Get(section).(map[string]any); isMap {
+		if m, isMap := v.Get(parent).(map[string]any); isMap {
 			if val, set := m[key]; set && val == nil {
-				errs = append(errs, fmt.Errorf("config: %s: is null; give it a value, or remove the line for the default", k))
+				errs = append(errs, fmt.Errorf("config: %s: is null; give it a value, or remove the line for the default%s", k, nullHint(k)))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// nullHint tells how to turn an environment off, for a null environment.
+func nullHint(key string) string {
+	if name, ok := strings.CutPrefix(key, "environments."); ok && !strings.Contains(name, ".") {
+		return fmt.Sprintf(" (to turn the environment off: environments.%s.enabled: false)", name)
+	}
+	return ""
 }

@@ -98,6 +98,9 @@ func configKeys() []string {
 	t := reflect.TypeFor[Config]()
 	for i := range t.NumField() {
 		section := t.Field(i)
+		if section.Type.Kind() != reflect.Struct {
+			continue // environments: their keys are bound by name (bindEnvironments)
+		}
 		for _, f := range leafFields(section.Type) {
 			keys = append(keys, tagName(section)+"."+tagName(f))
 		}
@@ -138,8 +141,8 @@ func decodeErrors(path string, err error) error {
 	var walk func(key string, err error)
 	walk = func(key string, err error) {
 		switch e := err.(type) {
-		case *mapstructure.DecodeError: // the key: "runtime" or "runtime.timeout"
-			walk(e.Name(), e.Unwrap())
+		case *mapstructure.DecodeError: // the key: "runtime", "runtime.timeout" or "environments[data]"
+			walk(mapKeyDots.Replace(e.Name()), e.Unwrap())
 		case interface{ Unwrap() []error }:
 			for _, err := range e.Unwrap() {
 				walk(key, err)
@@ -151,7 +154,7 @@ func decodeErrors(path string, err error) error {
 		default:
 			if keys, ok := strings.CutPrefix(err.Error(), "has invalid keys: "); ok {
 				for _, k := range strings.Split(keys, ", ") {
-					unknown = append(unknown, qualify(key, k))
+					unknown = append(unknown, mapKeyDots.Replace(qualify(key, k)))
 				}
 				return
 			}
@@ -166,6 +169,10 @@ func decodeErrors(path string, err error) error {
 	}
 	return errors.Join(errs...)
 }
+
+// mapKeyDots spells a map's entry as a key: environments[data] is
+// environments.data.
+var mapKeyDots = strings.NewReplacer("[", ".", "]", "")
 
 // qualify prefixes key with its section, if any.
 func qualify(section, key string) string {

@@ -48,6 +48,14 @@ func FuzzLoadConfig(f *testing.F) {
 		"\t- not yaml",
 		"runtime:\n  memory: !!float 1e3\n",
 		"Runtime:\n  Timeout: 3s\n",
+		"environments: 5\n",
+		"environments: [1]\n",
+		"environments:\n  data: 5\n",
+		"environments:\n  data: [a]\n",
+		"environments:\n  data:\n    memory: -1\n    pool_max: 1e9\n",
+		"environments:\n  \"\":\n    image: x\n",
+		"environments:\n  python:\n    enabled: false\n",
+		"environments:\n  x.y:\n    image: x\n",
 	} {
 		f.Add(seed)
 	}

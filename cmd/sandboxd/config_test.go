@@ -166,15 +166,22 @@ func TestFleetConfigExample(t *testing.T) {
 	}
 }
 
-// TestPoolMaxBoundedByHostMemory: the warm pool cannot hold more memory than half the host.
+// TestPoolMaxBoundedByHostMemory: the least warm pools of every
+// environment, at their memory limits, must fit in half the host; their
+// growth up to pool_max is bounded at run time by the measured resident
+// sizes (runtime's memory budget), so a pool_max beyond it is accepted.
 func TestPoolMaxBoundedByHostMemory(t *testing.T) {
 	saved := hostMemory
 	t.Cleanup(func() { hostMemory = saved })
-	hostMemory = func() int64 { return 1 << 30 } // a 1 GiB host: 512 MiB for the pool
+	hostMemory = func() int64 { return 1 << 30 } // a 1 GiB host: 512 MiB for the pools
+	const noData = "environments:\n  data:\n    enabled: false\n"
 	for _, tc := range []struct{ yaml, want string }{
-		{"runtime:\n  pool_size: 4\n  pool_max: 4\n", ""},                                           // 512 MiB
-		{"runtime:\n  pool_size: 4\n  pool_max: 5\n", "5 warm containers × runtime.memory 128 MiB"}, // 640 MiB
-		{"runtime:\n  pool_size: 5\n  pool_max: 0\n", "5 warm containers"},                          // a fixed pool counts too
+		{"runtime:\n  pool_size: 4\n  pool_max: 4\n" + noData, ""},                          // 512 MiB
+		{"runtime:\n  pool_size: 2\n  pool_max: 16\n" + noData, ""},                         // grows within the budget
+		{"runtime:\n  pool_size: 5\n  pool_max: 0\n" + noData, "python: 5 warm containers"}, // 640 MiB
+		{"runtime:\n  pool_size: 4\n", "python: 4 warm containers × 128 MiB, data: 1 warm containers × 512 MiB"},
+		{"runtime:\n  pool_size: 0\n", ""}, // data's 512 MiB alone
+		{"runtime:\n  pool_size: 0\nenvironments:\n  data:\n    pool_size: 2\n", "data: 2 warm containers × 512 MiB"},
 	} {
 		_, err := LoadConfig(writeConfig(t, tc.yaml))
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

@@ -30,7 +30,7 @@ func (c Config) Validate() error {
 	s, rt := c.Server, c.Runtime
 	_, _, err := net.SplitHostPort(s.Addr)
 	check(err == nil, "server.addr", "%q is not host:port (for example :8080 or 127.0.0.1:8080)", s.Addr)
-	check(inRange(s.MaxBodyBytes, kib, 16*mib), "server.max_body_bytes", "%d is outside 1 KiB..16 MiB", s.MaxBodyBytes)
+	check(inRange(s.MaxBodyBytes, kib, 64*mib), "server.max_body_bytes", "%d is outside 1 KiB..64 MiB", s.MaxBodyBytes)
 	check(s.ShutdownTimeout >= 0 && s.ShutdownTimeout <= 10*time.Minute, "server.shutdown_timeout", "%v is outside 0s..10m", s.ShutdownTimeout)
 	check(validMetricsAddr(s.MetricsAddr), "server.metrics_addr",
 		"%q is not empty (off) or host:port with a host that is not every interface; /metrics shows revenue: keep it on loopback or a private address", s.MetricsAddr)
@@ -49,15 +49,12 @@ func (c Config) Validate() error {
 		"%d is outside 0..server.max_body_bytes (%d): stdin travels inside the body", rt.MaxStdinBytes, s.MaxBodyBytes)
 	check(inRange(rt.MaxConcurrency, 1, 1024), "runtime.max_concurrency", "%d is outside 1..1024", rt.MaxConcurrency)
 	check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
-	if host := hostMemory(); host > 0 {
-		n := int64(max(rt.PoolMax, rt.PoolSize))
-		most := n * int64(rt.MemoryBytes)
-		check(most <= host/poolMemoryShare, "runtime.pool_max",
-			"%d warm containers × runtime.memory %d MiB = %d MiB, more than 1/%d of this host's memory (%d MiB): lower runtime.pool_max or runtime.memory",
-			n, rt.MemoryBytes/mib, most/mib, poolMemoryShare, host/mib)
+	if err := c.bodyError(); err != nil {
+		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateEnvironments()...)
 	if c.Payments.Enabled {
-		errs = append(errs, configErrors(c.Payments.Validate(c.runBounds()))...)
+		errs = append(errs, configErrors(c.paymentsConfig().Validate(c.runBounds()))...)
 	}
 	return errors.Join(errs...)
 }

@@ -108,8 +108,12 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // noPool turns the warm pool off, for tests that count containers to see a
-// run in flight: with a pool, containers exist before any run.
-const noPool = "SANDBOX_RUNTIME_POOL_SIZE=0"
+// run in flight: with a pool, containers exist before any run. noData
+// turns the data environment off, whose warm pool would hold one.
+const (
+	noPool = "SANDBOX_RUNTIME_POOL_SIZE=0"
+	noData = "SANDBOX_ENVIRONMENTS_DATA_ENABLED=false"
+)
 
 // uniqueInstance names an instance for one test, so tests never reap each
 // other's containers.

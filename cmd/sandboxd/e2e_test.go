@@ -71,7 +71,7 @@ func TestStdinAndUsageOverHTTP(t *testing.T) {
 
 func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), noPool, "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
+	s := startService(t, uniqueInstance(t), noPool, noData, "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
 	first := s.postAsync("import time; time.sleep(2); print('slow')")
 	waitFor(t, 10*time.Second, "the first run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
 	start := time.Now()
@@ -89,7 +89,7 @@ func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 
 func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), noPool)
+	s := startService(t, uniqueInstance(t), noPool, noData)
 	done := s.postAsync("import time; time.sleep(1.5); print('finished')")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
 	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
@@ -106,7 +106,7 @@ func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 
 func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), noPool, "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
+	s := startService(t, uniqueInstance(t), noPool, noData, "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
 	s.postAsync("import time; time.sleep(25)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
 	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
@@ -121,7 +121,7 @@ func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
 func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
 	testenv.RequireIntegration(t)
 	instance := uniqueInstance(t)
-	s := startService(t, instance, noPool, "SANDBOX_RUNTIME_TIMEOUT=60s")
+	s := startService(t, instance, noPool, noData, "SANDBOX_RUNTIME_TIMEOUT=60s")
 	s.postAsync("import time; time.sleep(50)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, instance)) > 0 })
 	_ = s.Cmd.Process.Signal(syscall.SIGKILL)
@@ -142,7 +142,7 @@ func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
 
 func TestWarmPoolServesAndLeavesNothing(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), "SANDBOX_RUNTIME_POOL_SIZE=2")
+	s := startService(t, uniqueInstance(t), noData, "SANDBOX_RUNTIME_POOL_SIZE=2")
 	waitFor(t, 20*time.Second, "the pool to fill", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) == 2 })
 	for i := range 4 {
 		if status, a, _ := s.post(t, "import socket; print(socket.gethostname())"); status != 200 || a.Status != "ok" || len(a.Stdout) != 13 {

@@ -16,6 +16,7 @@ func (c Config) paymentsConfig() payments.Config {
 	if pc.ReplicaID == "" {
 		pc.ReplicaID = ledger.DefaultReplica(c.Runtime.Instance)
 	}
+	pc.Prices = c.prices()
 	return pc
 }
 

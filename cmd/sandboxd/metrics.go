@@ -30,13 +30,16 @@ func (m *Main) newMetrics() *metrics.Metrics {
 // an x402 gate is counted: with payments off (the free gate) no payment is
 // quoted, reserved or settled, and sandboxd_payments_total stays empty
 // rather than counting free runs as payments.
-func (m *Main) instrument(runner *runtime.Docker, adm sandboxd.Admitter, gate sandboxd.PaymentGate) (sandboxd.Runner, sandboxd.Admitter, sandboxd.PaymentGate) {
+func (m *Main) instrument(runner *runtime.Environments, adm sandboxd.Admitter, gate sandboxd.PaymentGate) (sandboxd.Runner, sandboxd.Admitter, sandboxd.PaymentGate) {
 	run, adm := metrics.Runner{Runner: runner, M: m.metrics}, metrics.Admitter{Admitter: adm, M: m.metrics}
 	g, ok := gate.(*payments.Gate)
 	if !ok {
 		return run, adm, gate
 	}
-	amount, _ := strconv.ParseFloat(g.Requirements().Amount, 64)
+	amount := func(environment string) float64 {
+		a, _ := strconv.ParseFloat(g.RequirementsFor(environment).Amount, 64)
+		return a
+	}
 	return run, adm, metrics.Gate{PaymentGate: gate, M: m.metrics, Amount: amount, Reason: payments.RefusalReason}
 }
 

@@ -59,7 +59,7 @@ type Main struct {
 	Config Config
 	Log    *slog.Logger
 
-	runner        *runtime.Docker
+	runner        *runtime.Environments
 	closer        func() error // the payment gate's
 	metrics       *metrics.Metrics
 	metricsServer *http.Server
@@ -73,9 +73,7 @@ type Main struct {
 func (m *Main) Open(ctx context.Context) error {
 	rt := m.Config.Runtime
 	m.metrics = m.newMetrics()
-	rc := rt.Config
-	rc.Observe = m.metrics.Engine
-	runner, err := runtime.New(rc, m.Log.With("component", "runtime"))
+	runner, err := runtime.NewEnvironments(m.runtimeEnvironments(), hostMemory()/poolMemoryShare, m.Log.With("component", "runtime"))
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
@@ -100,11 +98,14 @@ func (m *Main) Open(ctx context.Context) error {
 		MaxBodyBytes:  int64(m.Config.Server.MaxBodyBytes),
 		MaxCodeBytes:  int(rt.MaxCodeBytes),
 		MaxStdinBytes: int(rt.MaxStdinBytes),
-		RunLimit:      rt.runLimit(),
+		RunLimit:      m.Config.runLimit(),
 		Version:       httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
 		Page:          m.Config.Server.Page,
 		CORSOrigins:   m.Config.Server.CORSOrigins,
 	}
+	// The environments and the caps of the files (branch api reads them).
+	api.Environments = m.Config.apiEnvironments()
+	api.MaxFiles, api.MaxFilesBytes = rt.MaxFiles, int64(rt.MaxFilesBytes)
 	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
@@ -118,8 +119,22 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	m.Log.Info("listening", "addr", m.ln.Addr().String(), "payments", m.Config.Payments.Enabled,
-		"image", rt.Image, "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency, "pool_size", rt.PoolSize, "pool_max", rt.PoolMax)
+		"environments", runner.Names(), "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency)
 	return nil
+}
+
+// runtimeEnvironments are the runtime's environments, those turned on,
+// each with its runtime.Config and the engine's observer.
+func (m *Main) runtimeEnvironments() []runtime.Environment {
+	var envs []runtime.Environment
+	for _, name := range m.Config.enabledEnvironments() {
+		rc := m.Config.runtimeConfig(m.Config.Environments[name])
+		rc.Observe = m.metrics.Engine
+		envs = append(envs, runtime.Environment{Name: name, Config: rc})
+		m.Log.Info("environment", "name", name, "image", rc.Image, "timeout", rc.Timeout, "memory", int64(rc.MemoryBytes),
+			"pool_size", rc.PoolSize, "pool_max", rc.PoolMax, "price", m.Config.price(name))
+	}
+	return envs
 }
 
 // reap removes containers that a crash of this instance left behind. Docker

@@ -95,10 +95,10 @@ func imageOr(key, def string) string {
 	return def
 }
 
-// ImageEnv returns the environment override that points a sandboxd binary at
-// Image.
+// ImageEnv returns the environment overrides that point a sandboxd binary at
+// Image (the python environment) and DataImage (the data environment).
 func ImageEnv() []string {
-	return []string{"SANDBOX_RUNTIME_IMAGE=" + Image()}
+	return []string{"SANDBOX_RUNTIME_IMAGE=" + Image(), "SANDBOX_ENVIRONMENTS_DATA_IMAGE=" + DataImage()}
 }
 
 // Logger is the logger of the runners the tests start: debug to stderr when

@@ -28,11 +28,12 @@ func mustFaults(t *testing.T) {
 	}
 }
 
-// startService starts sandboxd in free mode, returning its URL.
+// startService starts sandboxd in free mode, without warm containers (no
+// pool, no data environment), returning its URL.
 func startService(t *testing.T, instance string) string {
 	t.Helper()
 	return servicetest.Start(t, servicetest.Options{Instance: instance,
-		Env: []string{"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0"}}).URL
+		Env: []string{"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0", "SANDBOX_ENVIRONMENTS_DATA_ENABLED=false"}}).URL
 }
 
 // post runs code and returns the status and the answer's raw JSON.

@@ -150,17 +150,24 @@ func snapshot(t *testing.T, c *chain) ledger {
 // since before, and returns its transaction hash.
 func expectMoved(t *testing.T, c *chain, before ledger, from string) string {
 	t.Helper()
+	return expectMovedAmount(t, c, before, from, price)
+}
+
+// expectMovedAmount is expectMoved for a transfer of amount (atomic units): the price
+// of an environment that costs more than the default.
+func expectMovedAmount(t *testing.T, c *chain, before ledger, from string, amount int64) string {
+	t.Helper()
 	after := snapshot(t, c)
-	if d := after.payee - before.payee; d != price {
-		t.Errorf("payee balance went up by %d, want exactly %d", d, price)
+	if d := after.payee - before.payee; d != amount {
+		t.Errorf("payee balance went up by %d, want exactly %d", d, amount)
 	}
 	transfers := c.transfersTo(t, payee.address, before.block)
 	if len(transfers) != 1 {
 		t.Fatalf("%d transfers to the payee, want exactly 1: %+v", len(transfers), transfers)
 	}
 	tr := transfers[0]
-	if !strings.EqualFold(tr.From, from) || tr.Value != price {
-		t.Errorf("transfer %+v, want %d from %s", tr, price, from)
+	if !strings.EqualFold(tr.From, from) || tr.Value != amount {
+		t.Errorf("transfer %+v, want %d from %s", tr, amount, from)
 	}
 	return tr.TxHash
 }

@@ -6,9 +6,13 @@
 // the Go interop test to assert on:
 //
 //   node mcp.mjs SCENARIO --url URL/mcp [--key-file FILE] [--http-url URL/v1/code] [--n N]
+//                [--arguments FILE]
+//
+// --arguments names a JSON file of run_python's arguments for call and pay (the data
+// tests send an environment and files); without it they run a stdlib program with stdin.
 //
 // Scenarios:
-//   call     free mode: list the tools, call run_python with stdin
+//   call     free mode: list the tools, call run_python
 //   pay      paid mode: an unpaid call (the terms), then the same call paid with a
 //            PaymentPayload built by the official @x402/evm client scheme in
 //            _meta["x402/payment"], then the same payload once more; prints the payload
@@ -18,18 +22,20 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { signPayment } from "./payer.mjs";
 import { runScenario } from "./scenario.mjs";
+import { readFileSync } from "node:fs";
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const PROGRAM = { code: "import sys\nprint(sys.stdin.read().upper(), end='')\nprint(6*7)", stdin: "hi\n" };
 
 function parseArgs(argv) {
-  const out = { scenario: argv[0], url: "", keyFile: "", httpUrl: "", n: 50 };
+  const out = { scenario: argv[0], url: "", keyFile: "", httpUrl: "", n: 50, arguments: PROGRAM };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--url") out.url = argv[++i];
     else if (a === "--key-file") out.keyFile = argv[++i];
     else if (a === "--http-url") out.httpUrl = argv[++i];
     else if (a === "--n") out.n = Number(argv[++i]);
+    else if (a === "--arguments") out.arguments = JSON.parse(readFileSync(argv[++i], "utf8"));
     else throw new Error(`unknown argument ${a}`);
   }
   if (!out.url) throw new Error("--url is required");
@@ -44,10 +50,10 @@ async function connect(url) {
   return { client, tools };
 }
 
-// call calls run_python; an exception (such as the client's own check of structuredContent
-// against the output schema) is reported, not thrown.
-async function call(client, meta) {
-  const params = { name: "run_python", arguments: PROGRAM };
+// call calls run_python with args; an exception (such as the client's own check of
+// structuredContent against the output schema) is reported, not thrown.
+async function call(client, meta, args = PROGRAM) {
+  const params = { name: "run_python", arguments: args };
   if (meta) params._meta = meta;
   try {
     return await client.callTool(params, undefined, { timeout: REQUEST_TIMEOUT_MS });
@@ -58,18 +64,18 @@ async function call(client, meta) {
 
 async function callScenario(args) {
   const { client, tools } = await connect(args.url);
-  const result = await call(client);
+  const result = await call(client, undefined, args.arguments);
   await client.close();
   return { tools, result };
 }
 
 async function pay(args, account) {
   const { client, tools } = await connect(args.url);
-  const unpaid = await call(client);
+  const unpaid = await call(client, undefined, args.arguments);
   if (unpaid.thrown || !unpaid.isError) return { tools, unpaid };
   const { payload } = await signPayment(account, unpaid.structuredContent);
-  const paid = await call(client, { "x402/payment": payload });
-  const replayed = await call(client, { "x402/payment": payload });
+  const paid = await call(client, { "x402/payment": payload }, args.arguments);
+  const replayed = await call(client, { "x402/payment": payload }, args.arguments);
   await client.close();
   return { tools, unpaid, payload, paid, replayed };
 }

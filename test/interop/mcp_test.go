@@ -26,8 +26,10 @@ type mcpResult struct {
 	Thrown  string `json:"thrown"`
 	IsError bool   `json:"isError"`
 	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
 	} `json:"content"`
 	StructuredContent map[string]any `json:"structuredContent"`
 	Meta              map[string]any `json:"_meta"`
@@ -151,9 +153,24 @@ func TestMCPPaid(t *testing.T) {
 	t.Run("replay over HTTP", func(t *testing.T) { testReplay(t, c, svc.URL+"/v1/code", replay) })
 }
 
-// jsonEqual reports whether a and b encode to the same JSON.
+// jsonEqual reports whether a and b encode to the same JSON, objects compared by their
+// keys whatever their order (a struct and the map decoded from it are equal).
 func jsonEqual(a, b any) bool {
-	x, errX := json.Marshal(a)
-	y, errY := json.Marshal(b)
-	return errX == nil && errY == nil && string(x) == string(y)
+	x, errX := canonicalJSON(a)
+	y, errY := canonicalJSON(b)
+	return errX == nil && errY == nil && x == y
+}
+
+// canonicalJSON is v encoded, decoded and encoded again: objects with sorted keys.
+func canonicalJSON(v any) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	var decoded any
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		return "", err
+	}
+	raw, err = json.Marshal(decoded)
+	return string(raw), err
 }

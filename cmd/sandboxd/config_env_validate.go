@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"sandboxd"
+)
+
+// validateEnvironments checks the environments section: the names, python
+// turned on, each environment's image, limits and pool (each problem named
+// by its key, environments.<name>.<key>), and that the least warm pools of
+// every environment fit in the pool's share of the host's memory.
+func (c Config) validateEnvironments() []error {
+	var errs []error
+	if py, ok := c.Environments[sandboxd.DefaultEnvironment]; !ok || !py.Enabled {
+		errs = append(errs, fmt.Errorf("config: environments.%s.enabled: python is the default environment and cannot be turned off",
+			sandboxd.DefaultEnvironment))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Environments)) {
+		if !validEnvironmentName(name) {
+			errs = append(errs, fmt.Errorf("config: environments.%s: the name must be 1..%d of a-z, 0-9, '_' and '-'",
+				name, maxEnvironmentName))
+			continue
+		}
+		if e := c.Environments[name]; e.Enabled {
+			errs = append(errs, c.environmentErrors(name, e)...)
+		}
+	}
+	if err := c.poolMemoryError(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// environmentErrors checks the environment's runtime.Config
+// (runtime.Config.Validate) and names each problem by the environment's
+// keys. A problem the runtime.* keys have too (a key every environment
+// shares, or a value taken unchanged from runtime.*) is reported once,
+// under runtime.*.
+func (c Config) environmentErrors(name string, e EnvironmentConfig) []error {
+	base := map[string]bool{}
+	for _, err := range configErrors(c.Runtime.Config.Validate()) {
+		base[err.Error()] = true
+	}
+	var errs []error
+	for _, err := range configErrors(c.runtimeConfig(e).Validate()) {
+		msg := err.Error()
+		if base[msg] {
+			continue
+		}
+		for _, k := range environmentKeys() {
+			msg = strings.ReplaceAll(msg, "runtime."+k, "environments."+name+"."+k)
+		}
+		errs = append(errs, fmt.Errorf("%s", msg))
+	}
+	return errs
+}
+
+// poolMemoryError checks that the least warm pools (pool_size) of every
+// environment, each container counted at its memory limit, fit in
+// 1/poolMemoryShare of the host's memory. Beyond their least size the
+// pools grow within that share at run time, each warm container counted
+// at its measured resident size (runtime.MemoryBudget).
+func (c Config) poolMemoryError() error {
+	host := hostMemory()
+	if host <= 0 {
+		return nil
+	}
+	var total int64
+	var parts []string
+	for _, name := range c.enabledEnvironments() {
+		e := c.Environments[name]
+		if e.PoolSize == 0 {
+			continue
+		}
+		total += int64(e.PoolSize) * int64(e.MemoryBytes)
+		parts = append(parts, fmt.Sprintf("%s: %d warm containers × %d MiB", name, e.PoolSize, e.MemoryBytes/mib))
+	}
+	if total <= host/poolMemoryShare {
+		return nil
+	}
+	return fmt.Errorf("config: environments.<name>.pool_size: the least warm pools (%s; python's from runtime.pool_size and runtime.memory "+
+		"unless environments.python sets them) need %d MiB at their memory limits, more than 1/%d of this host's memory (%d MiB): "+
+		"lower a pool_size or a memory", strings.Join(parts, ", "), total/mib, poolMemoryShare, host/mib)
+}
+
+// bodyFraming bounds what a request body holds besides the code, stdin and
+// files' content: the JSON around them, and each file's name (at most 1024
+// bytes) with its own.
+const (
+	bodyFraming     = 4 << 10
+	bodyFileFraming = 1024 + 64
+)
+
+// largestBody is the largest body a request within the caps needs: the code,
+// stdin, the base64 of the files' bytes and the framing.
+func (c Config) largestBody() int64 {
+	rt := c.Runtime
+	files := (int64(rt.MaxFilesBytes) + 2) / 3 * 4
+	return int64(rt.MaxCodeBytes) + int64(rt.MaxStdinBytes) + files + bodyFraming + int64(rt.MaxFiles)*bodyFileFraming
+}
+
+// bodyError checks that server.max_body_bytes holds a request at the caps.
+func (c Config) bodyError() error {
+	need, rt := c.largestBody(), c.Runtime
+	if int64(c.Server.MaxBodyBytes) >= need {
+		return nil
+	}
+	return fmt.Errorf("config: server.max_body_bytes: %d cannot hold a request at the caps, %d = runtime.max_code_bytes (%d) + "+
+		"runtime.max_stdin_bytes (%d) + the base64 of runtime.max_files_bytes (%d) + framing (%d + runtime.max_files (%d) × %d); "+
+		"raise it to at least %d or lower those", c.Server.MaxBodyBytes, need, rt.MaxCodeBytes, rt.MaxStdinBytes, rt.MaxFilesBytes,
+		bodyFraming, rt.MaxFiles, bodyFileFraming, need)
+}

@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"sync"
+	"time"
+)
+
+// deadline is a run's wall-clock limit, counted from the hand-over of the
+// program; or, when the runner's ack says it came late (the program came
+// while the runner still imported the image's preloaded modules, in a
+// container started for the run), from the ack, so the imports cost the
+// program none of its time. Until the ack a longer wait applies (ackWait
+// after the hand-over): a runner that never acks is the service's failure,
+// not the program's.
+type deadline struct {
+	// C receives once, when the limit has passed.
+	C <-chan time.Time
+
+	stop chan struct{}
+	once sync.Once
+	mu   sync.Mutex
+	// start is when the limit began to count: the hand-over, or a late ack.
+	start time.Time
+}
+
+// ackGrace is how much longer than the program's own limit a runner may
+// take to ack its program, counted from the hand-over: the data image's
+// preload in a container started for the run takes seconds on a busy host.
+const ackGrace = 10 * time.Second
+
+// newDeadline starts waiting for the ack at the hand-over (now), at most
+// ackWait; then the program has its limit from the hand-over, or from the
+// ack when it was late (ack receives whether it was).
+func newDeadline(limit, ackWait time.Duration, ack <-chan bool) *deadline {
+	c := make(chan time.Time, 1)
+	handover := time.Now()
+	d := &deadline{C: c, stop: make(chan struct{}), start: handover}
+	timer := time.NewTimer(ackWait)
+	go func() {
+		defer timer.Stop()
+		for {
+			select {
+			case late := <-ack:
+				ack = nil
+				if late {
+					d.mu.Lock()
+					d.start = time.Now()
+					d.mu.Unlock()
+				}
+				timer.Reset(time.Until(d.started().Add(limit)))
+			case now := <-timer.C:
+				c <- now
+				return
+			case <-d.stop:
+				return
+			}
+		}
+	}()
+	return d
+}
+
+// started is when the limit began to count.
+func (d *deadline) started() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.start
+}
+
+// Stop ends the limit's goroutine; it is safe to call more than once.
+func (d *deadline) Stop() {
+	d.once.Do(func() { close(d.stop) })
+}
