@@ -77,8 +77,8 @@ func runCase(t *testing.T, v variant, c hostileCase) {
 		// The runner's first warm container preloads while the others
 		// start: a hello world takes it, so the case meets a pool that
 		// has had that long to preload (see environment.preloads). Its
-		// answer is the preload's defect's, not the case's: only a
-		// service error fails the test (mustRun).
+		// answer is not the case's: only a service error fails the test
+		// (mustRun).
 		res, _ := mustRun(t, d, sandboxd.Job{ID: marker + "-warm-up", Code: "print('hello, world')\n"})
 		t.Logf("warm-up: status %q in %s", res.Status, res.Duration.Round(time.Millisecond))
 	}

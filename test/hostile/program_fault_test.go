@@ -20,8 +20,8 @@ import (
 // service's default), in python under runc and runsc, in data under runc,
 // at most parallelRuns at once. Its cases attack the runner, the same
 // run.py in both images; in data under gVisor the runner's preload of
-// numpy, pandas and matplotlib took over 10 s on a busy host, inside the
-// deadline of the next run (environment.preloads), and the whole variant 6
+// numpy, pandas and matplotlib took over 10 s on a busy host (then inside
+// the next run's deadline; environment.preloads), and the whole variant 6
 // minutes. How
 // fast a killed run is answered is TestHostile's to assert, not this
 // table's: here only the answer counts.
