@@ -65,6 +65,17 @@ func RequireFaults(tb testing.TB) {
 	tb.Skip("set SANDBOXD_FAULTS=1 to stop and restart dockerd under the service (make test does)")
 }
 
+// SkipOrFailInCI skips the test with the reason, or fails it under CI=true,
+// where a test that cannot reach what it needs must not skip: for a need
+// no Require function above covers (an image's runner protocol, say).
+func SkipOrFailInCI(tb testing.TB, reason string) {
+	tb.Helper()
+	if ci() {
+		tb.Fatal("CI=true: " + reason)
+	}
+	tb.Skip(reason)
+}
+
 // Image returns the sandbox image the integration tests run:
 // SANDBOXD_TEST_IMAGE when set (a tag built from work in progress with
 // images/python/build.sh), else DefaultImage.

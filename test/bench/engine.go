@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,22 +19,25 @@ import (
 	"sandboxd/test/bench/load"
 )
 
-// measureDockerRun times `docker run --rm IMAGE python3 -c 'print(1)'`, the
-// way users would run the program without this service, one at a time with
-// a pause before each, like the service's sparse calls.
-func measureDockerRun(ctx context.Context, image string, n int, gap time.Duration) (latencies, error) {
+// measureDockerRun times `docker run --rm IMAGE python3 -c CODE`, the way
+// users would run the program without this service, one at a time with a
+// pause before each, like the service's sparse calls. It returns the
+// program's output too, which must be the same every time.
+func measureDockerRun(ctx context.Context, image, code string, n int, gap time.Duration) (latencies, string, error) {
 	var l latencies
-	for range n {
+	var first string
+	for i := range n {
 		time.Sleep(gap)
 		start := time.Now()
 		out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", image,
-			"python3", "-c", "print(1)").CombinedOutput()
-		if err != nil || string(out) != "1\n" {
-			return nil, fmt.Errorf("docker run: %v: %q", err, out)
+			"python3", "-c", code).CombinedOutput()
+		if err != nil || (i > 0 && string(out) != first) {
+			return nil, "", fmt.Errorf("docker run: %v: %q", err, out)
 		}
 		l = append(l, time.Since(start))
+		first = string(out)
 	}
-	return l, nil
+	return l, strings.TrimSuffix(first, "\n"), nil
 }
 
 // benchConfig is the service's default runtime configuration (config.yaml),
@@ -46,16 +51,17 @@ func benchConfig(image string) runtime.Config {
 
 // measureCeiling counts create+start+wait+remove cycles a second through
 // the Engine API with conc at once: the most containers the engine gives
-// the service. The container is the service's own (serviceSpec), without
-// stdin, so its runner finds no program and exits at once; netDisabled
-// false turns Config.NetworkDisabled off for the A/B.
-func measureCeiling(ctx context.Context, image string, conc int, window time.Duration, netDisabled bool) (float64, error) {
+// the service. The container is the one a runner of cfg starts
+// (serviceSpec), without stdin, so its runner finds no program and exits
+// (after its preload, in the data image); tweak, when set, changes its
+// configuration first (the A/B of NetworkDisabled, the preload off).
+func measureCeiling(ctx context.Context, cfg runtime.Config, conc int, window time.Duration, tweak func(*container.Config)) (float64, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return 0, err
 	}
 	defer cli.Close()
-	spec, err := serviceSpec(ctx, cli, image)
+	spec, err := serviceSpec(ctx, cli, cfg)
 	if err != nil {
 		return 0, fmt.Errorf("the service's container spec: %w", err)
 	}
@@ -64,7 +70,7 @@ func measureCeiling(ctx context.Context, image string, conc int, window time.Dur
 	var once sync.Once
 	start := time.Now()
 	load.Closed(ctx, conc, window, func() bool {
-		if err := cycle(ctx, cli, spec, netDisabled); err != nil {
+		if err := cycle(ctx, cli, spec, tweak); err != nil {
 			once.Do(func() { firstErr = err })
 			return false
 		}
@@ -78,12 +84,10 @@ func measureCeiling(ctx context.Context, image string, conc int, window time.Dur
 }
 
 // serviceSpec is the container configuration the service gives a run:
-// that of the warm container a runner of benchConfig (pool of one) starts,
-// as the engine reports it. The runner is closed again, its container
-// removed.
-func serviceSpec(ctx context.Context, cli *client.Client, image string) (container.InspectResponse, error) {
-	cfg := benchConfig(image)
-	cfg.PoolSize = 1
+// that of the warm container a runner of cfg (pool of one) starts, as the
+// engine reports it. The runner is closed again, its container removed.
+func serviceSpec(ctx context.Context, cli *client.Client, cfg runtime.Config) (container.InspectResponse, error) {
+	cfg.PoolSize, cfg.PoolMax = 1, 0
 	d, err := runtime.New(cfg, nil)
 	if err != nil {
 		return container.InspectResponse{}, err
@@ -106,12 +110,16 @@ func serviceSpec(ctx context.Context, cli *client.Client, image string) (contain
 	return container.InspectResponse{}, errors.New("the runner's warm container did not start within a minute")
 }
 
-// cycle creates, starts, waits for and removes one container of spec.
-func cycle(ctx context.Context, cli *client.Client, spec container.InspectResponse, netDisabled bool) error {
+// cycle creates, starts, waits for and removes one container of spec,
+// changed by tweak when set.
+func cycle(ctx context.Context, cli *client.Client, spec container.InspectResponse, tweak func(*container.Config)) error {
 	cfg, host := *spec.Config, *spec.HostConfig
 	cfg.Hostname = ""
 	cfg.OpenStdin, cfg.StdinOnce, cfg.AttachStdin = false, false, false
-	cfg.NetworkDisabled = netDisabled
+	cfg.Env = slices.Clone(cfg.Env)
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	c, err := cli.ContainerCreate(ctx, &cfg, &host, nil, nil, "")
 	if err != nil {
 		return fmt.Errorf("create: %w", err)

@@ -16,21 +16,28 @@
 //   - kills under load (issue 16): deadline kills, output-cap kills, memory
 //     bombs and hello worlds, 8 at once with a CPU hog beside, pool on and
 //     off, each against its promised answer time from the program's start
-//     (-kills-only runs just these).
+//     (-kills-only runs just these);
+//   - the data environment (issue 20; -data-only runs just this): its
+//     engine ceiling, `docker run --rm` of the data image against the warm
+//     runtime for a pandas import, a chart's answer time, and saturation
+//     against that ceiling with the host's CPU by process.
 //
 // Run it with `make bench` (which builds the binary and the image first).
-// It takes about three minutes.
+// It takes about eight minutes (the data phase about three of them).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	goruntime "runtime"
 	"strings"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
 )
 
 // options are the knobs of a bench run.
@@ -46,6 +53,9 @@ type options struct {
 	conc       int
 	killRounds int
 	killsOnly  bool
+	dataImage  string
+	dataGap    time.Duration
+	dataOnly   bool
 }
 
 func main() {
@@ -61,6 +71,9 @@ func main() {
 	flag.IntVar(&o.conc, "concurrency", 8, "callers of the ceiling, saturation and kills runs")
 	flag.IntVar(&o.killRounds, "kill-rounds", 12, "rounds of the kills phase, per pool setting (each round is one of every kill case)")
 	flag.BoolVar(&o.killsOnly, "kills-only", false, "run only the kills phase")
+	flag.StringVar(&o.dataImage, "data-image", "sandbox-python-data:3.11", "the data environment's image")
+	flag.DurationVar(&o.dataGap, "data-gap", time.Second, "pause, once the data pool has an idle container, before each sparse data run")
+	flag.BoolVar(&o.dataOnly, "data-only", false, "run only the data phase")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -82,30 +95,35 @@ type report struct {
 	poisson40           phase
 	poisson70           phase
 	kills               []killsPhase
+	data                dataReport
 }
 
 func run(ctx context.Context, o *options) error {
 	var r report
 	var err error
-	if o.killsOnly {
-		if r.kills, err = measureAllKills(ctx, o); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stdout, "## make bench (kills only), %s\n", machine())
-		killsTable(os.Stdout, *o, r.kills)
-		return nil
+	switch {
+	case o.killsOnly:
+		return runOnly("kills", func() (err error) { r.kills, err = measureAllKills(ctx, o); return err },
+			func(w io.Writer) { killsTable(w, *o, r.kills) })
+	case o.dataOnly:
+		return runOnly("data", func() (err error) { r.data, err = measureData(ctx, o); return err },
+			func(w io.Writer) { dataTable(w, *o, r.data) })
 	}
 	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
-	if r.ceiling, err = measureCeiling(ctx, o.image, o.conc, o.ceiling, true); err != nil {
+	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
 		return err
 	}
 	progress("engine ceiling, NetworkDisabled off, concurrency %d, %v", o.conc, o.ceiling)
-	if r.ceilingNet, err = measureCeiling(ctx, o.image, o.conc, o.ceiling, false); err != nil {
+	netOn := func(c *container.Config) { c.NetworkDisabled = false }
+	if r.ceilingNet, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, netOn); err != nil {
 		return err
 	}
 	progress("docker run --rm x%d, %v apart", o.dockerRuns, o.gap)
-	if r.dockerRun, err = measureDockerRun(ctx, o.image, o.dockerRuns, o.gap); err != nil {
+	var one string
+	if r.dockerRun, one, err = measureDockerRun(ctx, o.image, "print(1)", o.dockerRuns, o.gap); err != nil {
 		return err
+	} else if one != "1" {
+		return fmt.Errorf("docker run printed %q, want 1", one)
 	}
 	progress("service: %d sparse calls, %v apart", o.sparse, o.gap)
 	if r.sparse, err = withService(ctx, o, func(s *service) phase { return s.sequential(ctx, o.sparse, o.gap) }); err != nil {
@@ -133,7 +151,21 @@ func run(ctx context.Context, o *options) error {
 	if r.kills, err = measureAllKills(ctx, o); err != nil {
 		return err
 	}
+	if r.data, err = measureData(ctx, o); err != nil {
+		return err
+	}
 	printReport(os.Stdout, *o, r)
+	return nil
+}
+
+// runOnly runs one phase alone (measure) and prints its table under a
+// title naming it.
+func runOnly(what string, measure func() error, table func(io.Writer)) error {
+	if err := measure(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "## make bench (%s only), %s\n", what, machine())
+	table(os.Stdout)
 	return nil
 }
 

@@ -46,6 +46,7 @@ func printReport(w io.Writer, o options, r report) {
 	fmt.Fprintln(w)
 	cpuTable(w, r.cpu, r.saturation.ok)
 	killsTable(w, o, r.kills)
+	dataTable(w, o, r.data)
 }
 
 // poissonRow writes the row of one Poisson run against its targets.

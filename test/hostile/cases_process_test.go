@@ -7,8 +7,8 @@ import (
 )
 
 // processCases try to outlive the answer, hang it, or break exec.
-func processCases() []hostileCase {
-	setsid := answer{status: statuses(sandboxd.StatusOK), stdout: []string{"parent done\n"}, check: promptly}
+func processCases(e environment) []hostileCase {
+	setsid := answer{status: statuses(sandboxd.StatusOK), stdout: []string{"parent done\n"}, check: promptly(e)}
 	stoppedChild := answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}, stdout: []string{"stopping\n"}}
 	return []hostileCase{
 		{
@@ -55,7 +55,7 @@ func processCases() []hostileCase {
 		{
 			name: "close-stdout-then-exit",
 			code: "import os, sys, time\nprint('closing', flush=True)\nos.close(1)\nos.close(2)\ntime.sleep(0.5)\nsys.exit(3)\n",
-			want: answer{status: statuses(sandboxd.StatusError), exit: []int{3}, stdout: []string{"closing\n"}, check: promptly},
+			want: answer{status: statuses(sandboxd.StatusError), exit: []int{3}, stdout: []string{"closing\n"}, check: promptly(e)},
 		},
 		{
 			// Arguments and environments past the kernel's limits: exec
@@ -76,14 +76,16 @@ func processCases() []hostileCase {
 	}
 }
 
-// promptly checks that a program that ended by itself (after about half a
-// second) was answered before the deadline: nothing it left behind (children
-// holding its output open) was waited for, which would last until the kill
-// at fullTimeout. How much sooner depends on the host's load, so that is
-// all it asserts.
-func promptly(res sandboxd.Result) []string {
-	if res.Duration >= fullTimeout {
-		return []string{fmt.Sprintf("answered %s after the hand-over, at the deadline; it ended after about half a second", res.Duration)}
+// promptly returns a check that a program that ended by itself (after
+// about half a second) was answered before the environment's deadline:
+// nothing it left behind (children holding its output open) was waited
+// for, which would last until the kill. How much sooner depends on the
+// host's load, so that is all it asserts.
+func promptly(e environment) func(sandboxd.Result) []string {
+	return func(res sandboxd.Result) []string {
+		if res.Duration >= e.timeout {
+			return []string{fmt.Sprintf("answered %s after the hand-over, at the %s deadline; it ended after about half a second", res.Duration, e.timeout)}
+		}
+		return nil
 	}
-	return nil
 }

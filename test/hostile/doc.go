@@ -1,11 +1,19 @@
 // Package hostile holds a suite of hostile programs: fork and memory bombs,
 // output floods, escaped children, stopped processes, privileged system
 // calls, probes of /proc and /sys. Each runs through the real Docker runner
-// (package runtime) under every OCI runtime the service supports (runc, and
-// gVisor's runsc), and each must end in its documented answer while leaving
-// the service and the host as they were.
+// (package runtime) in both environments (python, the seed's, and data,
+// issue 20's, each with its own image and limits) under every OCI runtime
+// the service supports (runc, and gVisor's runsc), and each must end in its
+// documented answer while leaving the service and the host as they were.
+// In data, further cases attack what it adds: numpy's allocations, C
+// extensions reading wild memory, BLAS threads, matplotlib's caches on a
+// read-only root, pandas pointed at the system's files; and in both, the
+// files out (too large, too many, links, special files, bad names) and
+// the files in.
 //
 // The package has only tests. They run only with SANDBOXD_INTEGRATION=1 or
 // CI=true (so `go test ./...` creates no container), and then fail when
-// Docker, the image or runsc is missing.
+// Docker, an image or runsc is missing. The files cases skip while an image
+// speaks a runner protocol without files (before 4), and fail so under
+// CI=true.
 package hostile

@@ -27,6 +27,10 @@ type answer struct {
 	// most that may pass from the program's start to its answer under runc
 	// (twice that under runsc). See timedRun.
 	within time.Duration
+	// fromMark counts within from the program's last mark() (markDef)
+	// instead of its start: for a program whose own work before it meets
+	// a limit is not the service's to answer for.
+	fromMark bool
 	// check lists anything else wrong with the result.
 	check func(res sandboxd.Result) []string
 }
@@ -35,8 +39,15 @@ type answer struct {
 type hostileCase struct {
 	name string
 	code string
+	// imports, when set, runs before code and before the program's start
+	// is stamped (see timedRun): the imports a warm data container has
+	// made already, which the timing promises do not count.
+	imports string
+	// files are handed to the program as the job's files in.
+	files []sandboxd.File
 	// killed marks a program that must be killed at the deadline: it gets
-	// the short timeout. The others get config.yaml's.
+	// the short timeout, but where the environment preloads. The others
+	// get their environment's.
 	killed bool
 	// slow marks a CPU-bound program judged by the CPU time it used: it
 	// gets slowTimeout, since on a loaded host its wall-clock time runs far
@@ -49,15 +60,17 @@ type hostileCase struct {
 	per map[string][]answer
 }
 
-// timeout is the wall-clock limit the case runs with.
-func (c hostileCase) timeout() time.Duration {
+// timeout is the wall-clock limit the case runs with in the environment.
+func (c hostileCase) timeout(e environment) time.Duration {
 	switch {
+	case c.killed && e.preloads:
+		return e.timeout
 	case c.killed:
 		return shortTimeout
 	case c.slow:
 		return slowTimeout
 	}
-	return fullTimeout
+	return e.timeout
 }
 
 // answersFor lists the answers the case accepts from the OCI runtime.
@@ -95,13 +108,13 @@ func promise(oci string, d time.Duration) time.Duration {
 
 // assertAnswer fails the test unless the result, under the variant, is one
 // of the accepted answers; it reports how it differs from each of them.
-// latency is the time from the program's start to its answer (see
-// timedRun).
-func assertAnswer(tb testing.TB, res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, accepted []answer) {
+// r holds the time from the program's start (or its last mark) to its
+// answer (see timedRun).
+func assertAnswer(tb testing.TB, res sandboxd.Result, r runTimes, v variant, timeout time.Duration, accepted []answer) {
 	tb.Helper()
 	var all []string
 	for i, w := range accepted {
-		diffs := mismatch(tb, res, latency, v, timeout, w)
+		diffs := mismatch(tb, res, r, v, timeout, w)
 		if len(diffs) == 0 {
 			if i > 0 {
 				tb.Logf("accepted alternative answer %d of %d: status %q exit %d", i+1, len(accepted), res.Status, res.ExitCode)
@@ -119,7 +132,7 @@ func assertAnswer(tb testing.TB, res sandboxd.Result, latency time.Duration, v v
 // mismatch lists how a delivered result differs from an answer, including
 // flags, exit code and duration that disagree with its status, and, when
 // the variant is timed, the timing promises it breaks.
-func mismatch(tb testing.TB, res sandboxd.Result, latency time.Duration, v variant, timeout time.Duration, w answer) []string {
+func mismatch(tb testing.TB, res sandboxd.Result, r runTimes, v variant, timeout time.Duration, w answer) []string {
 	tb.Helper()
 	var d []string
 	if !slices.Contains(w.status, res.Status) {
@@ -137,13 +150,17 @@ func mismatch(tb testing.TB, res sandboxd.Result, latency time.Duration, v varia
 	if w.outLen > 0 && len(res.Stdout) != w.outLen {
 		d = append(d, fmt.Sprintf("stdout is %d bytes, want exactly %d", len(res.Stdout), w.outLen))
 	}
+	latency, from := r.latency, "start"
+	if w.fromMark {
+		latency, from = r.sinceMark, "last mark"
+	}
 	if bound := promise(v.oci, w.within); v.timed && w.within > 0 && latency > bound {
-		d = append(d, fmt.Sprintf("answered %s after the program's start, the promise is at most %s", latency, bound))
+		d = append(d, fmt.Sprintf("answered %s after the program's %s, the promise is at most %s", latency, from, bound))
 	}
 	if w.check != nil {
 		d = append(d, w.check(res)...)
 	}
-	return append(d, flagMismatch(res, latency, v, timeout, w.exit != nil)...)
+	return append(d, flagMismatch(res, r.latency, v, timeout, w.exit != nil)...)
 }
 
 // flagMismatch lists where the flags, the exit code and the duration

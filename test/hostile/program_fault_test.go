@@ -16,21 +16,28 @@ import (
 // exhausts a resource or leaves a child behind; each must end in a delivered
 // Result (mustRun fails the test on any error of Run), with the status and
 // flags its case accepts, leave no container or process behind, and leave
-// the service answering a hello world. It runs under runc and runsc, with
-// the warm pool (the service's default), at most parallelRuns at once. How
+// the service answering a hello world. It runs with the warm pool (the
+// service's default), in python under runc and runsc, in data under runc,
+// at most parallelRuns at once. Its cases attack the runner, the same
+// run.py in both images; in data under gVisor the runner's preload of
+// numpy, pandas and matplotlib took over 10 s on a busy host (then inside
+// the next run's deadline; environment.preloads), and the whole variant 6
+// minutes. How
 // fast a killed run is answered is TestHostile's to assert, not this
 // table's: here only the answer counts.
 func TestProgramFaults(t *testing.T) {
 	var vs []variant
 	for _, oci := range ociRuntimes {
-		vs = append(vs, variant{oci: oci, pool: 2, suite: "faults"})
+		vs = append(vs, variant{env: pythonEnv, oci: oci, pool: 2, suite: "faults"})
 	}
-	runMatrix(t, vs, faultCases())
+	vs = append(vs, variant{env: dataEnv, oci: "runc", pool: 2, suite: "faults"})
+	runMatrix(t, vs, faultCases)
 }
 
-// faultCases is the table of TestProgramFaults.
-func faultCases() []hostileCase {
-	return slices.Concat(exitCases(), signalCases(), streamCases(), forgeryCases(), exhaustionCases())
+// faultCases is the table of TestProgramFaults, the same in every
+// environment.
+func faultCases(e environment) []hostileCase {
+	return slices.Concat(exitCases(), signalCases(), streamCases(), forgeryCases(), exhaustionCases(e))
 }
 
 // exited is the answer of a program that exited with code n by itself.
@@ -168,12 +175,13 @@ func streamCases() []hostileCase {
 
 // forgePrelude gives a program its run's end-marker prefix (magic and
 // token), which it can read from the runner's frame, and helpers to write
-// forged markers: marker(status) is a whole one, both() writes to stdout
+// forged markers of runner protocol 4: marker(status) is a whole one (with
+// a files section of n bytes to follow on stdout), both() writes to stdout
 // and stderr.
 const forgePrelude = `import os, sys, time
 PREFIX = sys._getframe(1).f_locals['prefix']
-def marker(status, cpu=0, rss=0):
-    return PREFIX + b'%03d %010d %010d\n' % (status, cpu, rss)
+def marker(status, cpu=0, rss=0, n=0, cut=0):
+    return PREFIX + b'%03d %010d %010d %010d %d\n' % (status, cpu, rss, n, cut)
 def both(b):
     os.write(1, b)
     os.write(2, b)
@@ -214,8 +222,19 @@ func forgeryCases() []hostileCase {
 		},
 		{
 			name: "forged-marker-status-999",
-			code: forgePrelude + "both(PREFIX + b'999 0000000000 0000000000\\n')\nsys.exit(3)\n",
+			code: forgePrelude + "both(PREFIX + b'999 0000000000 0000000000 0000000000 0\\n')\nsys.exit(3)\n",
 			want: exited(3),
+		},
+		{
+			// A files section of its own making after a forged marker:
+			// a name outside the working directory, and one inside it.
+			// Answered at the forgery or at the real end; the forged
+			// section is never taken for the service's to read, and a
+			// name it could not have written is never returned.
+			name: "forged-files-section",
+			code: forgePrelude + "sec = b'c 11 4\\n/etc/passwdroot' + b'c 10 6\\nforged.txtforged'\n" +
+				"os.write(1, marker(0, n=len(sec)) + sec)\nsys.exit(4)\n",
+			want: answer{status: statuses(sandboxd.StatusOK, sandboxd.StatusError), exit: []int{0, 4}, check: withinAnd(noneNamed("/etc/passwd"))},
 		},
 		{
 			name: "forged-partial-marker-then-exit",
@@ -278,11 +297,11 @@ func forgeryCases() []hostileCase {
 
 // exhaustionCases use up the processes, the file descriptors or /tmp, then
 // end by themselves; or leave a child behind that goes on writing.
-func exhaustionCases() []hostileCase {
+func exhaustionCases(e environment) []hostileCase {
 	okLine := func(line string) answer {
 		return answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{line}}
 	}
-	orphan := answer{status: statuses(sandboxd.StatusOK, sandboxd.StatusOutputLimit), check: promptly}
+	orphan := answer{status: statuses(sandboxd.StatusOK, sandboxd.StatusOutputLimit), check: promptly(e)}
 	return []hostileCase{
 		{
 			name: "threads-exhausted-then-exit",

@@ -11,6 +11,7 @@ import (
 	"sandboxd"
 	"sandboxd/internal/servicetest"
 	"sandboxd/internal/testenv"
+	"sandboxd/internal/units"
 	"sandboxd/runtime"
 )
 
@@ -18,24 +19,60 @@ import (
 // gVisor, which the service offers as the stronger boundary.
 var ociRuntimes = []string{"runc", "runsc"}
 
-// image is the sandbox image `make image` builds (SANDBOXD_TEST_IMAGE
-// overrides it).
-var image = testenv.Image()
+// environment is one of the service's environments as the suite runs it:
+// its image and config.yaml's limits for it.
+type environment struct {
+	// name is the environment's name in a request (sandboxd.Environment).
+	name string
+	// image is the image it runs: SANDBOXD_TEST_IMAGE or
+	// SANDBOXD_TEST_DATA_IMAGE override `make image`'s and `make image-data`'s.
+	image string
+	// memory and tmpfs are its runtime.memory and runtime.tmpfs.
+	memory, tmpfs int64
+	// timeout is its runtime.timeout: the deadline of the programs that
+	// must end by themselves.
+	timeout time.Duration
+	// bombFromMark times a memory bomb that fills the memory before it
+	// fails (the growing bombs) from its last allocation that succeeded,
+	// not from its start (answer.fromMark). In python the bomb fills 96
+	// MiB and the promise (oomAnswer) holds from its start; in data it
+	// fills 456 MiB page by page on the same one-CPU quota: its own work,
+	// 0.2-0.8 s of CPU that took 4-6 s of a 2-core host at load 30.
+	bombFromMark bool
+	// preloads says that its runner imports modules before it reads its
+	// program (numpy, pandas and matplotlib in data). The runtime waits
+	// for a container still preloading up to the program's limit plus 10
+	// s, then counts the limit from the runner's late ack; past that wait
+	// the run is the service's failure. gVisor's preload outlasted 12 s
+	// on this busy host (BENCHMARKS.md, issue 20), so the programs that
+	// must be killed get the environment's own timeout here, not
+	// shortTimeout, and a pooled runner's first container is used by a
+	// hello world before the case (see runCase).
+	preloads bool
+}
 
-// The wall-clock limits: config.yaml's, for programs that must end by
-// themselves, a shorter one for programs that must be killed, so the suite
-// stays fast, and a long one for programs that must spend some CPU time on
-// a host that gives them little of it. Every other limit is config.yaml's
-// default.
+// The two environments: python is the seed's, data is issue 20's (512 MiB,
+// 10 s, 64 MiB of /tmp). Both keep pids 64 and one CPU.
+var (
+	pythonEnv = environment{name: sandboxd.DefaultEnvironment, image: testenv.Image(),
+		memory: 128 << 20, tmpfs: 16 << 20, timeout: 5 * time.Second}
+	dataEnv = environment{name: sandboxd.DataEnvironment, image: testenv.DataImage(),
+		memory: 512 << 20, tmpfs: 64 << 20, timeout: 10 * time.Second, bombFromMark: true, preloads: true}
+)
+
+// The wall-clock limits besides an environment's own timeout: a shorter
+// one for programs that must be killed, so the suite stays fast, and a long
+// one for programs that must spend some CPU time on a host that gives them
+// little of it.
 const (
-	fullTimeout  = 5 * time.Second
 	shortTimeout = 2 * time.Second
 	slowTimeout  = 30 * time.Second
 )
 
-// variant is one way the service may run its programs: under an OCI
-// runtime, with a warm pool of some size or none.
+// variant is one way the service may run its programs: in an environment,
+// under an OCI runtime, with a warm pool of some size or none.
 type variant struct {
+	env  environment
 	oci  string
 	pool int
 	// suite names the test in the variant's instance label.
@@ -45,21 +82,24 @@ type variant struct {
 	timed bool
 }
 
-// variants are every OCI runtime, each with the pool off and on.
+// variants are, in python, every OCI runtime with the pool off and on; in
+// data, runc with the pool off and on and runsc with the pool on (the
+// service's default), which keeps the suite within minutes on two cores.
 func variants() []variant {
 	var vs []variant
 	for _, oci := range ociRuntimes {
-		vs = append(vs, variant{oci, 0, "hostile", true}, variant{oci, 2, "hostile", true})
+		vs = append(vs, variant{pythonEnv, oci, 0, "hostile", true}, variant{pythonEnv, oci, 2, "hostile", true})
 	}
-	return vs
+	return append(vs, variant{dataEnv, "runc", 0, "hostile", true}, variant{dataEnv, "runc", 2, "hostile", true},
+		variant{dataEnv, "runsc", 2, "hostile", true})
 }
 
-// name names the variant's subtest.
+// name names the variant's subtest: environment, OCI runtime, pool.
 func (v variant) name() string {
 	if v.pool == 0 {
-		return v.oci + "-fresh"
+		return v.env.name + "-" + v.oci + "-fresh"
 	}
-	return v.oci + "-pooled"
+	return v.env.name + "-" + v.oci + "-pooled"
 }
 
 // instance is the instance label of this test binary's runs in the
@@ -68,18 +108,21 @@ func (v variant) instance() string {
 	return fmt.Sprintf("%s-%d-%s", v.suite, os.Getpid(), v.name())
 }
 
-// baseConfig is config.yaml's runtime section for one variant, with the timeout.
+// baseConfig is config.yaml's runtime section for one variant's
+// environment, with the timeout.
 func baseConfig(v variant, timeout time.Duration) runtime.Config {
 	return runtime.Config{
-		Image:          image,
+		Image:          v.env.image,
 		OCIRuntime:     v.oci,
 		PoolSize:       v.pool,
 		Timeout:        timeout,
-		MemoryBytes:    128 << 20,
+		MemoryBytes:    units.Bytes(v.env.memory),
 		NanoCPUs:       1e9,
 		PidsLimit:      64,
-		TmpfsBytes:     16 << 20,
+		TmpfsBytes:     units.Bytes(v.env.tmpfs),
 		MaxOutputBytes: 64 << 10,
+		MaxFiles:       maxFiles,
+		MaxFilesBytes:  maxFilesBytes,
 		Instance:       v.instance(),
 	}
 }
@@ -110,14 +153,15 @@ func mustRunner(tb testing.TB, v variant, timeout time.Duration) *runtime.Docker
 	return d
 }
 
-// mustRun runs code and fails the test on an error: every hostile program
+// mustRun runs the job's code and fails the test on an error: every hostile program
 // must end in a delivered answer, never in a failure of the service.
-func mustRun(tb testing.TB, d *runtime.Docker, jobID, code string) (sandboxd.Result, time.Duration) {
+func mustRun(tb testing.TB, d *runtime.Docker, job sandboxd.Job) (sandboxd.Result, time.Duration) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err := d.Run(ctx, sandboxd.Job{ID: jobID, Language: sandboxd.LanguagePython, Code: code})
+	job.Language = sandboxd.LanguagePython
+	res, err := d.Run(ctx, job)
 	elapsed := time.Since(start)
 	if err != nil {
 		tb.Fatalf("Run: a service error instead of an answer (%s after %s): %v", sandboxd.ErrorCode(err), elapsed, err)
@@ -151,7 +195,7 @@ func assertNoContainer(tb testing.TB, key, value string) {
 // assertHelloWorld fails the test unless a plain program still answers.
 func assertHelloWorld(tb testing.TB, d *runtime.Docker, jobID string) {
 	tb.Helper()
-	res, _ := mustRun(tb, d, jobID, "print('hello, world')\n")
+	res, _ := mustRun(tb, d, sandboxd.Job{ID: jobID, Code: "print('hello, world')\n"})
 	if res.Status != sandboxd.StatusOK || res.Stdout != "hello, world\n" || res.Stderr != "" {
 		tb.Errorf("hello world afterwards: status %q exit %d stdout %q stderr %q",
 			res.Status, res.ExitCode, res.Stdout, res.Stderr)
