@@ -21,6 +21,12 @@ const (
 	CodeNotFound Code = "not_found"
 	// CodeMethod: the endpoint exists but not with this method (405).
 	CodeMethod Code = "method"
+	// CodeForbidden: the caller may not use what it named, such as another
+	// wallet's session (403).
+	CodeForbidden Code = "forbidden"
+	// CodeConflict: what the request names is busy with another request,
+	// such as a session running a call (409).
+	CodeConflict Code = "conflict"
 	// CodePayment: payment is required, or the one offered was refused (402).
 	CodePayment Code = "payment"
 	// CodePending: the run was paid for, but whether its settlement landed

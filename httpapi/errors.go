@@ -19,6 +19,10 @@ func statusOf(code sandboxd.Code) int {
 		return http.StatusNotFound
 	case sandboxd.CodeMethod:
 		return http.StatusMethodNotAllowed
+	case sandboxd.CodeForbidden:
+		return http.StatusForbidden
+	case sandboxd.CodeConflict:
+		return http.StatusConflict
 	case sandboxd.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case sandboxd.CodePayment:

@@ -1,0 +1,124 @@
+package sandboxd
+
+import (
+	"context"
+	"time"
+)
+
+// Sessions keep one interpreter alive across calls: one container per
+// session, one call at a time, for the tenant that opened it. The design is
+// in ARCHITECTURE.md ("Sessions"). httpapi uses Sessions as it uses the
+// Runner; the sessions package implements it on a SessionEngine, which the
+// runtime implements on Docker.
+
+// Sessions is the table of live sessions.
+//
+// Open starts a session in req.Environment and returns its state. It
+// returns an *Error:
+//   - CodeBusy (RetryAfter set) when sessions are at their capacity (count,
+//     memory, or req.Owner's own cap);
+//   - CodeInvalid for an unknown environment;
+//   - CodeUnavailable when the engine cannot start the container (nothing
+//     is held afterwards);
+//   - ctx's error when ctx ended first.
+//
+// Run runs job in session id and returns what it did; a program that fails,
+// loops or ends its own session is a SessionResult, not an error. It
+// returns an *Error:
+//   - CodeNotFound for an unknown, ended or expired id (the message says
+//     which);
+//   - CodeForbidden when owner is not the session's owner (nothing ran);
+//   - CodeConflict when another call still runs after the queue wait;
+//   - CodeUnavailable or CodeInternal when the service failed to deliver.
+//
+// Get returns a session's state; CodeNotFound as for Run.
+//
+// Close ends a session and removes its container; CodeNotFound as for Run,
+// CodeForbidden as for Run.
+type Sessions interface {
+	Open(ctx context.Context, req SessionOpen) (SessionInfo, error)
+	Run(ctx context.Context, id, owner string, job Job) (SessionResult, error)
+	Get(ctx context.Context, id string) (SessionInfo, error)
+	Close(ctx context.Context, id, owner string) error
+}
+
+// SessionOpen asks for a new session.
+type SessionOpen struct {
+	// Environment names the session's environment ("" means
+	// DefaultEnvironment).
+	Environment string
+	// Owner is the wallet that paid to open it (lower-case hex address),
+	// "" in free mode: then the id alone is the capability.
+	Owner string
+}
+
+// SessionInfo is a session's state as callers see it.
+type SessionInfo struct {
+	// ID is the session's capability: 128 random bits or more. Never logged
+	// in full.
+	ID          string
+	Environment string
+	Created     time.Time
+	// LastCall is when the last call ended; zero before the first.
+	LastCall time.Time
+	// Expires is when the session ends unless a call comes first: the
+	// earlier of the idle deadline and the end of its lifetime.
+	Expires     time.Time
+	IdleTimeout time.Duration
+	MaxLifetime time.Duration
+	// Calls counts the calls run so far.
+	Calls int
+	// Busy reports that a call is running.
+	Busy bool
+}
+
+// SessionResult is what one call in a session produced.
+type SessionResult struct {
+	// Result is the call's result, as a one-shot run's; Files are the files
+	// the call created or changed.
+	Result
+	// Value is the repr of the value of the program's last expression
+	// statement, cut at the output cap; nil when there was none (or it
+	// was None).
+	Value *string
+	// Ended reports that the call ended the session (the interpreter died,
+	// or did not come back from the interrupt at the timeout);
+	// EndReason says why, for a person.
+	Ended     bool
+	EndReason string
+	// Session is the session's state after the call.
+	Session SessionInfo
+}
+
+// SessionEngine starts session containers. The runtime implements it.
+//
+// OpenSession starts, or takes from the environment's warm pool, a
+// container whose runner is switched into its loop, hardened exactly like a
+// run's. It returns an *Error: CodeInvalid for an unknown environment,
+// CodeUnavailable when the engine or image is missing, CodeInternal
+// otherwise, ctx's error when ctx ended first.
+type SessionEngine interface {
+	OpenSession(ctx context.Context, environment string) (SessionContainer, error)
+}
+
+// SessionContainer is one live session container.
+//
+// Run hands one call over and watches it to its end: at the environment's
+// timeout the call is interrupted (KeyboardInterrupt) and answered as a
+// timeout; if the interpreter does not come back within the grace, the
+// container is killed and the result says Ended. Calls never overlap: the
+// caller runs one at a time. Errors are the service's own (as for
+// Runner.Run); after an error the container is ended.
+//
+// Ended is closed once the container has ended for any reason (a call's
+// end, output between calls past the cap, the container stopping by
+// itself, Close); EndReason then says why.
+//
+// Close kills and removes the container; it may be called more than once,
+// and waits for the removal at most until ctx ends.
+type SessionContainer interface {
+	Run(ctx context.Context, job Job) (SessionResult, error)
+	Ended() <-chan struct{}
+	EndReason() string
+	Close(ctx context.Context) error
+}
