@@ -108,12 +108,11 @@ func curlJSON(t testing.TB, url string, body any) curlResult {
 }
 
 // TestCurlData runs curl against a real service in free mode with both environments:
-// the README's "Data work" examples exactly as written (their answers must be what the
-// README shows), files out over the caps, and requests the API refuses.
+// files out over the caps, and requests the API refuses (TestDocsExamples runs the
+// documented examples).
 func TestCurlData(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("curl-data"), true)
-	t.Run("readme", func(t *testing.T) { testREADMEExamples(t, svc) })
 	t.Run("truncated", func(t *testing.T) { testFilesTruncated(t, svc.URL+"/v1/code") })
 	t.Run("refused", func(t *testing.T) { testFilesRefused(t, svc.URL+"/v1/code") })
 }

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestREADMEAnswerMatching: the check of the README's answers lets through only what
+// TestDocsAnswerMatching: the check of the documentation's answers lets through only what
 // changes from run to run (times, elided base64 by its ends, numbers in an MCP text) and
 // catches anything else: another value, a field missing or added, a file more.
-func TestREADMEAnswerMatching(t *testing.T) {
+func TestDocsAnswerMatching(t *testing.T) {
 	readme := `{"stdout":"42\n","duration_ms":5,"files":[{"name":"a.png","content":"iVBOR...ggg=="}],
 		"content":[{"type":"text","text":"status ok, 12 ms"}]}`
 	cases := []struct {
@@ -43,9 +43,9 @@ func TestREADMEAnswerMatching(t *testing.T) {
 	}
 }
 
-// TestREADMEShellWords: a README command splits as sh splits it, and one that sh
+// TestDocsShellWords: a documented command splits as sh splits it, and one that sh
 // would read otherwise (double quotes, a variable, a pipe) is not run as if it were plain.
-func TestREADMEShellWords(t *testing.T) {
+func TestDocsShellWords(t *testing.T) {
 	got := shellWords(t, `curl -s localhost:8080/v1/code -d '{"code":"print(\"a b\")"}'`)
 	want := []string{"curl", "-s", "localhost:8080/v1/code", "-d", `{"code":"print(\"a b\")"}`}
 	if !slices.Equal(got, want) {
