@@ -89,7 +89,7 @@ func readHeaders(t testing.TB, path string) http.Header {
 	return h
 }
 
-// curlJSON posts body to url with curl as the README does (-d), from a file when it is
+// curlJSON posts body to url with curl as the docs do (-d), from a file when it is
 // too long for a command line.
 func curlJSON(t testing.TB, url string, body any) curlResult {
 	t.Helper()
