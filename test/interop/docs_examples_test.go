@@ -61,7 +61,13 @@ func docExamples(t testing.TB, page string) []docExample {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(string(raw), "\n")
+	return parseDocExamples(t, page, string(raw))
+}
+
+// parseDocExamples is docExamples of a page's text.
+func parseDocExamples(t testing.TB, page, text string) []docExample {
+	t.Helper()
+	lines := strings.Split(text, "\n")
 	var out []docExample
 	for i := 0; i < len(lines); i++ {
 		cmd, ok := strings.CutPrefix(lines[i], docsPrompt)

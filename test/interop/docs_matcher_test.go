@@ -63,6 +63,35 @@ func TestDocsShellWords(t *testing.T) {
 	}
 }
 
+// TestDocsExampleParsing: a checked example is read as a shell would read it, over the
+// lines it spans (an open single quote, a trailing backslash), with an answer over several
+// lines; an example that shows no answer, or an answer that is not JSON, fails the test.
+func TestDocsExampleParsing(t *testing.T) {
+	page := "text\n```sh\n$ curl -s localhost:8080/mcp -H 'A: b' \\\n    -d '{\"code\":\n \"print(1)\"}'\n" +
+		"{\"stdout\":\"1\\n\",\n \"status\":\"ok\"}\n\n$ curl -s localhost:8080/v1/health\n{\"status\":\"ok\"}\n```\n"
+	got := parseDocExamples(t, "page.md", page)
+	if len(got) != 2 {
+		t.Fatalf("%d examples, want 2", len(got))
+	}
+	wantArgs := []string{"-s", "localhost:8080/mcp", "-H", "A: b", "-d", "{\"code\":\n \"print(1)\"}"}
+	if !slices.Equal(got[0].args, wantArgs) || got[0].line != 3 {
+		t.Errorf("first example: line %d, args %q; want line 3, %q", got[0].line, got[0].args, wantArgs)
+	}
+	if !jsonEqual(got[0].answer, map[string]any{"stdout": "1\n", "status": "ok"}) || got[1].line != 9 {
+		t.Errorf("answers: %v (line %d of the second)", got[0].answer, got[1].line)
+	}
+	for _, bad := range []string{"$ curl -s localhost:8080/v1/health\n\n", "$ curl -s localhost:8080/v1/health\nstatus ok\n"} {
+		rec := &fatalRecorder{TB: t}
+		func() {
+			defer func() { _ = recover() }()
+			parseDocExamples(rec, "page.md", bad)
+		}()
+		if !rec.failed {
+			t.Errorf("%q was read without complaint", bad)
+		}
+	}
+}
+
 // fatalRecorder is a testing.TB whose Fatalf is recorded and ends the call by a panic
 // instead of failing the test, to check a check.
 type fatalRecorder struct {
