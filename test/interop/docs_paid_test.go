@@ -17,15 +17,29 @@ import (
 // docsPaidURL is the URL the documentation's paid examples call.
 const docsPaidURL = "https://sandbox.example.com/v1/code"
 
-// TestDocsPaying runs the README's "Paying" examples, as written but for the URL, against
-// a service that settles on a local chain: the `sandboxd call` line and the official
-// client's JavaScript (`@x402/fetch`), each paying for print(6*7) and getting 42 back.
+// TestDocsPaying runs the paying examples of the README and docs/payments.md, as written
+// but for the URL, against a service that settles on a local chain: the `sandboxd call`
+// line and the official client's JavaScript (`@x402/fetch`), each paying for print(6*7)
+// and getting 42 back.
 func TestDocsPaying(t *testing.T) {
 	mustInterop(t)
 	c, modeEnv := startMode(t, "onchain", nil)
 	svc := startService(t, instance("docs-paid"), true, paymentEnv(modeEnv)...)
 	url := svc.URL + "/v1/code"
-	section := readmeSection(t, "## Paying")
+	for _, s := range []struct{ page, call, js string }{
+		{"README.md", "## Paying", "## Paying"},
+		{filepath.Join("docs", "payments.md"), "## With `sandboxd call`", "## Over HTTP"},
+	} {
+		t.Run(s.page, func(t *testing.T) {
+			testDocsPaying(t, c, url, pageSection(t, s.page, s.call), pageSection(t, s.page, s.js))
+		})
+	}
+}
+
+// testDocsPaying runs the `sandboxd call` line of one section and the JavaScript of
+// another against url.
+func testDocsPaying(t *testing.T, c *chain, url, callSection, jsSection string) {
+	section := callSection
 	t.Run("sandboxd call", func(t *testing.T) {
 		before := snapshot(t, c)
 		line := fencedLine(t, section, "bin/sandboxd call ")
@@ -40,7 +54,7 @@ func TestDocsPaying(t *testing.T) {
 	})
 	t.Run("@x402/fetch", func(t *testing.T) {
 		before := snapshot(t, c)
-		js := fencedBlock(t, section, "```js")
+		js := fencedBlock(t, jsSection, "```js")
 		out := runSnippet(t, strings.Replace(js, docsPaidURL, url, 1))
 		var got struct {
 			Status  int            `json:"status"`
@@ -58,16 +72,16 @@ func TestDocsPaying(t *testing.T) {
 	})
 }
 
-// readmeSection is the README's section under heading, up to the next "## ".
-func readmeSection(t testing.TB, heading string) string {
+// pageSection is the section of page under heading, up to the next "## ".
+func pageSection(t testing.TB, page, heading string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), page))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(raw), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README.md has no %q section", heading)
+		t.Fatalf("%s has no %q section", page, heading)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	return section
