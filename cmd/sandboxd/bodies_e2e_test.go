@@ -67,7 +67,9 @@ func helloWorld(t *testing.T, s *service, body string) (int, string, time.Durati
 // refused 429 after 2 s.
 func TestIdleBodiesDoNotShutOutCallers(t *testing.T) {
 	testenv.RequireIntegration(t)
+	started := time.Now()
 	s := startService(t, uniqueInstance(t), noData)
+	t.Logf("the service started in %v", time.Since(started))
 	hello := `{"code":"print('hello world')"}`
 	if status, body, _ := helloWorld(t, s, hello); status != http.StatusOK { // the pool is warm
 		t.Fatalf("warm-up: %d %s", status, body)
@@ -103,8 +105,11 @@ func TestIdleBodiesDoNotShutOutCallers(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, `"stdout":"hello world\n"`) || took > time.Second {
 		t.Fatalf("hello world beside 16 idle and 4 slow bodies: %d after %v: %s", status, took, body)
 	}
+	t.Logf("hello world beside 16 idle and 4 slow bodies: answered in %v", took)
 	// body_grace (5 s) and 1 KiB/s: a byte a second is cut off.
+	cut := time.Now()
 	status, body = readAnswer(t, slow[0], 30*time.Second)
+	t.Logf("a body sent a byte a second: answered %d %v after the hello world", status, time.Since(cut))
 	if status != http.StatusRequestTimeout || !strings.Contains(body, `"error":"the request body arrived too slowly`) {
 		t.Errorf("a body sent a byte a second: %d %s", status, body)
 	}
