@@ -280,6 +280,17 @@ func TestConnectionsPerClientAreCapped(t *testing.T) {
 			t.Fatalf("a connection after one closed: %d %s", status, body)
 		}
 	}
+	// A counted connection still half-closes, as net/http does before it
+	// closes after an answer such as a 431 (else the client waits 500 ms).
+	ln := mustListen(t)
+	defer ln.Close()
+	if _, ok := LimitConns(ln, 2, nil, api.Log).(*connLimiter); !ok {
+		t.Fatal("LimitConns with a cap returned no limiter")
+	}
+	var counted net.Conn = &countedConn{Conn: first, done: func() {}}
+	if _, ok := counted.(interface{ CloseWrite() error }); !ok {
+		t.Error("a counted connection hides CloseWrite")
+	}
 	trustedLn := LimitConns(mustListen(t), 1, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, api.Log)
 	defer trustedLn.Close()
 	for range 3 {

@@ -81,6 +81,17 @@ type countedConn struct {
 	done func()
 }
 
+// CloseWrite half-closes a TCP connection: net/http does so before it
+// closes one it answered without reading all of it (a 431, a 413), so
+// the client sees the answer end at once rather than after its 500 ms
+// wait for the rest.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // Close closes the connection and stops counting it.
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
