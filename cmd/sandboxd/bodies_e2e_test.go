@@ -71,9 +71,12 @@ func TestIdleBodiesDoNotShutOutCallers(t *testing.T) {
 	s := startService(t, uniqueInstance(t), noData)
 	t.Logf("the service started in %v", time.Since(started))
 	hello := `{"code":"print('hello world')"}`
-	if status, body, _ := helloWorld(t, s, hello); status != http.StatusOK { // the pool is warm
+	if status, body, _ := helloWorld(t, s, hello); status != http.StatusOK {
 		t.Fatalf("warm-up: %d %s", status, body)
 	}
+	// The second is the body path's promise: the hello world must find a
+	// warm container, as it does on a service that has been up a while.
+	waitFor(t, 2*time.Minute, "a warm pool", func() bool { return poolIdle(s) >= 2 })
 	for i := range 16 {
 		framing := "Content-Length: 12582912"
 		if i%2 == 1 {
@@ -144,4 +147,23 @@ func TestSlowBodiesGiveTheirRoomBack(t *testing.T) {
 	if status, body, _ := helloWorld(t, s, large); status != http.StatusOK {
 		t.Fatalf("a large body once the stalled ones were cut off: %d %.300s", status, body)
 	}
+}
+
+// poolIdle is the service's sandboxd_pool_idle_containers, or -1.
+func poolIdle(s *service) int {
+	resp, err := http.Get(s.MetricsURL() + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "sandboxd_pool_idle_containers "); ok {
+			var n float64
+			if _, err := fmt.Sscan(v, &n); err == nil {
+				return int(n)
+			}
+		}
+	}
+	return -1
 }
