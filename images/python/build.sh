@@ -10,6 +10,16 @@
 #
 # The image carries a label with the hash of its inputs; when an image of that
 # name already has the same hash, nothing is rebuilt.
+#
+# One build of an image runs at a time: a second waits for the first (a lock
+# in BUILD_STATUS_DIR) and then finds the image up to date. While it builds,
+# BUILD_STATUS_DIR/<image>.json says so (its pid, start and expected
+# duration): the service reads it to answer "building" instead of "missing"
+# (runtime/buildstatus.go). The image is imported under a temporary tag and
+# tagged IMAGE only once complete, so an interrupted build leaves neither an
+# image nor its scratch space behind. Debian's packages are kept in
+# DEBOOTSTRAP_CACHE between builds, so the data image downloads only what the
+# python image does not have.
 set -euo pipefail
 
 IMAGE=${1:-sandbox-python:3.11}
@@ -22,6 +32,8 @@ SANDBOX_UID=10001
 # runnerProtocol); the service refuses an image with another.
 RUNNER_PROTOCOL=4
 here=$(cd "$(dirname "$0")" && pwd)
+BUILD_STATUS_DIR=${BUILD_STATUS_DIR:-$here/../../data/build}
+DEBOOTSTRAP_CACHE=${DEBOOTSTRAP_CACHE:-/var/cache/sandboxd/debootstrap}
 
 log() { printf 'image: %s\n' "$*" >&2; }
 
@@ -44,8 +56,12 @@ inputs=$(cat "$here/build.sh" "$here/run.py"; echo "$SUITE $MIRROR $PACKAGES $SA
 
 hash=$(printf '%s' "$inputs" | sha256sum | cut -c1-16)
 
-have=$(docker image inspect --format '{{ index .Config.Labels "io.sandboxd.inputs" }}' "$IMAGE" 2>/dev/null || true)
-if [ "$have" = "$hash" ]; then
+up_to_date() {
+  local have
+  have=$(docker image inspect --format '{{ index .Config.Labels "io.sandboxd.inputs" }}' "$IMAGE" 2>/dev/null || true)
+  [ "$have" = "$hash" ]
+}
+if up_to_date; then
   log "$IMAGE is up to date (inputs $hash)"
   exit 0
 fi
@@ -59,12 +75,51 @@ if ! command -v debootstrap >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 fi
 
+# The status and lock files are named for the image (the service derives the
+# same name: runtime.statusName).
+name=$(printf '%s' "$IMAGE" | tr -c 'A-Za-z0-9._-' '_')
+mkdir -p "$BUILD_STATUS_DIR"
+status="$BUILD_STATUS_DIR/$name.json"
+exec 9>>"$BUILD_STATUS_DIR/$name.lock"
+if ! flock -n 9; then
+  log "another build of $IMAGE is running; waiting for it"
+  flock 9
+  if up_to_date; then
+    log "$IMAGE was built by the other build (inputs $hash)"
+    exit 0
+  fi
+fi
+
+started=$(date +%s)
+# The expected duration is the last successful build's, else a figure
+# measured on 2 cores (BENCHMARKS.md, "A newcomer's first answer").
+expected=$(cat "$BUILD_STATUS_DIR/$name.seconds" 2>/dev/null || true)
+case "$expected" in '' | *[!0-9]*) expected=$([ "$VARIANT" = default ] && echo 90 || echo 420) ;; esac
+partial="$IMAGE-partial-$$"
 work=$(mktemp -d /tmp/sandbox-image.XXXXXX)
-trap 'rm -rf "$work"' EXIT
 root="$work/rootfs"
+# cleanup runs on every exit: an interrupted debootstrap may leave /proc and
+# /sys mounted in the rootfs, so they are unmounted first and rm never
+# crosses into a mount; the partial import is untagged (removing it).
+cleanup() {
+  rm -f "$status"
+  docker image rm "$partial" >/dev/null 2>&1 || true
+  grep -o " $root/[^ ]*" /proc/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" || true; done
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+printf '{"pid":%d,"image":"%s","started":%d,"expected_seconds":%d}\n' "$$" "$IMAGE" "$started" "$expected" > "$status"
+
+mkdir -p "$DEBOOTSTRAP_CACHE"
 log "debootstrap $SUITE ($PACKAGES) into $root"
-debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1 || {
-  tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+# The cache holds .debs shared by every build; one debootstrap uses it at a time.
+(
+  flock 8
+  debootstrap --variant=minbase --cache-dir="$DEBOOTSTRAP_CACHE" --include="$PACKAGES" \
+    "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1
+) 8>>"$DEBOOTSTRAP_CACHE/.lock" || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
 
 # Trim what a sandboxed program has no use for: package tooling, docs, caches.
 chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends \
@@ -99,5 +154,7 @@ tar -C "$root" -c . | docker import \
   --change 'CMD ["/usr/bin/python3", "-I", "/opt/sandbox/run.py"]' \
   --change "LABEL io.sandboxd.inputs=$hash" \
   --change "LABEL io.sandboxd.runner=$RUNNER_PROTOCOL" \
-  - "$IMAGE" >/dev/null
-log "built $IMAGE (inputs $hash): $(docker image inspect --format '{{.Size}}' "$IMAGE" | numfmt --to=iec)"
+  - "$partial" >/dev/null
+docker tag "$partial" "$IMAGE"
+echo $(($(date +%s) - started)) > "$BUILD_STATUS_DIR/$name.seconds"
+log "built $IMAGE (inputs $hash) in $(($(date +%s) - started)) s: $(docker image inspect --format '{{.Size}}' "$IMAGE" | numfmt --to=iec)"
