@@ -75,6 +75,63 @@ if ! command -v debootstrap >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 fi
 
+# build_image is the worker's part (build.sh run again with
+# SANDBOXD_BUILD_WORK set, in a session of its own): the rootfs in $root,
+# imported into Docker as SANDBOXD_BUILD_PARTIAL.
+build_image() {
+  mkdir -p "$DEBOOTSTRAP_CACHE"
+  log "debootstrap $SUITE ($PACKAGES) into $root"
+  # The cache holds .debs shared by every build; one debootstrap uses it at a time.
+  (
+    flock 8
+    debootstrap --variant=minbase --cache-dir="$DEBOOTSTRAP_CACHE" --include="$PACKAGES" \
+      "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1
+  ) 8>>"$DEBOOTSTRAP_CACHE/.lock" || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+
+  # Trim what a sandboxed program has no use for: package tooling, docs, caches.
+  chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends \
+    apt >/dev/null 2>&1 || true
+  rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
+    "$root"/usr/share/locale/* "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
+    "$root"/var/log/* "$root"/tmp/*
+  if [ "$VARIANT" = default ]; then
+    rm -rf "$root"/usr/lib/python3/dist-packages/*
+  else
+    variant_setup
+  fi
+
+  # The unprivileged user every program runs as.
+  echo "sandbox:x:$SANDBOX_UID:$SANDBOX_UID:sandbox:/tmp:/usr/sbin/nologin" >> "$root/etc/passwd"
+  echo "sandbox:x:$SANDBOX_UID:" >> "$root/etc/group"
+  echo "sandbox:*:19000:0:99999:7:::" >> "$root/etc/shadow"
+
+  install -D -m 0644 "$here/run.py" "$root/opt/sandbox/run.py"
+  # Byte-compile the standard library once, so no run pays for it (the runner
+  # itself is a script, compiled at each start, before its program arrives).
+  chroot "$root" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null 2>&1 || true
+
+  variant_env=()
+  [ "$VARIANT" = default ] || variant_env=(--change "ENV $VARIANT_ENV")
+  log "importing into Docker as $IMAGE"
+  tar -C "$root" -c . | docker import \
+    --change "USER $SANDBOX_UID:$SANDBOX_UID" \
+    --change "WORKDIR /tmp" \
+    --change "ENV HOME=/tmp LANG=C.UTF-8 PYTHONIOENCODING=utf-8 PYTHONDONTWRITEBYTECODE=1" \
+    "${variant_env[@]}" \
+    --change 'CMD ["/usr/bin/python3", "-I", "/opt/sandbox/run.py"]' \
+    --change "LABEL io.sandboxd.inputs=$hash" \
+    --change "LABEL io.sandboxd.runner=$RUNNER_PROTOCOL" \
+    - "$SANDBOXD_BUILD_PARTIAL" >/dev/null
+}
+
+# The worker: the supervisor below made $work and named the partial tag.
+if [ -n "${SANDBOXD_BUILD_WORK:-}" ]; then
+  work=$SANDBOXD_BUILD_WORK
+  root="$work/rootfs"
+  build_image
+  exit 0
+fi
+
 # The status and lock files are named for the image (the service derives the
 # same name: runtime.statusName).
 name=$(printf '%s' "$IMAGE" | tr -c 'A-Za-z0-9._-' '_')
@@ -98,10 +155,21 @@ case "$expected" in '' | *[!0-9]*) expected=$([ "$VARIANT" = default ] && echo 9
 partial="$IMAGE-partial-$$"
 work=$(mktemp -d /tmp/sandbox-image.XXXXXX)
 root="$work/rootfs"
-# cleanup runs on every exit: an interrupted debootstrap may leave /proc and
-# /sys mounted in the rootfs, so they are unmounted first and rm never
-# crosses into a mount; the partial import is untagged (removing it).
+worker=""
+# cleanup runs on every exit. The worker runs in a session of its own, so
+# Ctrl-C reaches this supervisor alone, which stops every process of the
+# worker's session (debootstrap, dpkg, tar in the chroot) and waits until they
+# are gone before it removes what they were writing. An interrupted
+# debootstrap may leave /proc and /sys mounted in the rootfs: they are
+# unmounted first, and rm never crosses into a mount. The partial import is
+# untagged (which removes it).
 cleanup() {
+  set +e # every step runs, whatever the one before did
+  if [ -n "$worker" ]; then
+    kill -TERM -- "-$worker" 2>/dev/null || true
+    wait "$worker" 2>/dev/null || true
+    while kill -0 -- "-$worker" 2>/dev/null; do sleep 0.1; done
+  fi
   rm -f "$status"
   docker image rm "$partial" >/dev/null 2>&1 || true
   grep -o " $root/[^ ]*" /proc/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" || true; done
@@ -112,49 +180,12 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 printf '{"pid":%d,"image":"%s","started":%d,"expected_seconds":%d}\n' "$$" "$IMAGE" "$started" "$expected" > "$status"
 
-mkdir -p "$DEBOOTSTRAP_CACHE"
-log "debootstrap $SUITE ($PACKAGES) into $root"
-# The cache holds .debs shared by every build; one debootstrap uses it at a time.
-(
-  flock 8
-  debootstrap --variant=minbase --cache-dir="$DEBOOTSTRAP_CACHE" --include="$PACKAGES" \
-    "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1
-) 8>>"$DEBOOTSTRAP_CACHE/.lock" || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
-
-# Trim what a sandboxed program has no use for: package tooling, docs, caches.
-chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends \
-  apt >/dev/null 2>&1 || true
-rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
-  "$root"/usr/share/locale/* "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
-  "$root"/var/log/* "$root"/tmp/*
-if [ "$VARIANT" = default ]; then
-  rm -rf "$root"/usr/lib/python3/dist-packages/*
-else
-  variant_setup
-fi
-
-# The unprivileged user every program runs as.
-echo "sandbox:x:$SANDBOX_UID:$SANDBOX_UID:sandbox:/tmp:/usr/sbin/nologin" >> "$root/etc/passwd"
-echo "sandbox:x:$SANDBOX_UID:" >> "$root/etc/group"
-echo "sandbox:*:19000:0:99999:7:::" >> "$root/etc/shadow"
-
-install -D -m 0644 "$here/run.py" "$root/opt/sandbox/run.py"
-# Byte-compile the standard library once, so no run pays for it (the runner
-# itself is a script, compiled at each start, before its program arrives).
-chroot "$root" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null 2>&1 || true
-
-variant_env=()
-[ "$VARIANT" = default ] || variant_env=(--change "ENV $VARIANT_ENV")
-log "importing into Docker as $IMAGE"
-tar -C "$root" -c . | docker import \
-  --change "USER $SANDBOX_UID:$SANDBOX_UID" \
-  --change "WORKDIR /tmp" \
-  --change "ENV HOME=/tmp LANG=C.UTF-8 PYTHONIOENCODING=utf-8 PYTHONDONTWRITEBYTECODE=1" \
-  "${variant_env[@]}" \
-  --change 'CMD ["/usr/bin/python3", "-I", "/opt/sandbox/run.py"]' \
-  --change "LABEL io.sandboxd.inputs=$hash" \
-  --change "LABEL io.sandboxd.runner=$RUNNER_PROTOCOL" \
-  - "$partial" >/dev/null
+# setsid execs in place (a background job of a script leads no process
+# group), so $! is the worker's session and process group.
+SANDBOXD_BUILD_WORK=$work SANDBOXD_BUILD_PARTIAL=$partial setsid "$here/build.sh" "$IMAGE" "$VARIANT" </dev/null &
+worker=$!
+wait "$worker"
+worker=""
 docker tag "$partial" "$IMAGE"
 echo $(($(date +%s) - started)) > "$BUILD_STATUS_DIR/$name.seconds"
 log "built $IMAGE (inputs $hash) in $(($(date +%s) - started)) s: $(docker image inspect --format '{{.Size}}' "$IMAGE" | numfmt --to=iec)"
