@@ -79,6 +79,7 @@ fi
 # SANDBOXD_BUILD_WORK set, in a session of its own): the rootfs in $root,
 # imported into Docker as SANDBOXD_BUILD_PARTIAL.
 build_image() {
+  local t=$SECONDS
   mkdir -p "$DEBOOTSTRAP_CACHE"
   log "debootstrap $SUITE ($PACKAGES) into $root"
   # The cache holds .debs shared by every build; one debootstrap uses it at a time.
@@ -87,6 +88,8 @@ build_image() {
     debootstrap --variant=minbase --cache-dir="$DEBOOTSTRAP_CACHE" --include="$PACKAGES" \
       "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1
   ) 8>>"$DEBOOTSTRAP_CACHE/.lock" || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+  log "debootstrap took $((SECONDS - t)) s"
+  t=$SECONDS
 
   # Trim what a sandboxed program has no use for: package tooling, docs, caches.
   chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends \
@@ -110,6 +113,8 @@ build_image() {
   # itself is a script, compiled at each start, before its program arrives).
   chroot "$root" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null 2>&1 || true
 
+  log "trimming and byte-compiling took $((SECONDS - t)) s"
+  t=$SECONDS
   variant_env=()
   [ "$VARIANT" = default ] || variant_env=(--change "ENV $VARIANT_ENV")
   log "importing into Docker as $IMAGE"
@@ -122,6 +127,7 @@ build_image() {
     --change "LABEL io.sandboxd.inputs=$hash" \
     --change "LABEL io.sandboxd.runner=$RUNNER_PROTOCOL" \
     - "$SANDBOXD_BUILD_PARTIAL" >/dev/null
+  log "importing took $((SECONDS - t)) s"
 }
 
 # The worker: the supervisor below made $work and named the partial tag.
