@@ -29,7 +29,8 @@ image: docker ## build the sandbox image offline (skipped when up to date)
 	@images/python/build.sh $(IMAGE)
 
 # image-data costs one `docker image inspect` when its inputs are unchanged,
-# so run and test depend on it; a cold build takes minutes (see build.sh).
+# so test depends on it (in the foreground); a cold build takes minutes (see
+# build.sh), so run builds it in the background instead (scripts/run.sh).
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
 	@images/python/build.sh $(DATA_IMAGE) data
 
