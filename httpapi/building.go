@@ -74,6 +74,8 @@ func (s *Server) buildingHealth(b *sandboxd.Building, now time.Time) healthRespo
 // image is being built, as the shared health answer says, else nil. It
 // comes before the payment gate: a caller is not asked to pay for a run
 // that cannot start (the default environment never builds while serving).
+// The shared answer lives engineTTL, so runs may be refused for up to that
+// long after the image appeared.
 func (s *Server) refuseBuilding(ctx context.Context, environment string) error {
 	if environment == "" || environment == sandboxd.DefaultEnvironment {
 		return nil
