@@ -11,6 +11,9 @@ DATA_IMAGE ?= sandbox-python-data:3.11
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# Where an image build says it is running (build.sh); the service reads it
+# (runtime.build_status_dir in config.yaml).
+export BUILD_STATUS_DIR ?= $(CURDIR)/data/build
 
 .PHONY: all build docker image image-data run test test-unit interop-deps postgres chromium bench demo soak fuzz fleet clean
 
@@ -26,12 +29,16 @@ image: docker ## build the sandbox image offline (skipped when up to date)
 	@images/python/build.sh $(IMAGE)
 
 # image-data costs one `docker image inspect` when its inputs are unchanged,
-# so run and test depend on it; a cold build takes minutes (see build.sh).
+# so test depends on it (in the foreground); a cold build takes minutes (see
+# build.sh), so run builds it in the background instead (scripts/run.sh).
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
 	@images/python/build.sh $(DATA_IMAGE) data
 
-run: build image image-data ## start the service on :8080 with both environments (free mode unless config.yaml says otherwise)
-	bin/sandboxd serve
+# run serves as soon as the python environment can run: the data image builds
+# in the background meanwhile (its runs answer 503 with Retry-After until it
+# is ready), and the time of each step is printed before serving.
+run: ## start the service on :8080 with both environments (free mode unless config.yaml says otherwise)
+	@GO='$(GO)' LDFLAGS='$(LDFLAGS)' IMAGE='$(IMAGE)' DATA_IMAGE='$(DATA_IMAGE)' scripts/run.sh
 
 interop-deps: ## the official x402 client, facilitator and anvil from npm
 	@test/interop/setup.sh

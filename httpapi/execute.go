@@ -27,6 +27,9 @@ type outcome struct {
 // sandboxd.PaymentGate, sandboxd.Charge, sandboxd.Runner), the admitter's
 // CodeBusy, or ctx's error when the caller left before the reservation.
 func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.PaymentRequest) (outcome, error) {
+	if err := s.refuseBuilding(ctx, job.Environment); err != nil {
+		return outcome{}, err
+	}
 	auth, err := s.Gate.Check(ctx, pay)
 	if err != nil {
 		return outcome{}, err

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -12,14 +13,21 @@ import (
 // healthTimeout bounds a health check, so a stuck daemon answers 503 quickly.
 const healthTimeout = 3 * time.Second
 
-// handleHealth answers 200 when runs can start, else 503 with the reason.
-// Answers are reused for engineTTL (see shared).
+// handleHealth answers 200 when runs can start, else 503 with the reason;
+// 200 too while the only environments that cannot are those whose images
+// are being built, naming them and when they will be ready. Answers are
+// reused for engineTTL (see shared).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if err := s.checkHealth(r.Context()); err != nil {
+	err := s.checkHealth(r.Context())
+	var b *sandboxd.Building
+	switch {
+	case errors.As(err, &b):
+		writeJSON(w, http.StatusOK, s.buildingHealth(b, time.Now()))
+	case err != nil:
 		s.writeError(w, r, err)
-		return
+	default:
+		writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // engineTTL is how long an answer about the engine (health, version), good

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"time"
 )
 
 // versionResponse is the answer of GET /v1/version.
@@ -15,6 +16,9 @@ type versionResponse struct {
 	OCIRuntime string `json:"oci_runtime,omitempty"`
 	// DockerError says why the engine's part is missing, when it is.
 	DockerError string `json:"docker_error,omitempty"`
+	// Building are the environments whose images are being built, as
+	// /v1/health names them.
+	Building map[string]buildingJSON `json:"building,omitempty"`
 }
 
 // handleVersion reports the service's build and the engine behind it. The
@@ -28,6 +32,7 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 		s.Log.Warn("version: engine info", "err", err)
 	}
 	resp.Docker, resp.DockerAPI, resp.Image, resp.OCIRuntime = info.Engine, info.EngineAPI, info.Image, info.OCIRuntime
+	resp.Building = buildingByEnvironment(info.Building, time.Now())
 	writeJSON(w, http.StatusOK, resp)
 }
 

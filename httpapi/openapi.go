@@ -46,8 +46,14 @@ func x402Header(description string) map[string]any {
 // openAPI is the OpenAPI 3.1 document of every route Handler serves.
 func (s *Server) openAPI() map[string]any {
 	health := map[string]any{
-		"summary":   "Whether runs can start: Docker answers and the image is present.",
-		"responses": map[string]any{"200": reply("Ready.", object("", map[string]any{"status": typed("string", "ok")}, "status"), nil), "503": errorReply("Docker is unreachable or the image is missing; the reason is in the body.")},
+		"summary": "Whether runs can start: Docker answers and the image is present.",
+		"responses": map[string]any{"200": reply("Ready; while an environment's image is being built, environments says which is "+
+			"\"building\" and building when it should be ready (its runs answer 503 with Retry-After meanwhile).",
+			object("", map[string]any{"status": typed("string", "ok"),
+				"environments": typed("object", "Each environment's state, ready or building; only while one is building."),
+				"building":     typed("object", "By environment: image, started, ready_at and ready_in_seconds of its image's build."),
+			}, "status"), nil),
+			"503": errorReply("Docker is unreachable or an image is missing (and not being built); the reason is in the body.")},
 	}
 	version := map[string]any{
 		"summary":   "The service's version and commit, Go, the Docker engine and the image.",
@@ -108,7 +114,10 @@ func codeOperation() map[string]any {
 				"Retry-After": map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer"}},
 			}),
 			"500": errorReply("The service failed (logged); nothing was charged."),
-			"503": errorReply("Docker, the ledger or the chain is unavailable; nothing was charged."),
+			"503": reply("Docker, the ledger or the chain is unavailable, or the environment's image is still being built "+
+				"(asked before any payment); nothing was charged.", ref("schemas", "Error"), map[string]any{
+				"Retry-After": map[string]any{"description": "Seconds until the image should be ready, when it is being built.", "schema": map[string]any{"type": "integer"}},
+			}),
 		},
 	}
 }

@@ -55,6 +55,12 @@ type Config struct {
 	// containers of their own instance, so several services (or test binaries)
 	// can share one daemon. Empty means "default" to New.
 	Instance string `mapstructure:"instance"`
+	// BuildStatusDir is where images/python/build.sh says that it is
+	// building an image (buildstatus.go): a run whose image is missing and
+	// being built is refused with CodeUnavailable and a Retry-After of the
+	// time left, and health names the build. Empty: a missing image is
+	// missing.
+	BuildStatusDir string `mapstructure:"build_status_dir"`
 	// Observe, when set, is told of every Engine API failure (by
 	// operation) and of how long each container took to be created and
 	// started (op "start", err nil). It must not block.

@@ -241,10 +241,58 @@ func (d *Docker) goesAway(ctx context.Context) bool {
 	return false
 }
 
-// missingImage is the error for an image that is not there, with the fix.
+// missingImage is the error for an image that is not there: being built
+// (buildingImage), or missing, with the fix.
 func (d *Docker) missingImage(op string, err error) error {
+	if b, ok := readBuild(d.cfg.BuildStatusDir, d.cfg.Image, time.Now()); ok {
+		return d.buildingImage(op, b, time.Now())
+	}
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, fmt.Sprintf(
 		"image %s is missing: build it with `make image image-data` (the python and data images)", d.cfg.Image))
+}
+
+// Bounds of the Retry-After of a run refused while its image is being
+// built: often enough that a client sees it ready soon after, seldom enough
+// that a waiting client does not poll; a late build is asked about again
+// after lateBuildRetry.
+const (
+	minBuildRetry  = 5 * time.Second
+	maxBuildRetry  = 10 * time.Minute
+	lateBuildRetry = 30 * time.Second
+)
+
+// buildingImage is the error of a run (and an environment's health) while
+// its image is being built: CodeUnavailable with RetryAfter, the cause an
+// ImageBuild.
+func (d *Docker) buildingImage(op string, b build, now time.Time) error {
+	left := b.readyAt.Sub(now)
+	retry := min(max(left, minBuildRetry), maxBuildRetry)
+	when := fmt.Sprintf("it should be ready in about %d s", int(left.Round(time.Second).Seconds()))
+	if left <= 0 {
+		retry = lateBuildRetry
+		when = fmt.Sprintf("it is taking longer than expected (started %d s ago); try again in a moment", int(now.Sub(b.started).Seconds()))
+	}
+	return &sandboxd.Error{
+		Code:       sandboxd.CodeUnavailable,
+		Op:         op,
+		Message:    fmt.Sprintf("image %s is being built: %s", d.cfg.Image, when),
+		Err:        &sandboxd.ImageBuild{Environment: d.environment, Image: d.cfg.Image, Started: b.started, ReadyAt: b.readyAt},
+		RetryAfter: retry,
+	}
+}
+
+// imageBuild returns the build of the image under way, when the image is
+// missing and being built, else nil (present, missing, or the daemon
+// unreachable: Health says which).
+func (d *Docker) imageBuild(ctx context.Context) *sandboxd.ImageBuild {
+	if _, err := d.cli.ImageInspect(ctx, d.cfg.Image); err == nil || !cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	var ib *sandboxd.ImageBuild
+	if errors.As(d.missingImage("runtime.info", nil), &ib) {
+		return ib
+	}
+	return nil
 }
 
 // errClosing is the cause of the contexts of runs that Close cancelled.

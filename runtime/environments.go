@@ -34,6 +34,8 @@ type envRunner interface {
 	// reapInstance removes every container of the instance, of any
 	// environment, and returns how many.
 	reapInstance(ctx context.Context) (int, error)
+	// imageBuild returns the build of its image under way, or nil.
+	imageBuild(ctx context.Context) *sandboxd.ImageBuild
 	// startPool starts filling the warm pool, if there is one.
 	startPool()
 	Close(ctx context.Context) error
@@ -115,26 +117,38 @@ func (e *Environments) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Resu
 	return r.Run(ctx, job)
 }
 
-// Health reports nil when every environment can start runs; otherwise an
-// error (CodeUnavailable when an environment's engine or image is, as
+// Health reports nil when every environment can start runs; a
+// *sandboxd.Building when the only ones that cannot are environments (not
+// the default) whose images are being built; otherwise an error
+// (CodeUnavailable when an environment's engine or image is, as
 // Docker.Health says) whose message names each environment that cannot
 // and why. An environment that cannot run affects no other's runs.
 func (e *Environments) Health(ctx context.Context) error {
 	each := e.healthEach(ctx)
 	var msgs []string
 	var first error
+	var builds []*sandboxd.Error
 	for _, name := range e.names {
-		if err := each[name]; err != nil {
-			msgs = append(msgs, "environment "+name+": "+sandboxd.ErrorMessage(err))
-			if first == nil {
-				first = err
-			}
+		err := each[name]
+		if err == nil {
+			continue
+		}
+		msgs = append(msgs, "environment "+name+": "+sandboxd.ErrorMessage(err))
+		var ib *sandboxd.ImageBuild
+		var refusal *sandboxd.Error
+		if name != sandboxd.DefaultEnvironment && errors.As(err, &ib) && errors.As(err, &refusal) {
+			builds = append(builds, refusal)
+		} else if first == nil {
+			first = err
 		}
 	}
-	if first == nil {
-		return nil
+	switch {
+	case first != nil:
+		return sandboxd.Wrap(sandboxd.ErrorCode(first), "runtime.health", first, strings.Join(msgs, "; "))
+	case builds != nil:
+		return &sandboxd.Building{Refusals: builds}
 	}
-	return sandboxd.Wrap(sandboxd.ErrorCode(first), "runtime.health", first, strings.Join(msgs, "; "))
+	return nil
 }
 
 // healthEach checks every environment at once and returns each one's
@@ -155,9 +169,19 @@ func (e *Environments) healthEach(ctx context.Context) map[string]error {
 	return out
 }
 
-// Info describes the engine and the default environment's image.
+// Info describes the engine and the default environment's image, and the
+// builds under way of the other environments' images.
 func (e *Environments) Info(ctx context.Context) (sandboxd.RunnerInfo, error) {
-	return e.runners[sandboxd.DefaultEnvironment].Info(ctx)
+	info, err := e.runners[sandboxd.DefaultEnvironment].Info(ctx)
+	if err != nil {
+		return info, err
+	}
+	for _, name := range e.names[1:] {
+		if ib := e.runners[name].imageBuild(ctx); ib != nil {
+			info.Building = append(info.Building, *ib)
+		}
+	}
+	return info, nil
 }
 
 // Reap removes every container of the instance, of every environment

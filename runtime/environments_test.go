@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sandboxd"
 )
@@ -34,6 +36,14 @@ func (f *fakeEnv) Health(context.Context) error { return f.health }
 
 func (f *fakeEnv) Info(context.Context) (sandboxd.RunnerInfo, error) {
 	return sandboxd.RunnerInfo{Engine: "fake", Image: f.name + "-image"}, nil
+}
+
+func (f *fakeEnv) imageBuild(context.Context) *sandboxd.ImageBuild {
+	var ib *sandboxd.ImageBuild
+	if errors.As(f.health, &ib) {
+		return ib
+	}
+	return nil
 }
 
 func (f *fakeEnv) reapInstance(context.Context) (int, error) {
@@ -136,5 +146,40 @@ func TestEnvironmentsLifecycle(t *testing.T) {
 	}
 	if err := e.Close(context.Background()); err != nil || !py.closed || !data.closed {
 		t.Errorf("Close: %v; closed python %v data %v", err, py.closed, data.closed)
+	}
+}
+
+// TestEnvironmentsHealthBuilding: an environment whose image is being
+// built leaves the service healthy (a *sandboxd.Building naming it) and
+// Info lists the build; the default environment building, or another
+// failure beside a build, is unhealthy as before.
+func TestEnvironmentsHealthBuilding(t *testing.T) {
+	e, py, data := mustFakeEnvironments(t)
+	ready := time.Now().Add(2 * time.Minute)
+	building := func(env string) error {
+		return &sandboxd.Error{Code: sandboxd.CodeUnavailable, Op: "runtime.health", Message: "image x is being built",
+			Err: &sandboxd.ImageBuild{Environment: env, Image: env + "-image", ReadyAt: ready}, RetryAfter: time.Minute}
+	}
+	data.health = building("data")
+	err := e.Health(context.Background())
+	var b *sandboxd.Building
+	if !errors.As(err, &b) || len(b.Images()) != 1 || b.Images()[0].Environment != "data" || !b.Images()[0].ReadyAt.Equal(ready) {
+		t.Fatalf("data building: %v", err)
+	}
+	if r := b.Refusal("data"); r == nil || r.RetryAfter != time.Minute || b.Refusal("python") != nil {
+		t.Errorf("refusals %v, %v", r, b.Refusal("python"))
+	}
+	if info, err := e.Info(context.Background()); err != nil || len(info.Building) != 1 || info.Building[0].Image != "data-image" {
+		t.Errorf("info while data builds: %+v %v", info, err)
+	}
+	py.health = sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.health", "Docker is unreachable")
+	err = e.Health(context.Background())
+	if errors.As(err, &b) || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable ||
+		!strings.Contains(sandboxd.ErrorMessage(err), "environment data: image x is being built") {
+		t.Errorf("python down, data building: %v", err)
+	}
+	py.health, data.health = building("python"), nil
+	if err := e.Health(context.Background()); errors.As(err, &b) || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Errorf("the default environment building: %v", err)
 	}
 }

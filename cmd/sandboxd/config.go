@@ -129,6 +129,7 @@ func defaultConfig() Config {
 				PoolSize:       4,
 				PoolMax:        16,
 				Instance:       "default",
+				BuildStatusDir: "data/build",
 			},
 			MaxCodeBytes:   65536,
 			MaxStdinBytes:  65536,

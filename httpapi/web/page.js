@@ -545,9 +545,37 @@
     }
   }
 
+  /** BUILD_POLL_MS is how often the page asks again while an environment's image is being built. */
+  const BUILD_POLL_MS = 15000;
+
+  /**
+   * showBuilding notes, beside the environment chooser, the environments whose
+   * images are still being built (GET /v1/version "building") and when they
+   * should be ready, and asks again until none is.
+   */
+  async function showBuilding() {
+    let building = {};
+    try {
+      const res = await fetch("/v1/version", { cache: "no-store", credentials: "omit" });
+      building = (await res.json()).building || {};
+    } catch {
+      return; // no answer: nothing to note
+    }
+    const notes = Object.keys(building).sort().map((name) => {
+      const secs = Number(building[name].ready_in_seconds) || 0;
+      const when = secs > 0 ? "ready in about " + Math.max(1, Math.round(secs / 60)) + " min" : "ready any moment";
+      return name + " is being built, " + when;
+    });
+    const note = $("env-note");
+    note.textContent = notes.join("; ");
+    note.hidden = notes.length === 0;
+    if (notes.length > 0) setTimeout(showBuilding, BUILD_POLL_MS);
+  }
+
   function start() {
     fillSnippets();
     fillEnvironments();
+    showBuilding();
     $("code").addEventListener("keydown", onCodeKey);
     $("run").addEventListener("click", run);
     $("pay-wallet").addEventListener("click", pay);
