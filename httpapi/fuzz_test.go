@@ -83,7 +83,7 @@ func FuzzDecodeObject(f *testing.F) {
 		Environments: []sandboxd.Environment{{Name: "python"}, {Name: "data"}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req codeRequest
-		if err := decodeObject(body, &req); err != nil {
+		if err := decodeObject(body, s.requestLimits(), &req); err != nil {
 			assertRefusal(t, "decodeObject", err)
 		} else {
 			assertOneObject(t, body)

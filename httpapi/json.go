@@ -29,9 +29,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// decodeObject decodes body, whatever the Content-Type said, into v. The
+// decodeObject decodes body into v after a scan refused it for breaking lim
+// (jsonkeys.Scan: too wide, too deep, a string too long, a key twice). The
 // body must be exactly one JSON object with only known fields.
-func decodeObject(body []byte, v any) error {
+func decodeObject(body []byte, lim jsonkeys.Limits, v any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
@@ -41,7 +42,7 @@ func decodeObject(body []byte, v any) error {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
 			`request body must be a JSON object such as {"language":"python","code":"print(1)"}`)
 	}
-	if err := checkKeys(trimmed); err != nil {
+	if err := scanRefusal(jsonkeys.Scan(trimmed, lim), "httpapi.decode", "request body"); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
@@ -53,23 +54,6 @@ func decodeObject(body []byte, v any) error {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
 	}
 	return nil
-}
-
-// checkKeys refuses, before any decoder reads body, a body nested deeper
-// than jsonkeys.MaxDepth (each level would cost the decoder memory), and an
-// object that names a field twice, at any depth: the JSON decoder would
-// silently keep the last one, and the caller could not tell which program
-// ran. Field names match case-insensitively, as in decoding. Syntax errors
-// are left for the decoder to describe.
-func checkKeys(body []byte) error {
-	e := jsonkeys.Check(body, nil)
-	switch {
-	case e == nil:
-		return nil
-	case e.Kind == jsonkeys.TooDeep:
-		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body refused: %s", e.Describe(""))
-	}
-	return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "field %q appears more than once", e.Key)
 }
 
 // describeJSONError turns a decoding error into v's sentence for the caller.
