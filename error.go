@@ -21,6 +21,9 @@ const (
 	CodeNotFound Code = "not_found"
 	// CodeMethod: the endpoint exists but not with this method (405).
 	CodeMethod Code = "method"
+	// CodeMediaType: a browser's request whose body is not declared
+	// application/json, the type that makes the browser ask first (415).
+	CodeMediaType Code = "media_type"
 	// CodePayment: payment is required, or the one offered was refused (402).
 	CodePayment Code = "payment"
 	// CodePending: the run was paid for, but whether its settlement landed

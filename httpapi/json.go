@@ -14,11 +14,22 @@ import (
 	"sandboxd/internal/jsonkeys"
 )
 
-// writeJSON answers v as JSON with the status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON answers v as JSON with the status. Every JSON answer says
+// nosniff: a browser must never read one as a page, whatever a program
+// printed into it.
+func writeJSON(w http.ResponseWriter, status int, v any) { encodeJSON(w, status, v, false) }
+
+// writeJSONEscaped answers v as JSON with <, > and & escaped (\u003c...):
+// for errors, which echo what the caller sent (a path, a key), so that no
+// answer carries markup a caller chose.
+func writeJSONEscaped(w http.ResponseWriter, status int, v any) { encodeJSON(w, status, v, true) }
+
+// encodeJSON is writeJSON and writeJSONEscaped.
+func encodeJSON(w http.ResponseWriter, status int, v any, escapeHTML bool) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	enc.SetEscapeHTML(escapeHTML)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if err := enc.Encode(v); err != nil {
 		http.Error(w, `{"error":"internal error; it has been logged"}`, http.StatusInternalServerError)
 		return

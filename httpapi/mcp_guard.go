@@ -30,6 +30,8 @@ const rpcInvalidRequest = -32600
 // answered.
 func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The SDK writes its own JSON answers: they say nosniff too.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		release, err := s.holdBody(r, limit)
 		if err != nil {
 			if r.Context().Err() == nil {
@@ -85,6 +87,6 @@ type rpcErrorDetail struct {
 // it says when to retry, Retry-After.
 func writeRPCError(w http.ResponseWriter, err error) {
 	setRetryAfter(w.Header(), err)
-	writeJSON(w, statusOf(sandboxd.ErrorCode(err)), rpcError{JSONRPC: "2.0",
+	writeJSONEscaped(w, statusOf(sandboxd.ErrorCode(err)), rpcError{JSONRPC: "2.0",
 		Error: rpcErrorDetail{Code: rpcInvalidRequest, Message: sandboxd.ErrorMessage(err)}})
 }
