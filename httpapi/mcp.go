@@ -91,7 +91,7 @@ func (s *Server) runPythonTool() *mcp.Tool {
 // arguments, busy, payment) is a tool error the model can read; only a
 // call whose client went away is a protocol error.
 func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	job, err := s.toolJob(req.Params.Arguments)
+	job, err := s.toolJob(toolArgs(ctx, req.Params.Arguments))
 	releaseBody(ctx)
 	if err != nil {
 		return s.toolError(err), nil

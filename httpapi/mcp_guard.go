@@ -24,7 +24,9 @@ const rpcInvalidRequest = -32600
 // it with a JSON-RPC error before the SDK decodes it when it breaks the
 // scan's bounds (checkRPC: the scan allocates nothing; the SDK's decoder
 // would build every level and item, _meta included) or is a batch of more
-// than mcpMaxBatch messages. Any other body goes on to next as read. The
+// than mcpMaxBatch messages. A run_python call's arguments are lifted out
+// of the body (liftArguments), the rest of which must be small; the body
+// goes on to next. The
 // body's room in the body budget is held until the tool has decoded its
 // arguments (releaseBody) or, for any other message, until next has
 // answered.
@@ -45,13 +47,18 @@ func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 		if err == nil {
 			err = checkRPC(body, s.rpcLimits())
 		}
+		var args []byte
+		if err == nil {
+			body, args, err = liftArguments(body)
+		}
 		if err != nil {
 			s.Log.Debug("mcp request refused", "err", err)
 			writeRPCError(w, err)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r.WithContext(withBodyHold(r.Context(), release)))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r.WithContext(withToolArgs(withBodyHold(r.Context(), release), args)))
 	})
 }
 

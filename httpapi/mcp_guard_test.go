@@ -48,9 +48,12 @@ func TestMCPEnvelopeAttacks(t *testing.T) {
 		{"batch of 16", batch(mcpMaxBatch), 200, `"id":16`, 5 << 20, 50 * time.Millisecond},
 		{"batch of 17", batch(mcpMaxBatch + 1), 400, "at most 16 messages", 5 << 20, 50 * time.Millisecond},
 		{"batch of 6000", batch(6000), 400, "at most 16 messages", 5 << 20, 50 * time.Millisecond},
-		// The SDK decodes what it accepts into maps and strings: a cost
-		// linear in the body, which the body limit bounds.
-		{"200 KB string id", ping(`"` + strings.Repeat("i", 200_000) + `"`), 200, `"result"`, 10 << 20, 500 * time.Millisecond},
+		// The SDK decodes a message several times over: all but a
+		// run_python call's arguments must fit in mcpEnvelopeBytes.
+		{"200 KB string id", ping(`"` + strings.Repeat("i", 200_000) + `"`), 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},
+		{"30 KB string id", ping(`"` + strings.Repeat("i", 30_000) + `"`), 200, `"result"`, 5 << 20, 100 * time.Millisecond},
+		{"200 KB _meta beside the arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(1)"},"_meta":{"a":"` + strings.Repeat("m", 200_000) + `"}}}`, 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},
+		{"200 KB arguments of another tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"other","arguments":{"code":"` + strings.Repeat("m", 200_000) + `"}}}`, 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},
 		// A wide object or array anywhere in the envelope is refused by
 		// the scan, before the SDK builds a map of it.
 		{"params of 20000 keys", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{` + strings.Join(keys, ",") + `}}`, 400, `"params\" holds more than 64 keys`, 5 << 20, 50 * time.Millisecond},

@@ -70,6 +70,9 @@ type scanner struct {
 	lastKey int
 	hash    maphash.Hash
 	err     *Error
+	// target is Span's path; start and end its value's bytes once found.
+	target     string
+	start, end int
 	// depth levels of lbuf are open; nkeys keys of kbuf, then of more,
 	// are the keys of the open objects. Slices of its own arrays would
 	// move the scanner to the heap.
@@ -304,8 +307,12 @@ func (s *scanner) members(i int) int {
 			return s.syntax(end, "':' is expected after a key")
 		}
 		s.lastKey = i
-		i = s.space(s.value(s.space(end + 1)))
-		if s.err != nil {
+		key, vstart := i, s.space(end+1)
+		i = s.value(vstart)
+		if s.lastKey = key; s.target != "" && s.start < 0 && s.memberAt(s.target) {
+			s.start, s.end = vstart, i
+		}
+		if i = s.space(i); s.err != nil {
 			return i
 		}
 		switch {

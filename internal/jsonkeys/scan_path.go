@@ -37,12 +37,53 @@ func (s *scanner) at(path string) bool {
 	return true
 }
 
+// Span returns where, in the JSON document raw, the value at path starts
+// and ends (raw[start:end]), path being dotted keys from the top object
+// spelled exactly, or -1, -1 when raw is not valid JSON within MaxDepth,
+// or has no such value. Like Scan, it reads raw once and allocates
+// nothing.
+func Span(raw []byte, path string) (start, end int) {
+	s := scanner{raw: raw, lim: Limits{Depth: MaxDepth}, lastKey: -1, target: path, start: -1, end: -1}
+	s.hash.SetSeed(seed)
+	i := s.space(s.value(s.space(0)))
+	if s.err != nil || i < len(raw) {
+		return -1, -1
+	}
+	return s.start, s.end
+}
+
+// memberAt reports whether the member whose key was just read (lastKey)
+// is at path, every key spelled exactly.
+func (s *scanner) memberAt(path string) bool {
+	if !s.lbuf[s.depth-1].object || strings.Count(path, ".")+1 != s.depth {
+		return false
+	}
+	j := 0
+	for seg := range strings.SplitSeq(path, ".") {
+		off := s.lastKey
+		if j++; j < s.depth {
+			off = s.lbuf[j].name
+		}
+		if off < 0 || !s.keyMatches(off, seg, false) {
+			return false
+		}
+	}
+	return true
+}
+
 // keyIs reports whether the key quoted at off folds like name.
-func (s *scanner) keyIs(off int, name string) bool {
+func (s *scanner) keyIs(off int, name string) bool { return s.keyMatches(off, name, true) }
+
+// keyMatches reports whether the key quoted at off is name, in any letter
+// case when fold.
+func (s *scanner) keyMatches(off int, name string, fold bool) bool {
 	it := runes{raw: s.raw, i: off + 1}
 	for _, want := range name {
 		r, _, ok := it.next()
-		if !ok || foldRune(r) != foldRune(want) {
+		if fold {
+			r, want = foldRune(r), foldRune(want)
+		}
+		if !ok || r != want {
 			return false
 		}
 	}

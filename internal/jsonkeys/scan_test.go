@@ -118,3 +118,25 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// TestSpan finds a value by its exact path, and nothing in a document that
+// is not JSON.
+func TestSpan(t *testing.T) {
+	for _, c := range []struct{ doc, path, want string }{
+		{`{"params":{"name":"x","arguments":{"code":"1"}},"id":1}`, "params.arguments", `{"code":"1"}`},
+		{`{"a":{"arguments":1},"params":{"arguments" : [1, 2] }}`, "params.arguments", `[1, 2]`},
+		{`{"method":"tools/call"}`, "method", `"tools/call"`},
+		{`{"Params":{"arguments":1}}`, "params.arguments", ""},
+		{`{"params":[{"arguments":1}]}`, "params.arguments", ""},
+		{`{"params":{"arguments":1}`, "params.arguments", ""},
+	} {
+		start, end := Span([]byte(c.doc), c.path)
+		got := ""
+		if start >= 0 {
+			got = c.doc[start:end]
+		}
+		if got != c.want {
+			t.Errorf("Span(%s, %s) = %q, want %q", c.doc, c.path, got, c.want)
+		}
+	}
+}
