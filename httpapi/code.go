@@ -125,7 +125,7 @@ func (s *Server) parseJob(r *http.Request) (sandboxd.Job, error) {
 		return sandboxd.Job{}, err
 	}
 	var req codeRequest
-	if err := decodeObject(body, s.requestLimits(), &req); err != nil {
+	if err := decodeObject(body, s.requestLimits(requestShape), &req); err != nil {
 		return sandboxd.Job{}, err
 	}
 	return s.newJob(req)

@@ -40,9 +40,11 @@ func encodeJSON(w http.ResponseWriter, status int, v any, escapeHTML bool) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// decodeObject decodes body into v after a scan refused it for breaking lim
-// (jsonkeys.Scan: too wide, too deep, a string too long, a key twice). The
-// body must be exactly one JSON object with only known fields.
+// decodeObject decodes body into v unless a scan refused it for breaking
+// lim (jsonkeys.Scan: too wide, too deep, a string too long, a key twice,
+// a field lim.Fields does not take). The body must be exactly one JSON
+// object with only known fields. v's fileContent values keep slices of
+// body.
 func decodeObject(body []byte, lim jsonkeys.Limits, v any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -53,16 +55,25 @@ func decodeObject(body []byte, lim jsonkeys.Limits, v any) error {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
 			`request body must be a JSON object such as {"language":"python","code":"print(1)"}`)
 	}
-	if err := scanRefusal(jsonkeys.Scan(trimmed, lim), "httpapi.decode", "request body"); err != nil {
+	e := jsonkeys.Scan(trimmed, lim)
+	switch {
+	case e != nil && e.Kind == jsonkeys.Unknown:
+		known := fieldNames(v)
+		if e.Path != "" {
+			known = joinNames(e.Known)
+		}
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
+			"request body is not valid JSON: unknown field %q; the fields are %s", e.Key, known)
+	case e != nil && e.Kind == jsonkeys.Syntax && e.Offset >= len(trimmed):
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body is not valid JSON: the JSON ends too early")
+	case e != nil && e.Kind == jsonkeys.Syntax && e.Reason == jsonkeys.ReasonTrailing:
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
+	}
+	if err := scanRefusal(e, "httpapi.decode", "request body"); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(trimmed, v); err != nil {
 		return sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.decode", err, "request body is not valid JSON: "+describeJSONError(err, v))
-	}
-	if rest := trimmed[dec.InputOffset():]; len(bytes.TrimSpace(rest)) > 0 {
-		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
 	}
 	return nil
 }
@@ -127,6 +138,11 @@ func fieldNames(v any) string {
 			names = append(names, name)
 		}
 	}
+	return joinNames(names)
+}
+
+// joinNames lists names as "a, b and c".
+func joinNames(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

@@ -24,12 +24,24 @@ const (
 	rpcValues = 1024
 )
 
+// The shapes of a request, as Go's decoder reads them into codeRequest
+// and toolInput: the scan refuses an unknown field, so the decoder need
+// not (json.Unmarshal reads the body in place; a json.Decoder, which
+// could refuse it, first copies the body into buffers it grows).
+var (
+	filesShape   = jsonkeys.ArrayOf(jsonkeys.Closed(map[string]*jsonkeys.Shape{"name": nil, "content": nil}))
+	requestShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"language": nil, "code": nil, "stdin": nil,
+		"environment": nil, "files": filesShape})
+	toolShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"code": nil, "stdin": nil, "environment": nil,
+		"files": filesShape})
+)
+
 // requestLimits are the bounds of a POST /v1/code body, which are also
 // those of the run_python tool's arguments: no array but "files", of at
 // most MaxFiles items. A string is bounded by the body's cap only: one
 // string costs a decoder once its size, and newJob checks each field's own
 // cap on what it decodes to, with a message naming the field's key.
-func (s *Server) requestLimits() jsonkeys.Limits {
+func (s *Server) requestLimits(shape *jsonkeys.Shape) jsonkeys.Limits {
 	return jsonkeys.Limits{
 		Depth:  jsonkeys.MaxDepth,
 		Items:  s.MaxFiles,
@@ -37,6 +49,7 @@ func (s *Server) requestLimits() jsonkeys.Limits {
 		Values: requestValues(s.MaxFiles),
 		String: int(s.MaxBodyBytes),
 		Arrays: []jsonkeys.Bound{{Path: "files", Max: s.MaxFiles, Name: "max_files"}},
+		Fields: shape,
 	}
 }
 

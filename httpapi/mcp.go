@@ -127,7 +127,7 @@ func (s *Server) toolJob(args json.RawMessage) (sandboxd.Job, error) {
 			"the arguments are over the limit of %d bytes", s.MaxBodyBytes)
 	}
 	var in toolInput
-	if err := decodeObject(args, s.requestLimits(), &in); err != nil {
+	if err := decodeObject(args, s.requestLimits(toolShape), &in); err != nil {
 		return sandboxd.Job{}, err
 	}
 	return s.newJob(codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files})

@@ -27,11 +27,17 @@ const MaxDepth = 32
 // is a closed object: only the keys in its fields, spelled exactly.
 type Shape struct {
 	fields map[string]*Shape
+	// items is, for ArrayOf, the shape of each item.
+	items *Shape
 }
 
 // Closed returns the shape of an object taking exactly the named fields,
 // each with the given shape (nil: open).
 func Closed(fields map[string]*Shape) *Shape { return &Shape{fields: fields} }
+
+// ArrayOf returns the shape of an array whose items have the shape items;
+// Scan reads it (Limits.Fields), not Check.
+func ArrayOf(items *Shape) *Shape { return &Shape{items: items} }
 
 // Kind says why a key was refused.
 type Kind int

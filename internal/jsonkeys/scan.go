@@ -2,6 +2,7 @@ package jsonkeys
 
 import (
 	"hash/maphash"
+	"sort"
 	"unicode"
 	"unicode/utf8"
 )
@@ -24,6 +25,10 @@ type Limits struct {
 	String int
 	// Arrays are tighter bounds on named arrays.
 	Arrays []Bound
+	// Fields, when set, is the shape of the document: a key of a closed
+	// object that no field matches in any letter case, as Go's decoder
+	// with DisallowUnknownFields refuses it, is Unknown.
+	Fields *Shape
 }
 
 // Bound is a tighter bound on the items of one array, found by its path.
@@ -38,6 +43,10 @@ type Bound struct {
 	// "max_files".
 	Name string
 }
+
+// ReasonTrailing is the Reason of a Syntax error that is data after the
+// document's one value.
+const ReasonTrailing = "data after the JSON value"
 
 // seed keys the hash of keys, so no caller can choose keys that collide.
 var seed = maphash.MakeSeed()
@@ -58,6 +67,8 @@ type level struct {
 	// name is the offset of the key this container is the value of, -1
 	// in an array or at the top.
 	name int
+	// shape is the container's shape in Limits.Fields, nil when open.
+	shape *Shape
 }
 
 // scanner holds one scan's state: the open containers and the keys of the
@@ -73,6 +84,8 @@ type scanner struct {
 	// target is Span's path; start and end its value's bytes once found.
 	target     string
 	start, end int
+	// next is the shape of the value about to be scanned.
+	next *Shape
 	// depth levels of lbuf are open; nkeys keys of kbuf, then of more,
 	// are the keys of the open objects. Slices of its own arrays would
 	// move the scanner to the heap.
@@ -118,13 +131,14 @@ func Scan(raw []byte, lim Limits) *Error {
 		s.lim.Depth = MaxDepth
 	}
 	s.hash.SetSeed(seed)
+	s.next = lim.Fields
 	i := s.space(0)
 	i = s.value(i)
 	if s.err != nil {
 		return s.err
 	}
 	if i = s.space(i); i < len(raw) {
-		s.syntax(i, "data after the JSON value")
+		s.syntax(i, ReasonTrailing)
 	}
 	return s.err
 }
@@ -243,7 +257,7 @@ func (s *scanner) container(i int) int {
 	if s.depth > 0 && !s.lbuf[s.depth-1].object {
 		name = -1
 	}
-	s.lbuf[s.depth] = level{object: object, keys: s.nkeys, name: name}
+	s.lbuf[s.depth] = level{object: object, keys: s.nkeys, name: name, shape: s.next}
 	s.depth++
 	if object {
 		i = s.members(i + 1)
@@ -265,6 +279,10 @@ func (s *scanner) items(i int) int {
 	for {
 		if lv.count++; max > 0 && lv.count > max {
 			return s.refuse(&Error{Kind: TooMany, Path: s.path(), Limit: max, Offset: i, Unit: "items", Bound: bound})
+		}
+		s.next = nil
+		if sh := lv.shape; sh != nil {
+			s.next = sh.items
 		}
 		i = s.space(s.value(i))
 		if s.err != nil {
@@ -300,7 +318,7 @@ func (s *scanner) members(i int) int {
 		if s.err != nil {
 			return end
 		}
-		if s.duplicate(i, h) {
+		if s.duplicate(i, h) || !s.known(i) {
 			return len(s.raw)
 		}
 		if end = s.space(end); end >= len(s.raw) || s.raw[end] != ':' {
@@ -336,6 +354,30 @@ func (s *scanner) duplicate(off int, h uint64) bool {
 		}
 	}
 	s.addKey(keyRef{hash: h, off: off})
+	return false
+}
+
+// known reports whether the key quoted at off is a field of its object's
+// shape (any key of an open one), matched in any letter case, setting the
+// shape of its value; it refuses the key (Unknown) when not.
+func (s *scanner) known(off int) bool {
+	s.next = nil
+	sh := s.lbuf[s.depth-1].shape
+	if sh == nil || sh.fields == nil {
+		return true
+	}
+	for name, child := range sh.fields {
+		if s.keyIs(off, name) {
+			s.next = child
+			return true
+		}
+	}
+	known := make([]string, 0, len(sh.fields))
+	for name := range sh.fields {
+		known = append(known, name)
+	}
+	sort.Strings(known)
+	s.refuse(&Error{Kind: Unknown, Path: s.path(), Key: s.keyAt(off), Known: known})
 	return false
 }
 
