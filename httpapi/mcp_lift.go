@@ -18,11 +18,14 @@ import (
 // nil when the body is no such call.
 func liftArguments(body []byte) (envelope, args []byte, err error) {
 	envelope = body
-	if start, end := jsonkeys.Span(body, "params.arguments"); start >= 0 &&
-		spanString(body, "method") == "tools/call" && spanString(body, "params.name") == toolName {
-		args = body[start:end]
-		envelope = make([]byte, 0, len(body)-len(args)+2)
-		envelope = append(append(append(envelope, body[:start]...), "{}"...), body[end:]...)
+	if start, end := jsonkeys.Span(body, "params.arguments"); start >= 0 {
+		// The method and the name are read from the envelope, which is
+		// small, rather than from the body again.
+		lifted := make([]byte, 0, len(body)-(end-start)+2)
+		lifted = append(append(append(lifted, body[:start]...), "{}"...), body[end:]...)
+		if len(lifted) <= mcpEnvelopeBytes && spanString(lifted, "method") == "tools/call" && spanString(lifted, "params.name") == toolName {
+			envelope, args = lifted, body[start:end]
+		}
 	}
 	if len(envelope) > mcpEnvelopeBytes {
 		return nil, nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.mcp",
