@@ -30,6 +30,9 @@ const (
 	// CodeConflict: what the request names is busy with another request,
 	// such as a session running a call (409).
 	CodeConflict Code = "conflict"
+	// CodeMediaType: a browser's request whose body is not declared
+	// application/json, the type that makes the browser ask first (415).
+	CodeMediaType Code = "media_type"
 	// CodePayment: payment is required, or the one offered was refused (402).
 	CodePayment Code = "payment"
 	// CodePending: the run was paid for, but whether its settlement landed

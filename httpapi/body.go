@@ -167,39 +167,82 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 }
 
 // readChunks reads r's body in chunks, taking each chunk's room before it
-// is read and giving back what the last one left unfilled.
+// is read and giving back what the last one left unfilled. A body of
+// declared length, once half of it has arrived, is read on into one buffer
+// of its full length (its room taken at once: at most twice what it has
+// sent), so that the chunks before it and the joining cost half the body,
+// not all of it, in allocations; a chunked body is joined at the end.
 func readChunks(r *http.Request, limit int64, hold *bodyHold, clock *bodyClock) ([]byte, error) {
 	want := limit + 1
-	if r.ContentLength >= 0 {
+	declared := r.ContentLength >= 0
+	if declared {
 		want = r.ContentLength
 	}
 	var chunks [][]byte
 	var got int64
 	for eof := false; !eof && got < want; {
+		if declared && got > bodyMaxChunk && 2*got >= want {
+			return readRest(r, want, got, chunks, hold, clock)
+		}
 		size := min(max(got, bodyFirstChunk), bodyMaxChunk, want-got)
 		waited, err := hold.grow(r.Context(), size)
 		if err != nil {
 			return nil, err
 		}
 		clock.waited += waited
-		chunk := make([]byte, 0, size)
-		for int64(len(chunk)) < size && !eof {
-			clock.arm(got)
-			n, err := r.Body.Read(chunk[len(chunk):size])
-			chunk, got = chunk[:len(chunk)+n], got+int64(n)
-			if err == io.EOF {
-				eof = true
-			} else if err != nil {
-				return nil, readError(err, clock)
-			}
+		chunk := make([]byte, size)
+		n, err := readInto(r, chunk, got, clock)
+		got += int64(n)
+		chunks, eof = append(chunks, chunk[:n]), err == io.EOF
+		if err != nil && !eof {
+			return nil, err
 		}
-		chunks = append(chunks, chunk)
 	}
 	if got > limit {
 		return nil, bodyTooLarge(limit)
 	}
 	hold.keep(got)
 	return joinChunks(chunks, got), nil
+}
+
+// readRest reads the rest of a body declared want bytes long, got of them
+// read into chunks already, into one buffer of want bytes.
+func readRest(r *http.Request, want, got int64, chunks [][]byte, hold *bodyHold, clock *bodyClock) ([]byte, error) {
+	hold.keep(got)
+	waited, err := hold.grow(r.Context(), want-got)
+	if err != nil {
+		return nil, err
+	}
+	clock.waited += waited
+	body := make([]byte, 0, want)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	n, err := readInto(r, body[got:want], got, clock)
+	body = body[:got+int64(n)]
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	hold.keep(int64(len(body)))
+	return body, nil
+}
+
+// readInto fills p from r's body, got bytes of which came before, until p
+// is full or the body ends (io.EOF), re-arming the rate clock before each
+// read.
+func readInto(r *http.Request, p []byte, got int64, clock *bodyClock) (int, error) {
+	n := 0
+	for n < len(p) {
+		clock.arm(got + int64(n))
+		m, err := r.Body.Read(p[n:])
+		n += m
+		if err == io.EOF {
+			return n, io.EOF
+		} else if err != nil {
+			return n, readError(err, clock)
+		}
+	}
+	return n, nil
 }
 
 // joinChunks is chunks as one slice of n bytes.

@@ -29,7 +29,7 @@ func TestWaitingJobsStayInTheBudget(t *testing.T) {
 			api.MaxBodyBytes, api.BodyBudget = size, 2*size
 			api.Admitter = slots.New(senders, time.Second)
 			h := api.Handler()
-			payload := `{"code":"print(1)"}` + strings.Repeat(" ", size-19)
+			payload := `{"code":"print(1)"` + strings.Repeat(" ", size-19) + `}` // the room inside the object: over MCP it is the arguments' own
 			answers := make(chan *httptest.ResponseRecorder, senders)
 			for range senders {
 				go func() {

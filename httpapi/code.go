@@ -122,7 +122,7 @@ func (s *Server) parseJob(w http.ResponseWriter, r *http.Request) (sandboxd.Job,
 		return sandboxd.Job{}, nil, err
 	}
 	var req codeRequest
-	if err := decodeObject(body, &req); err != nil {
+	if err := decodeObject(body, s.requestLimits(requestShape), &req); err != nil {
 		return sandboxd.Job{}, hold, err
 	}
 	job, err := s.newJob(req)

@@ -27,6 +27,8 @@ func statusOf(code sandboxd.Code) int {
 		return http.StatusRequestTimeout
 	case sandboxd.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case sandboxd.CodeMediaType:
+		return http.StatusUnsupportedMediaType
 	case sandboxd.CodePayment:
 		return http.StatusPaymentRequired
 	case sandboxd.CodePending:
@@ -74,7 +76,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		log.Debug("request refused", "err", err)
 	}
-	writeJSON(w, status, body)
+	writeJSONEscaped(w, status, body)
 }
 
 // setRetryAfter sets Retry-After in h when err says when to retry.

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -21,8 +24,48 @@ const (
 // fileRequest is one file of a request's "files": its name and its content,
 // standard base64 with padding.
 type fileRequest struct {
-	Name    *string `json:"name"`
-	Content *string `json:"content"`
+	Name    *string      `json:"name"`
+	Content *fileContent `json:"content"`
+}
+
+// fileContent is a file's content as sent, base64 text: when the JSON
+// string holds no escape (base64 needs none), a slice of the request body
+// itself, which is read once and never changed, so that an 8 MiB file is
+// not copied into a string before it is decoded.
+type fileContent []byte
+
+// UnmarshalJSON takes the JSON string raw (as encoding/json hands it, a
+// slice of the document Unmarshal was given).
+func (c *fileContent) UnmarshalJSON(raw []byte) error {
+	if len(raw) < 2 || raw[0] != '"' {
+		return &json.UnmarshalTypeError{Value: jsonValueKind(raw), Type: reflect.TypeFor[string]()}
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		*c = raw[1 : len(raw)-1 : len(raw)-1]
+		return nil
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return err
+	}
+	*c = fileContent(text)
+	return nil
+}
+
+// jsonValueKind names the kind of the JSON value raw, as
+// json.UnmarshalTypeError does.
+func jsonValueKind(raw []byte) string {
+	switch {
+	case len(raw) == 0:
+		return "value"
+	case raw[0] == '{':
+		return "object"
+	case raw[0] == '[':
+		return "array"
+	case raw[0] == 't' || raw[0] == 'f':
+		return "bool"
+	}
+	return "number"
 }
 
 // newFiles validates a request's files into the Job's, in the order the
@@ -128,13 +171,13 @@ func parentIn(name string, names map[string]bool) string {
 // padding, decodes to, counted without decoding (the decoder skips \r and
 // \n, so wrapped base64 is counted as it decodes). It is false when the
 // length cannot be that of padded base64.
-func decodedLen(s string) (int64, bool) {
-	n := int64(len(s)) - int64(strings.Count(s, "\n")+strings.Count(s, "\r"))
+func decodedLen(s []byte) (int64, bool) {
+	n := int64(len(s)) - int64(bytes.Count(s, []byte("\n"))+bytes.Count(s, []byte("\r")))
 	if n%4 != 0 {
 		return 0, false
 	}
-	trimmed := strings.TrimRight(strings.TrimRight(s, "\r\n"), "=")
-	pad := int64(len(strings.TrimRight(s, "\r\n")) - len(trimmed))
+	trimmed := bytes.TrimRight(bytes.TrimRight(s, "\r\n"), "=")
+	pad := int64(len(bytes.TrimRight(s, "\r\n")) - len(trimmed))
 	if pad > 2 {
 		return 0, false
 	}
@@ -148,7 +191,7 @@ func decodeFiles(in []fileRequest) ([]sandboxd.File, error) {
 	for _, f := range in {
 		n, _ := decodedLen(*f.Content)
 		content := make([]byte, n)
-		dec := base64.NewDecoder(base64.StdEncoding.Strict(), strings.NewReader(*f.Content))
+		dec := base64.NewDecoder(base64.StdEncoding.Strict(), bytes.NewReader(*f.Content))
 		_, err := io.ReadFull(dec, content)
 		if err == nil {
 			if extra, rerr := dec.Read(make([]byte, 1)); extra > 0 || rerr != io.EOF {

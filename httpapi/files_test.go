@@ -106,7 +106,7 @@ func TestFilesAreValidated(t *testing.T) {
 		{"data after padding", []any{file("a", "QQ==QQ==")}, 400, []string{"not standard base64"}},
 		{"three pads", []any{file("a", "Q===")}, 400, []string{"not standard base64"}},
 		{"padding bits set", []any{file("a", "aGl=")}, 400, []string{"not standard base64"}},
-		{"too many files", []any{file("a", ""), file("b", ""), file("c", ""), file("d", "")}, 413, []string{"4 files", "limit of 3 files (max_files)"}},
+		{"too many files", []any{file("a", ""), file("b", ""), file("c", ""), file("d", "")}, 413, []string{`"files" holds more than 3 items (max_files)`}},
 		{"too many bytes", []any{file("a", b64(strings.Repeat("x", 40))), file("b", b64(strings.Repeat("y", 25)))}, 413,
 			[]string{"65 bytes", "limit of 64 bytes (max_files_bytes)"}},
 		{"too many bytes, counted before decoding", []any{file("a", strings.Repeat("*", 4000))}, 413, []string{"max_files_bytes"}},

@@ -83,7 +83,7 @@ func FuzzDecodeObject(f *testing.F) {
 		Environments: []sandboxd.Environment{{Name: "python"}, {Name: "data"}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req codeRequest
-		if err := decodeObject(body, &req); err != nil {
+		if err := decodeObject(body, s.requestLimits(requestShape), &req); err != nil {
 			assertRefusal(t, "decodeObject", err)
 		} else {
 			assertOneObject(t, body)
@@ -213,7 +213,8 @@ func FuzzFiles(f *testing.F) {
 	f.Add("a", "aG\nk=", "b", "QQ==QQ==")
 	f.Add("a", strings.Repeat("A", 200), "b", "A===")
 	f.Fuzz(func(t *testing.T, name1, content1, name2, content2 string) {
-		in := []fileRequest{{Name: &name1, Content: &content1}, {Name: &name2, Content: &content2}}
+		c1, c2 := fileContent(content1), fileContent(content2)
+		in := []fileRequest{{Name: &name1, Content: &c1}, {Name: &name2, Content: &c2}}
 		files, err := newFiles(in, fuzzMaxFiles, fuzzMaxFilesBytes)
 		if err != nil {
 			assertRefusal(t, "newFiles", err)

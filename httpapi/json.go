@@ -14,11 +14,22 @@ import (
 	"sandboxd/internal/jsonkeys"
 )
 
-// writeJSON answers v as JSON with the status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON answers v as JSON with the status. Every JSON answer says
+// nosniff: a browser must never read one as a page, whatever a program
+// printed into it.
+func writeJSON(w http.ResponseWriter, status int, v any) { encodeJSON(w, status, v, false) }
+
+// writeJSONEscaped answers v as JSON with <, > and & escaped (\u003c...):
+// for errors, which echo what the caller sent (a path, a key), so that no
+// answer carries markup a caller chose.
+func writeJSONEscaped(w http.ResponseWriter, status int, v any) { encodeJSON(w, status, v, true) }
+
+// encodeJSON is writeJSON and writeJSONEscaped.
+func encodeJSON(w http.ResponseWriter, status int, v any, escapeHTML bool) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	enc.SetEscapeHTML(escapeHTML)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if err := enc.Encode(v); err != nil {
 		http.Error(w, `{"error":"internal error; it has been logged"}`, http.StatusInternalServerError)
 		return
@@ -29,9 +40,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// decodeObject decodes body, whatever the Content-Type said, into v. The
-// body must be exactly one JSON object with only known fields.
-func decodeObject(body []byte, v any) error {
+// decodeObject decodes body into v unless a scan refused it for breaking
+// lim (jsonkeys.Scan: too wide, too deep, a string too long, a key twice,
+// a field lim.Fields does not take). The body must be exactly one JSON
+// object with only known fields. v's fileContent values keep slices of
+// body.
+func decodeObject(body []byte, lim jsonkeys.Limits, v any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
@@ -41,35 +55,27 @@ func decodeObject(body []byte, v any) error {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
 			`request body must be a JSON object such as {"language":"python","code":"print(1)"}`)
 	}
-	if err := checkKeys(trimmed); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.decode", err, "request body is not valid JSON: "+describeJSONError(err, v))
-	}
-	if rest := trimmed[dec.InputOffset():]; len(bytes.TrimSpace(rest)) > 0 {
+	e := jsonkeys.Scan(trimmed, lim)
+	switch {
+	case e != nil && e.Kind == jsonkeys.Unknown:
+		known := fieldNames(v)
+		if e.Path != "" {
+			known = joinNames(e.Known)
+		}
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode",
+			"request body is not valid JSON: unknown field %q; the fields are %s", e.Key, known)
+	case e != nil && e.Kind == jsonkeys.Syntax && e.Offset >= len(trimmed):
+		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body is not valid JSON: the JSON ends too early")
+	case e != nil && e.Kind == jsonkeys.Syntax && e.Reason == jsonkeys.ReasonTrailing:
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body has data after the JSON object")
 	}
-	return nil
-}
-
-// checkKeys refuses, before any decoder reads body, a body nested deeper
-// than jsonkeys.MaxDepth (each level would cost the decoder memory), and an
-// object that names a field twice, at any depth: the JSON decoder would
-// silently keep the last one, and the caller could not tell which program
-// ran. Field names match case-insensitively, as in decoding. Syntax errors
-// are left for the decoder to describe.
-func checkKeys(body []byte) error {
-	e := jsonkeys.Check(body, nil)
-	switch {
-	case e == nil:
-		return nil
-	case e.Kind == jsonkeys.TooDeep:
-		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "request body refused: %s", e.Describe(""))
+	if err := scanRefusal(e, "httpapi.decode", "request body"); err != nil {
+		return err
 	}
-	return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.decode", "field %q appears more than once", e.Key)
+	if err := json.Unmarshal(trimmed, v); err != nil {
+		return sandboxd.Wrap(sandboxd.CodeInvalid, "httpapi.decode", err, "request body is not valid JSON: "+describeJSONError(err, v))
+	}
+	return nil
 }
 
 // describeJSONError turns a decoding error into v's sentence for the caller.
@@ -132,6 +138,11 @@ func fieldNames(v any) string {
 			names = append(names, name)
 		}
 	}
+	return joinNames(names)
+}
+
+// joinNames lists names as "a, b and c".
+func joinNames(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

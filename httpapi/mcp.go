@@ -91,7 +91,7 @@ func (s *Server) runPythonTool() *mcp.Tool {
 // arguments, busy, payment) is a tool error the model can read; only a
 // call whose client went away is a protocol error.
 func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	job, err := s.toolJob(req.Params.Arguments)
+	job, err := s.toolJob(toolArgs(ctx, req.Params.Arguments))
 	if err != nil {
 		return s.toolError(err), nil
 	}
@@ -126,7 +126,7 @@ func (s *Server) toolJob(args json.RawMessage) (sandboxd.Job, error) {
 			"the arguments are over the limit of %d bytes", s.MaxBodyBytes)
 	}
 	var in toolInput
-	if err := decodeObject(args, &in); err != nil {
+	if err := decodeObject(args, s.requestLimits(toolShape), &in); err != nil {
 		return sandboxd.Job{}, err
 	}
 	return s.newJob(codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files})

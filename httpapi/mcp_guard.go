@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -23,18 +22,26 @@ const mcpMaxBatch = 16
 const rpcInvalidRequest = -32600
 
 // guardMCP reads an MCP request's body, at most limit bytes, and refuses
-// it with a JSON-RPC error before the SDK decodes it when it nests deeper
-// than jsonkeys.MaxDepth (the scan allocates nothing per level; the SDK's
-// decoder would build every level, _meta included) or is a batch of more
-// than mcpMaxBatch messages. Any other body goes on to next as read. The
-// body's room in the body budget is held until the tool's run is admitted
-// (execute) or, for any other message, until next has answered.
+// it with a JSON-RPC error before the SDK decodes it when it breaks the
+// scan's bounds (checkRPC: the scan allocates nothing; the SDK's decoder
+// would build every level and item, _meta included) or is a batch of more
+// than mcpMaxBatch messages. A run_python call's arguments are lifted out
+// of the body (liftArguments), the rest of which must be small; the body
+// goes on to next. The body's room in the body budget is held until the
+// tool's run is admitted (execute) or, for any other message, until next
+// has answered.
 func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The SDK writes its own JSON answers: they say nosniff too.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		body, hold, err := s.readBody(w, r, limit)
 		defer hold.release()
 		if err == nil {
-			err = checkRPC(body)
+			err = checkRPC(body, s.rpcLimits())
+		}
+		var args []byte
+		if err == nil {
+			body, args, err = liftArguments(body)
 		}
 		if err != nil {
 			if r.Context().Err() == nil || !errors.Is(err, r.Context().Err()) {
@@ -44,43 +51,22 @@ func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r.WithContext(withBodyHold(r.Context(), hold)))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r.WithContext(withToolArgs(withBodyHold(r.Context(), hold), args)))
 	})
 }
 
-// checkRPC refuses a JSON-RPC body nested too deep or batching too many
-// messages. Syntax is left to the SDK.
-func checkRPC(body []byte) error {
-	if e := jsonkeys.CheckDepth(body, jsonkeys.MaxDepth); e != nil {
-		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.mcp", "MCP request refused: %s", e.Describe(""))
-	}
-	if n := batchLen(body, mcpMaxBatch+1); n > mcpMaxBatch {
+// checkRPC refuses, before the SDK decodes it, a JSON-RPC body that breaks
+// lim (rpcLimits): nested too deep, a batch of too many messages, an array
+// or object too wide anywhere, _meta included, or tool arguments over the
+// request's bounds. Syntax is left to the SDK.
+func checkRPC(body []byte, lim jsonkeys.Limits) error {
+	e := jsonkeys.Scan(bytes.TrimSpace(body), lim)
+	if e != nil && e.Kind == jsonkeys.TooMany && e.Bound == "batch" {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.mcp",
 			"MCP request refused: a JSON-RPC batch may hold at most %d messages; send the calls one by one", mcpMaxBatch)
 	}
-	return nil
-}
-
-// batchLen counts the messages of body when it is a JSON-RPC batch (an
-// array), stopping at stop; it is 0 for anything else.
-func batchLen(body []byte, stop int) int {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return 0
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if _, err := dec.Token(); err != nil {
-		return 0
-	}
-	n := 0
-	for n < stop && dec.More() {
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			break
-		}
-		n++
-	}
-	return n
+	return scanRefusal(e, "httpapi.mcp", "MCP request")
 }
 
 // rpcError is a JSON-RPC error answer with no id: the request was refused
@@ -102,6 +88,6 @@ type rpcErrorDetail struct {
 // it says when to retry, Retry-After.
 func writeRPCError(w http.ResponseWriter, err error) {
 	setRetryAfter(w.Header(), err)
-	writeJSON(w, statusOf(sandboxd.ErrorCode(err)), rpcError{JSONRPC: "2.0",
+	writeJSONEscaped(w, statusOf(sandboxd.ErrorCode(err)), rpcError{JSONRPC: "2.0",
 		Error: rpcErrorDetail{Code: rpcInvalidRequest, Message: sandboxd.ErrorMessage(err)}})
 }

@@ -24,7 +24,7 @@ func batch(n int) string {
 // TestMCPEnvelopeAttacks sends the MCP endpoint the largest and most
 // malformed JSON-RPC envelopes under the body limit: batches of up to 6,000
 // messages, a 200 KB id, a number id no integer holds, an id of the wrong
-// type, a params object of 20,000 keys. Each is answered within 50 ms,
+// type, a params object of 20,000 keys, a _meta array of 20,000 items. Each is answered within 50 ms,
 // having allocated under 5 MB (500 ms and 10 MB for what the SDK accepts
 // and decodes, linear in the body); a batch of more than mcpMaxBatch messages is
 // refused whole with a JSON-RPC error that says the limit.
@@ -48,10 +48,16 @@ func TestMCPEnvelopeAttacks(t *testing.T) {
 		{"batch of 16", batch(mcpMaxBatch), 200, `"id":16`, 5 << 20, 50 * time.Millisecond},
 		{"batch of 17", batch(mcpMaxBatch + 1), 400, "at most 16 messages", 5 << 20, 50 * time.Millisecond},
 		{"batch of 6000", batch(6000), 400, "at most 16 messages", 5 << 20, 50 * time.Millisecond},
-		// The SDK decodes what it accepts into maps and strings: a cost
-		// linear in the body, which the body limit bounds.
-		{"200 KB string id", ping(`"` + strings.Repeat("i", 200_000) + `"`), 200, `"result"`, 10 << 20, 500 * time.Millisecond},
-		{"params of 20000 keys", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{` + strings.Join(keys, ",") + `}}`, 200, `"result"`, 10 << 20, 500 * time.Millisecond},
+		// The SDK decodes a message several times over: all but a
+		// run_python call's arguments must fit in mcpEnvelopeBytes.
+		{"200 KB string id", ping(`"` + strings.Repeat("i", 200_000) + `"`), 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},
+		{"30 KB string id", ping(`"` + strings.Repeat("i", 30_000) + `"`), 200, `"result"`, 5 << 20, 100 * time.Millisecond},
+		{"200 KB _meta beside the arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(1)"},"_meta":{"a":"` + strings.Repeat("m", 200_000) + `"}}}`, 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},
+		{"200 KB arguments of another tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"other","arguments":{"code":"` + strings.Repeat("m", 200_000) + `"}}}`, 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},
+		// A wide object or array anywhere in the envelope is refused by
+		// the scan, before the SDK builds a map of it.
+		{"params of 20000 keys", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{` + strings.Join(keys, ",") + `}}`, 400, `"params\" holds more than 64 keys`, 5 << 20, 50 * time.Millisecond},
+		{"_meta array of 20000 items", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"a":[` + strings.Repeat("0,", 20_000) + `0]}}}`, 400, `"params._meta.a\" holds more than 64 items`, 5 << 20, 50 * time.Millisecond},
 		{"number id over any integer", ping("1e999999"), 400, "", 5 << 20, 50 * time.Millisecond},
 		{"object id", ping(`{"a":1}`), 400, "", 5 << 20, 50 * time.Millisecond},
 	}

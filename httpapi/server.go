@@ -88,9 +88,11 @@ type Server struct {
 	reading clientCounter
 }
 
-// Handler returns the routes of the API and the page, CORS around them.
+// Handler returns the routes of the API and the page, CORS around them
+// and, inside CORS (so a refused page can read why), the refusal of a
+// browser's body that is not application/json (browserJSON).
 func (s *Server) Handler() http.Handler {
-	return s.cors(s.router())
+	return s.cors(s.browserJSON(s.router()))
 }
 
 // router routes each path and method to its handler.
@@ -100,7 +102,7 @@ func (s *Server) router() *mux.Router {
 	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
-	r.Handle("/mcp", s.mcpHandler()).Methods(http.MethodPost)
+	r.Handle(mcpPath, s.mcpHandler()).Methods(http.MethodPost)
 	if s.Page {
 		s.registerPage(r)
 	}

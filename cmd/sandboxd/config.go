@@ -46,7 +46,8 @@ type ServerConfig struct {
 	// Page is server.page: serve the try-it page at /.
 	Page bool `mapstructure:"page"`
 	// CORSOrigins is server.cors_origins: the origins whose scripts may
-	// call /v1/*, or "*" for any.
+	// call /v1/*, or "*" for any; corsAuto, the default, is resolved by
+	// resolveCORS.
 	CORSOrigins []string `mapstructure:"cors_origins"`
 	// MinBodyRate is server.min_body_rate: the slowest a request body may
 	// arrive, in bytes a second on average after BodyGrace; 0 = no rate.
@@ -104,7 +105,7 @@ func defaultConfig() Config {
 			LogLevel:        "info",
 			MetricsAddr:     "127.0.0.1:9090",
 			Page:            true,
-			CORSOrigins:     []string{"*"},
+			CORSOrigins:     []string{corsAuto},
 			// 1 KiB/s, 4x below a poor GPRS link; 5 s covers a radio's
 			// wake-up and two lost packets' retransmissions (config.yaml).
 			MinBodyRate:        1 << 10,
@@ -214,10 +215,31 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, decodeErrors(path, err)
 	}
 	cfg.resolveEnvironments(v.IsSet)
+	cfg.resolveCORS()
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// corsAuto is server.cors_origins' default: any origin ("*") when calls
+// are paid, none when they are free. A free instance is often an internal
+// one: with "*", any page a visitor of it opens could run programs on it
+// and read their output through the visitor's browser. A paid call carries
+// its own signed payment, so a page on another origin can do no more than
+// curl with it; browser wallets on portals need "*".
+const corsAuto = "auto"
+
+// resolveCORS turns server.cors_origins' corsAuto into the origins of the
+// payment mode.
+func (c *Config) resolveCORS() {
+	if len(c.Server.CORSOrigins) != 1 || c.Server.CORSOrigins[0] != corsAuto {
+		return
+	}
+	c.Server.CORSOrigins = []string{}
+	if c.Payments.Enabled {
+		c.Server.CORSOrigins = []string{"*"}
+	}
 }
 
 // nullKeys refuses a key the file sets to null (`key: ~` or `key:`), at

@@ -74,3 +74,30 @@ func TestClientKeysValidate(t *testing.T) {
 		t.Errorf("from the environment: proxies %v, public_url %q, min_body_rate %d", proxies, public, cfg.Server.MinBodyRate)
 	}
 }
+
+// TestCORSOriginsAutoFollowsPayments: the default, "auto", lets no other
+// origin in when calls are free and any when they are paid; a list set in
+// the file is kept as it is.
+func TestCORSOriginsAutoFollowsPayments(t *testing.T) {
+	for _, c := range []struct {
+		set  []string
+		paid bool
+		want []string
+	}{
+		{[]string{corsAuto}, false, []string{}},
+		{[]string{corsAuto}, true, []string{"*"}},
+		{[]string{"*"}, false, []string{"*"}},
+		{[]string{}, true, []string{}},
+		{[]string{"https://a.example"}, true, []string{"https://a.example"}},
+	} {
+		cfg := Config{Server: ServerConfig{CORSOrigins: c.set}, Payments: PaymentsConfig{Enabled: c.paid}}
+		cfg.resolveCORS()
+		if !slices.Equal(cfg.Server.CORSOrigins, c.want) || cfg.Server.CORSOrigins == nil {
+			t.Errorf("cors_origins %q, paid %v: %q, want %q", c.set, c.paid, cfg.Server.CORSOrigins, c.want)
+		}
+	}
+	cfg, err := LoadConfig(writeConfig(t, "{}\n"))
+	if err != nil || len(cfg.Server.CORSOrigins) != 0 {
+		t.Errorf("free default: %q, %v; want no origin", cfg.Server.CORSOrigins, err)
+	}
+}

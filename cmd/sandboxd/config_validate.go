@@ -37,7 +37,7 @@ func (c Config) Validate() error {
 	check(s.MetricsAddr == "" || s.MetricsAddr != s.Addr || strings.HasSuffix(s.Addr, ":0"), "server.metrics_addr", "%q is server.addr; /metrics must not be on the public listener", s.MetricsAddr)
 	check(slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
 	for _, o := range s.CORSOrigins {
-		check(validOrigin(o), "server.cors_origins", "%q is not \"*\" or an origin such as https://docs.example.com (scheme and host, no path)", o)
+		check(validOrigin(o), "server.cors_origins", "%q is not \"*\" or an origin such as https://docs.example.com (scheme and host, no path); \"auto\" stands alone", o)
 	}
 
 	errs = append(errs, s.clientErrors()...)

@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // MaxDepth is how deep any JSON the service reads may nest objects and
@@ -28,11 +27,17 @@ const MaxDepth = 32
 // is a closed object: only the keys in its fields, spelled exactly.
 type Shape struct {
 	fields map[string]*Shape
+	// items is, for ArrayOf, the shape of each item.
+	items *Shape
 }
 
 // Closed returns the shape of an object taking exactly the named fields,
 // each with the given shape (nil: open).
 func Closed(fields map[string]*Shape) *Shape { return &Shape{fields: fields} }
+
+// ArrayOf returns the shape of an array whose items have the shape items;
+// Scan reads it (Limits.Fields), not Check.
+func ArrayOf(items *Shape) *Shape { return &Shape{items: items} }
 
 // Kind says why a key was refused.
 type Kind int
@@ -48,6 +53,13 @@ const (
 	// TooDeep is a document nesting objects and arrays deeper than its
 	// limit.
 	TooDeep
+	// TooMany is an array holding too many items, an object too many
+	// keys, or a document too many values (Unit says which).
+	TooMany
+	// TooLong is a string longer than its limit.
+	TooLong
+	// Syntax is a document that is not JSON (Reason says why).
+	Syntax
 )
 
 // Error is a document refused for its keys, not its syntax.
@@ -63,10 +75,18 @@ type Error struct {
 	Other string
 	// Known is, for Unknown, the keys the object takes, sorted.
 	Known []string
-	// Limit is, for TooDeep, the deepest nesting allowed, and Offset the
-	// byte at which the document went deeper.
+	// Limit is, for TooDeep, TooMany and TooLong, the bound broken, and
+	// Offset the byte at which the document broke it (for Syntax, the byte
+	// of the error).
 	Limit  int
 	Offset int
+	// Unit is, for TooMany, what was counted: "items", "keys" or "values".
+	Unit string
+	// Bound is, for TooMany, the name of the bound broken (Bound.Name),
+	// "" for Limits' own.
+	Bound string
+	// Reason is, for Syntax, what is wrong.
+	Reason string
 }
 
 // Error describes the refusal in plain words.
@@ -84,6 +104,19 @@ func (e *Error) Describe(top string) string {
 		where = fmt.Sprintf("%q", e.Path)
 	}
 	switch e.Kind {
+	case TooMany:
+		if e.Unit == "values" {
+			return fmt.Sprintf("the JSON holds more than %d values (at byte %d)", e.Limit, e.Offset)
+		}
+		msg := fmt.Sprintf("%s holds more than %d %s", where, e.Limit, e.Unit)
+		if e.Bound != "" {
+			return msg + " (" + e.Bound + ")"
+		}
+		return msg
+	case TooLong:
+		return fmt.Sprintf("the string at %s is longer than %d bytes", where, e.Limit)
+	case Syntax:
+		return fmt.Sprintf("the JSON is not valid: %s (at byte %d)", e.Reason, e.Offset)
 	case Duplicate:
 		return fmt.Sprintf("key %q appears twice in %s (as %q and %q)", e.Key, where, e.Other, e.Key)
 	case Misspelled:
@@ -92,14 +125,20 @@ func (e *Error) Describe(top string) string {
 	return fmt.Sprintf("unknown key %q in %s, which takes only %s", e.Key, where, strings.Join(e.Known, ", "))
 }
 
-// Check walks the JSON document raw and returns the first refused key at
-// any depth, or nil. A document nested deeper than MaxDepth is refused
-// (TooDeep) before it is walked. Two keys are the same if they are equal
-// under Unicode case folding, as Go's decoder matches struct fields. Syntax
-// errors are left to the decoder, which reads raw next.
+// Check refuses raw, by Scan, where it nests deeper than MaxDepth or an
+// object names a key twice (two keys are the same if they are equal under
+// Unicode case folding, as Go's decoder matches struct fields), then, when
+// s is closed, walks it for the first unknown or misspelled key at any
+// depth. Syntax errors are left to the decoder, which reads raw next.
 func Check(raw []byte, s *Shape) *Error {
-	if e := CheckDepth(raw, MaxDepth); e != nil {
+	if e := Scan(raw, Limits{Depth: MaxDepth}); e != nil {
+		if e.Kind == Syntax {
+			return nil
+		}
 		return e
+	}
+	if s == nil {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -194,20 +233,15 @@ func (w *walker) value(dec *json.Decoder, s *Shape) bool {
 	return true
 }
 
-// object consumes the members of an object whose '{' was read.
+// object consumes the members of an object whose '{' was read, checking
+// its keys against s.
 func (w *walker) object(dec *json.Decoder, s *Shape) bool {
-	seen := map[string]string{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return false
 		}
 		key, _ := tok.(string)
-		if first, dup := seen[fold(key)]; dup {
-			w.refused = &Error{Kind: Duplicate, Path: w.where(), Key: key, Other: first}
-			return false
-		}
-		seen[fold(key)] = key
 		var child *Shape
 		if s != nil {
 			c, ok := s.fields[key]
@@ -239,19 +273,4 @@ func (s *Shape) unknown(path, key string) *Error {
 	}
 	sort.Strings(names)
 	return &Error{Kind: Unknown, Path: path, Key: key, Known: names}
-}
-
-// fold maps every rune of key to the smallest rune of its case-folding
-// orbit, so fold(a) == fold(b) exactly when strings.EqualFold(a, b): "K",
-// "k" and the Kelvin sign, or "s" and "ſ", are one key.
-func fold(key string) string {
-	return strings.Map(func(r rune) rune {
-		min := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			if f < min {
-				min = f
-			}
-		}
-		return min
-	}, key)
 }
