@@ -55,7 +55,7 @@ import (
 
 // runnerProtocol is the version of the protocol above. The image carries it
 // in its imageProtocolLabel; Health refuses an image that speaks another.
-const runnerProtocol = "4"
+const runnerProtocol = "5"
 
 // imageProtocolLabel is the image label that holds the runner's protocol
 // version (set by images/python/build.sh).
