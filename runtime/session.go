@@ -32,8 +32,11 @@ type Session struct {
 	runMu sync.Mutex
 
 	mu sync.Mutex
-	// cur is the call under way, nil between calls.
-	cur *call
+	// cur is the call the reader hands output to, nil between calls; busy
+	// reports that a call is under way (until its answer is made, after
+	// cur is cleared), so the monitor leaves its end to Run.
+	cur  *call
+	busy bool
 	// between counts the bytes drained since the last call began.
 	between int64
 	reason  string
@@ -122,7 +125,7 @@ func (s *Session) checkDead() {
 		return
 	}
 	s.mu.Lock()
-	busy := s.cur != nil
+	busy := s.busy
 	s.mu.Unlock()
 	if busy {
 		return

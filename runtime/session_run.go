@@ -61,7 +61,7 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 			"the session has ended (%s)", reason)
 	default:
 	}
-	s.cur, s.between = c, 0
+	s.cur, s.busy, s.between = c, true, 0
 	s.mu.Unlock()
 	log := s.log.With("job", job.ID)
 	written := s.send(proto.message(job.Code, job.Stdin, job.Files))
@@ -72,7 +72,7 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 	res, err := cr.answer(ctx, how, deadline.started())
 	<-written
 	s.mu.Lock()
-	s.cur = nil
+	s.cur, s.busy = nil, false
 	s.mu.Unlock()
 	s.checkDead()
 	if err != nil {

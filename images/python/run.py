@@ -415,8 +415,9 @@ def _restore(data, pout, perr):
         os.lseek(fd, 0, os.SEEK_SET)
     else:
         fd = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(fd, 0)
-    os.close(fd)
+    if fd != 0:  # 0 itself when the last call closed it
+        os.dup2(fd, 0)
+        os.close(fd)
     os.dup2(pout, 1)
     os.dup2(perr, 2)
     sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", closefd=False)
