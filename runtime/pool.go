@@ -174,9 +174,10 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 
 // takeIdle returns an idle warm box, or nil when none is idle: a session
 // takes one only when it is ready, and otherwise starts its own rather than
-// take one a run waits for. The replacement starts at once, and the box no
-// longer counts in the pool's memory budget (the sessions' own budget
-// counts it).
+// take one a run waits for. The replacement starts as for a run's take
+// (after refillDelay, so its start does not compete with the session's
+// switch), and the box no longer counts in the pool's memory budget (the
+// sessions' own budget counts it).
 func (p *pool) takeIdle() *box {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -190,7 +191,7 @@ func (p *pool) takeIdle() *box {
 			p.discardLocked(b)
 			continue
 		}
-		p.fillLocked()
+		p.refillLater()
 		return b
 	}
 	return nil
