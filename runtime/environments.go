@@ -38,8 +38,8 @@ type envRunner interface {
 	startPool()
 	Close(ctx context.Context) error
 	PoolStats() PoolStats
-	// OpenSession starts a session in this environment.
-	OpenSession(ctx context.Context) (sandboxd.SessionContainer, error)
+	// openSession starts a session in this environment.
+	openSession(ctx context.Context) (sandboxd.SessionContainer, error)
 }
 
 // Environments runs each job in the runner of its environment
@@ -122,7 +122,7 @@ func (e *Environments) OpenSession(ctx context.Context, environment string) (san
 	if err != nil {
 		return nil, err
 	}
-	return r.OpenSession(ctx)
+	return r.openSession(ctx)
 }
 
 // runner returns the runner of the environment ("" meaning the default),

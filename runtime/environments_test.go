@@ -59,7 +59,7 @@ func (f *fakeEnv) Close(context.Context) error {
 
 func (f *fakeEnv) PoolStats() PoolStats { return f.stats }
 
-func (f *fakeEnv) OpenSession(context.Context) (sandboxd.SessionContainer, error) {
+func (f *fakeEnv) openSession(context.Context) (sandboxd.SessionContainer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opened++

@@ -53,8 +53,10 @@ import (
 // container's exit, as before, and has no files out. The ack tells a program that ran from a
 // container that died before it got its program, which is retried.
 
-// runnerProtocol is the version of the protocol above. The image carries it
-// in its imageProtocolLabel; Health refuses an image that speaks another.
+// runnerProtocol is the version of the protocol: 5 is the protocol above
+// (4's, unchanged) and the sessions of session_protocol.go. The image
+// carries it in its imageProtocolLabel; Health refuses an image that speaks
+// another.
 const runnerProtocol = "5"
 
 // imageProtocolLabel is the image label that holds the runner's protocol

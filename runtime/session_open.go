@@ -61,8 +61,8 @@ func (d *Docker) closeSessions(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// OpenSession starts a session: Open, as a sandboxd.SessionContainer.
-func (d *Docker) OpenSession(ctx context.Context) (sandboxd.SessionContainer, error) {
+// openSession starts a session: Open, as a sandboxd.SessionContainer (envRunner).
+func (d *Docker) openSession(ctx context.Context) (sandboxd.SessionContainer, error) {
 	s, err := d.Open(ctx)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,10 @@
 
 It is started before its program exists (a warm container waits here), with
 everything it needs already imported. It speaks the service's runner
-protocol, version 4 (runtime/protocol.go), on its standard streams:
+protocol, version 5 (runtime/protocol.go, runtime/session_protocol.go), on
+its standard streams. Its first line decides: a program's header (below,
+protocol 4's, unchanged) runs one program; a session header runs many
+(Sessions, below). One program:
 
   stdin:   "<token> <n> <m> <f> <k> <maxfiles> <maxbytes>\\n", then the n bytes
            of the program, the m bytes of its standard input, and the k bytes
@@ -56,6 +59,42 @@ and returns no files.
 
 Before anything else, the runner sets on itself the data limit that the
 service hands over in SANDBOX_DATA_LIMIT (bytes), and removes the variable.
+
+Sessions. "S <token> <maxvalue>\\n" switches the runner into its loop. It
+dups its stdin, stdout and stderr to private descriptors (non-inheritable),
+acks the loop with "\\0sandboxd:<token>:go\\n" on stdout, and then, per
+call, reads a program's header (a fresh token each call), its code, stdin
+and files in from the private stdin, and:
+
+  - restores descriptors 0 (the call's stdin), 1 and 2 and fresh sys.stdin,
+    sys.stdout and sys.stderr (a program that closed or replaced them gets
+    them back), the working directory /tmp, and its SIGINT handler;
+  - writes the files in (replacing a file or link of that name, never
+    following one), notes every file under /tmp as (inode, size, mtime_ns)
+    (with a digest for one changed so recently that its time may not move),
+    and acks the call on both stdout and stderr: what comes before the ack
+    on either was written between calls;
+  - runs the code in the one __main__ module the session keeps: parsed with
+    ast, the last statement, when it is an expression, evaluated apart and
+    its value, when not None, repr'd (an exception in repr is the call's own
+    error). SIGINT raises KeyboardInterrupt only while this runs (status
+    130); between calls it is ignored. SystemExit ends the call (its
+    status), not the session;
+  - saves the open figures, and writes on both private streams
+    "\\0sandboxd:<token>:<sss> <cpu> <rss> <len> <t> <v> <vlen> <i>\\n",
+    protocol 4's fields then: <v> 0 for no value, 1 for a value of <vlen>
+    bytes, 2 for one cut at <maxvalue> bytes (<vlen> in 10 digits), <i> 1
+    when the interrupt ended the call; on stdout the files section follows
+    (the files new or changed since the call began, and the files in whose
+    bytes changed), then the value's <vlen> bytes (UTF-8). <cpu> is the
+    call's; <rss> its own peak where the kernel lets the runner reset it
+    (/proc/self/clear_refs), else the session's so far;
+  - points descriptors 1 and 2 at /dev/null until the next call, so what a
+    thread writes between calls never reaches the service.
+
+The session ends when stdin ends (exit 0) or at a header that does not parse
+(exit 2): a program that reads the protocol stream itself breaks only its
+own session. A forked child that comes back to the loop exits at once.
 
 After reading the program, stdin points at its standard input: an anonymous
 in-memory file holding the m bytes, or /dev/null when m is 0 (the program
