@@ -42,6 +42,7 @@ func (f fakeGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Auth
 // fakeCharge is both the fake authorization and the fake charge.
 type fakeCharge struct{ settleErr error }
 
+func (fakeCharge) Payer() string                                      { return "0xpayer" }
 func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return c, nil }
 func (c fakeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
 	return nil, c.settleErr
@@ -121,7 +122,7 @@ func TestMetricsSeries(t *testing.T) {
 	m.Ledger("reserve", time.Millisecond)
 
 	paid := sandboxd.PaymentRequest{Signature: "x"}
-	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(string) float64 { return 5000 }}
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(sandboxd.PaymentRequest) float64 { return 5000 }}
 	c, err := begin(ctx, g, paid)
 	if err != nil {
 		t.Fatal(err)
@@ -178,8 +179,8 @@ func TestMetricsSeries(t *testing.T) {
 func TestSettledAmountIsTheEnvironmentsPrice(t *testing.T) {
 	ctx := context.Background()
 	m := New(func() PoolStats { return PoolStats{} })
-	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(env string) float64 {
-		if env == "data" {
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(req sandboxd.PaymentRequest) float64 {
+		if req.Environment == "data" {
 			return 20000
 		}
 		return 5000
