@@ -29,7 +29,7 @@ type Gate struct {
 	priced map[string]*parts
 	// quotes are the parts of the prices requests set themselves
 	// (PaymentRequest.Price), made on first use from cfg.
-	quotes quotes
+	quotes  quotes
 	log     *slog.Logger
 	now     func() time.Time
 	closers []io.Closer

@@ -136,7 +136,11 @@ func (o *fakeObserver) SessionEnded(_, reason string) {
 	}
 	o.ended[reason]++
 }
-func (o *fakeObserver) SessionCalled(string, sandboxd.Status, error) { o.mu.Lock(); o.calls++; o.mu.Unlock() }
+func (o *fakeObserver) SessionCalled(string, sandboxd.Status, error) {
+	o.mu.Lock()
+	o.calls++
+	o.mu.Unlock()
+}
 
 func (o *fakeObserver) endedFor(reason string) int {
 	o.mu.Lock()
