@@ -22,8 +22,8 @@ type VersionInfo struct {
 }
 
 // Server holds what the handlers need. All exported fields are required
-// but RunLimit, Page, CORSOrigins, Environments, MaxFiles, MaxFilesBytes and
-// BodyBudget.
+// but RunLimit, Page, CORSOrigins, Environments, MaxFiles, MaxFilesBytes,
+// BodyBudget, Sessions and SessionSettings.
 type Server struct {
 	Runner   sandboxd.Runner
 	Admitter sandboxd.Admitter
@@ -50,6 +50,11 @@ type Server struct {
 	// "environment", listed by discovery; empty means DefaultEnvironment
 	// alone.
 	Environments []sandboxd.Environment
+	// Sessions are the sessions (sessions.go); nil turns them off: their
+	// routes answer 404.
+	Sessions sandboxd.Sessions
+	// SessionSettings describe the sessions, and price their opening.
+	SessionSettings SessionSettings
 	// MaxFiles caps the files of a request (over it, 413) and of an
 	// answer (the runtime enforces that side); 0 accepts no files in.
 	MaxFiles int
@@ -78,16 +83,17 @@ func (s *Server) router() *mux.Router {
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
 	r.Handle("/mcp", s.mcpHandler()).Methods(http.MethodPost)
+	s.registerSessions(r)
 	if s.Page {
 		s.registerPage(r)
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
-			"no such endpoint %s; the API has POST /v1/code, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", r.URL.Path))
+			"no such endpoint %s; the API has POST /v1/code, /v1/sessions, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", logPath(r.URL.Path)))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeMethod, "httpapi.route",
-			"method %s is not allowed on %s", r.Method, r.URL.Path))
+			"method %s is not allowed on %s", r.Method, logPath(r.URL.Path)))
 	})
 	return r
 }
