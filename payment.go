@@ -15,6 +15,10 @@ type PaymentRequest struct {
 	// Environment is the environment the request runs in (a validated
 	// Job.Environment): the terms quote that environment's price.
 	Environment string
+	// Price, when set, is the price quoted instead of the environment's
+	// (in asset units, "0.01"; validated by the configuration), for a call
+	// that is not a run, such as opening a session.
+	Price string
 	// Extensions are the x402 extensions the service declares for the
 	// resource, by name (bazaar discovery). A facilitator is sent these,
 	// never the payer's copies.
@@ -46,6 +50,9 @@ type PaymentGate interface {
 
 // Authorization is a payment that passed every check, not yet reserved.
 //
+// Payer is the verified payer (the EIP-3009 from, lower-case hex), "" when
+// payments are off.
+//
 // Reserve is called once a sandbox slot is held, right before the run. It
 // records the payment as spent-in-progress and returns its Charge. It
 // returns an *Error:
@@ -54,6 +61,7 @@ type PaymentGate interface {
 //   - CodeUnavailable when the ledger cannot record it, or the gate is
 //     closing: nothing runs and nothing is charged.
 type Authorization interface {
+	Payer() string
 	Reserve(ctx context.Context) (Charge, error)
 }
 

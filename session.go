@@ -11,45 +11,67 @@ import (
 // Runner; the sessions package implements it on a SessionEngine, which the
 // runtime implements on Docker.
 
-// Sessions is the table of live sessions.
+// Sessions is the table of live sessions. Opening and calling are phased
+// around the payment, as PaymentGate is around the sandbox slot: room is
+// held (Hold) before a payment is checked, and a session's turn is taken
+// (Turn) before its payment is reserved, so that a refusal for capacity,
+// ownership or a busy session never costs the caller anything.
 //
-// Open starts a session in req.Environment and returns its state. It
-// returns an *Error:
-//   - CodeBusy (RetryAfter set) when sessions are at their capacity (count,
-//     memory, or req.Owner's own cap);
+// Hold holds room for one new session in environment. It returns an
+// *Error:
+//   - CodeBusy (RetryAfter set) when sessions are at their capacity (count
+//     or memory);
 //   - CodeInvalid for an unknown environment;
-//   - CodeUnavailable when the engine cannot start the container (nothing
-//     is held afterwards);
-//   - ctx's error when ctx ended first.
+//   - CodeUnavailable when the table is closing.
 //
-// Run runs job in session id and returns what it did; a program that fails,
-// loops or ends its own session is a SessionResult, not an error. It
-// returns an *Error:
+// Turn finds session id and takes its turn for one call by owner (the
+// wallet that paid for the call, "" in free mode). It returns an *Error:
 //   - CodeNotFound for an unknown, ended or expired id (the message says
 //     which);
-//   - CodeForbidden when owner is not the session's owner (nothing ran);
+//   - CodeForbidden when owner is not the session's owner (nothing waited);
 //   - CodeConflict when another call still runs after the queue wait;
-//   - CodeUnavailable or CodeInternal when the service failed to deliver.
+//   - ctx's error when ctx ended first.
 //
-// Get returns a session's state; CodeNotFound as for Run.
+// Get returns a session's state; CodeNotFound as for Turn.
 //
-// Close ends a session and removes its container; CodeNotFound as for Run,
-// CodeForbidden as for Run.
+// Close ends a session and removes its container: the id is the
+// capability (an unpaid request may end its session). CodeNotFound as for
+// Turn.
 type Sessions interface {
-	Open(ctx context.Context, req SessionOpen) (SessionInfo, error)
-	Run(ctx context.Context, id, owner string, job Job) (SessionResult, error)
+	Hold(ctx context.Context, environment string) (SessionHold, error)
+	Turn(ctx context.Context, id, owner string) (SessionTurn, error)
 	Get(ctx context.Context, id string) (SessionInfo, error)
-	Close(ctx context.Context, id, owner string) error
+	Close(ctx context.Context, id string) error
 }
 
-// SessionOpen asks for a new session.
-type SessionOpen struct {
-	// Environment names the session's environment ("" means
-	// DefaultEnvironment).
-	Environment string
-	// Owner is the wallet that paid to open it (lower-case hex address),
-	// "" in free mode: then the id alone is the capability.
-	Owner string
+// SessionHold is room held for one session not started yet. Release must
+// be called on every path; after a successful Start it does nothing.
+//
+// Claim names the session's owner (the paying wallet, "" in free mode)
+// and counts it against the owner's own cap: CodeBusy (RetryAfter set)
+// when the owner holds as many sessions as it may. Claim is called at most
+// once, before Start.
+//
+// Start starts the session's container and returns its state. It returns
+// an *Error: CodeUnavailable when the engine cannot start it or the table
+// is closing, CodeInvalid or CodeInternal from the engine, ctx's error when
+// ctx ended first. After an error the hold still needs its Release.
+type SessionHold interface {
+	Claim(owner string) error
+	Start(ctx context.Context) (SessionInfo, error)
+	Release()
+}
+
+// SessionTurn is a session's turn for one call. Release must be called on
+// every path; it ends the turn.
+//
+// Run runs job in the session, once, and returns what it did; a program
+// that fails, loops or ends its own session is a SessionResult, not an
+// error. It returns an *Error (CodeUnavailable or CodeInternal) when the
+// service failed to deliver; the session is then ended.
+type SessionTurn interface {
+	Run(ctx context.Context, job Job) (SessionResult, error)
+	Release()
 }
 
 // SessionInfo is a session's state as callers see it.

@@ -12,7 +12,7 @@ import (
 // origin could not do with curl; Access-Control-Allow-Credentials is never
 // sent. The page, /mcp and anything else answer no CORS headers.
 const (
-	corsAllowMethods = "GET, HEAD, POST"
+	corsAllowMethods = "GET, HEAD, POST, DELETE"
 	// corsAllowHeaders are the request headers a cross-origin call may
 	// send: the JSON body's type and the x402 payments (v2 and v1).
 	corsAllowHeaders = "Content-Type, PAYMENT-SIGNATURE, X-PAYMENT"

@@ -44,6 +44,12 @@ func (s *Server) discoveryOutput() (info, schema map[string]any) {
 // discovery wraps info and the input's schema into the extension.
 func (s *Server) discovery(input, inputSchema map[string]any) map[string]any {
 	outInfo, outSchema := s.discoveryOutput()
+	return bazaar(input, inputSchema, outInfo, outSchema)
+}
+
+// bazaar is the extension of a resource: how to call it and what it
+// answers, as examples (input, outInfo) and their schemas.
+func bazaar(input, inputSchema, outInfo, outSchema map[string]any) map[string]any {
 	return map[string]any{
 		"info": map[string]any{"input": input, "output": outInfo},
 		"schema": map[string]any{
@@ -57,19 +63,30 @@ func (s *Server) discovery(input, inputSchema map[string]any) map[string]any {
 
 // httpDiscovery is the extension for POST /v1/code.
 func (s *Server) httpDiscovery() map[string]any {
-	input := map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": exampleInput()}
-	schema := map[string]any{
+	return s.httpBazaar(exampleInput(), s.codeRequestSchema(), exampleOutput(), s.runResultSchema())
+}
+
+// httpBazaar is the discovery extension of a JSON POST route: its example
+// body and answer, and their schemas.
+func (s *Server) httpBazaar(body, bodySchema, answer, answerSchema map[string]any) map[string]any {
+	input := map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": body}
+	inputSchema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"type":     map[string]any{"type": "string", "const": "http"},
 			"method":   map[string]any{"type": "string", "enum": []string{"POST"}},
 			"bodyType": map[string]any{"type": "string", "enum": []string{"json"}},
-			"body":     s.codeRequestSchema(),
+			"body":     bodySchema,
 		},
 		"required":             []string{"type", "method", "bodyType", "body"},
 		"additionalProperties": false,
 	}
-	return s.discovery(input, schema)
+	outSchema := map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": answerSchema},
+		"required":   []string{"type"},
+	}
+	return bazaar(input, inputSchema, map[string]any{"type": "json", "example": answer}, outSchema)
 }
 
 // mcpDiscovery is the extension for the MCP tool run_python.

@@ -53,7 +53,7 @@ type errorBody struct {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The caller hung up; nobody is left to read an answer.
-		s.Log.Debug("caller went away", "path", r.URL.Path, "err", err)
+		s.Log.Debug("caller went away", "path", logPath(r.URL.Path), "err", err)
 		return
 	}
 	code := sandboxd.ErrorCode(err)
@@ -67,7 +67,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusPaymentRequired {
 		noStore(w.Header())
 	}
-	log := s.Log.With("method", r.Method, "path", r.URL.Path, "status", status)
+	log := s.Log.With("method", r.Method, "path", logPath(r.URL.Path), "status", status)
 	switch {
 	case status >= 500:
 		log.Error("request failed", "err", err)

@@ -44,27 +44,43 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	releaseBody(ctx)
 	var gone <-chan struct{}
 	defer func() { releaseWhenGone(gone, release) }()
-	// From the reservation on, the caller's hang-up changes nothing.
-	ctx = context.WithoutCancel(ctx)
-	charge, err := auth.Reserve(ctx)
-	if err != nil {
-		return outcome{}, err
-	}
-	runCtx, cancel := s.runContext(ctx)
-	res, err := s.Runner.Run(runCtx, job)
-	cancel()
-	gone = res.Gone
-	if err != nil {
-		charge.Release(ctx)
-		return outcome{}, err
-	}
-	settled, err := charge.Settle(ctx, res)
+	var res sandboxd.Result
+	settled, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
+		var err error
+		res, err = s.Runner.Run(ctx, job)
+		gone = res.Gone
+		return res, err
+	})
 	if err != nil {
 		return outcome{}, err
 	}
 	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds())
 	return outcome{Result: res, Settlement: settled}, nil
+}
+
+// deliver is the paid half of every flow (a run, a session's opening or
+// call), once what the payment buys is held (a sandbox slot, a session's
+// room or turn): it reserves auth's payment, runs run, then settles what
+// it delivered, or releases the payment when run failed (the service's
+// own failure: nobody pays for it). From the reservation on, the caller's
+// hang-up changes nothing: run and the settlement are detached from ctx,
+// run bounded by RunLimit. The errors are Reserve's, run's and Settle's.
+func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization,
+	run func(context.Context) (sandboxd.Result, error)) (*sandboxd.Settlement, error) {
+	ctx = context.WithoutCancel(ctx)
+	charge, err := auth.Reserve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := s.runContext(ctx)
+	res, err := run(runCtx)
+	cancel()
+	if err != nil {
+		charge.Release(ctx)
+		return nil, err
+	}
+	return charge.Settle(ctx, res)
 }
 
 // releaseWhenGone gives the sandbox slot back once the run's sandbox is

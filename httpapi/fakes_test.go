@@ -59,6 +59,9 @@ type fakeGate struct {
 	settled    int
 	released   int
 	requests   []sandboxd.PaymentRequest
+	// payer, when set, is the Payer of the authorizations instead of
+	// fakePayer.
+	payer string
 	// settlement, when set, is what Settle answers instead of
 	// fakeSettlement.
 	settlement *sandboxd.Settlement
@@ -92,6 +95,20 @@ func (g *fakeGate) count(n *int) int {
 
 // fakeCharge is both the fake authorization and the fake charge.
 type fakeCharge struct{ g *fakeGate }
+
+// Payer is fakePayer: every fake payment is the same wallet's, unless
+// the gate names another.
+func (c fakeCharge) Payer() string {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	if c.g.payer != "" {
+		return c.g.payer
+	}
+	return fakePayer
+}
+
+// fakePayer is the wallet of the fake payments.
+const fakePayer = "0xpayer"
 
 func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) {
 	c.g.mu.Lock()

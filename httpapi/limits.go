@@ -32,6 +32,7 @@ var (
 	filesShape   = jsonkeys.ArrayOf(jsonkeys.Closed(map[string]*jsonkeys.Shape{"name": nil, "content": nil}))
 	requestShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"language": nil, "code": nil, "stdin": nil,
 		"environment": nil, "files": filesShape})
+	openShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"environment": nil})
 	toolShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"code": nil, "stdin": nil, "environment": nil,
 		"files": filesShape})
 )

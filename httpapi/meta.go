@@ -19,6 +19,16 @@ type versionResponse struct {
 	// Building are the environments whose images are being built, as
 	// /v1/health names them.
 	Building map[string]buildingJSON `json:"building,omitempty"`
+	// Sessions says whether sessions are on, and their bounds.
+	Sessions sessionsVersion `json:"sessions"`
+}
+
+// sessionsVersion describes the sessions in GET /v1/version.
+type sessionsVersion struct {
+	Enabled      bool  `json:"enabled"`
+	Max          int   `json:"max,omitempty"`
+	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
+	MaxLifetimeS int64 `json:"max_lifetime_s,omitempty"`
 }
 
 // handleVersion reports the service's build and the engine behind it. The
@@ -26,6 +36,10 @@ type versionResponse struct {
 // part is reused for engineTTL (see shared).
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	resp := versionResponse{VersionInfo: s.Version}
+	if set := s.SessionSettings; s.Sessions != nil {
+		resp.Sessions = sessionsVersion{Enabled: true, Max: set.Max, IdleTimeoutS: int64(set.IdleTimeout / time.Second),
+			MaxLifetimeS: int64(set.MaxLifetime / time.Second)}
+	}
 	info, err := s.runnerInfo(r.Context())
 	if err != nil {
 		resp.DockerError = "the container engine did not answer"

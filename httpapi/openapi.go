@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
 
 	"sandboxd/x402"
@@ -59,6 +60,22 @@ func (s *Server) openAPI() map[string]any {
 		"summary":   "The service's version and commit, Go, the Docker engine and the image.",
 		"responses": map[string]any{"200": reply("The versions; the engine's part is missing (docker_error says why) when Docker does not answer.", typed("object", "Versions."), nil)},
 	}
+	paths := map[string]any{
+		"/v1/code":         map[string]any{"post": codeOperation()},
+		"/v1/health":       map[string]any{"get": health, "head": health},
+		"/v1/version":      map[string]any{"get": version, "head": version},
+		"/v1/openapi.json": map[string]any{"get": map[string]any{"summary": "This document.", "responses": map[string]any{"200": reply("The OpenAPI 3.1 document.", typed("object", "OpenAPI 3.1."), nil)}}},
+		"/mcp":             map[string]any{"post": mcpOperation()},
+	}
+	schemas := map[string]any{
+		"CodeRequest":       s.codeRequestSchema(),
+		"RunResult":         s.runResultSchema(),
+		"Error":             errorSchema(),
+		"PaymentRequired":   paymentRequiredSchema(),
+		"PaymentRequiredV1": paymentRequiredV1Schema(),
+	}
+	maps.Copy(paths, s.sessionPaths())
+	maps.Copy(schemas, s.sessionSchemas())
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -66,22 +83,8 @@ func (s *Server) openAPI() map[string]any {
 			"version":     s.Version.Version,
 			"description": "Run a short Python program in a fresh, isolated container; paid per call over x402 when payments are on.",
 		},
-		"paths": map[string]any{
-			"/v1/code":         map[string]any{"post": codeOperation()},
-			"/v1/health":       map[string]any{"get": health, "head": health},
-			"/v1/version":      map[string]any{"get": version, "head": version},
-			"/v1/openapi.json": map[string]any{"get": map[string]any{"summary": "This document.", "responses": map[string]any{"200": reply("The OpenAPI 3.1 document.", typed("object", "OpenAPI 3.1."), nil)}}},
-			"/mcp":             map[string]any{"post": mcpOperation()},
-		},
-		"components": map[string]any{
-			"schemas": map[string]any{
-				"CodeRequest":       s.codeRequestSchema(),
-				"RunResult":         s.runResultSchema(),
-				"Error":             errorSchema(),
-				"PaymentRequired":   paymentRequiredSchema(),
-				"PaymentRequiredV1": paymentRequiredV1Schema(),
-			},
-		},
+		"paths":      paths,
+		"components": map[string]any{"schemas": schemas},
 	}
 }
 

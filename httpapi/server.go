@@ -51,16 +51,21 @@ type Server struct {
 	// "environment", listed by discovery; empty means DefaultEnvironment
 	// alone.
 	Environments []sandboxd.Environment
+	// BodyBudget caps the bytes of request bodies being read and decoded
+	// at once, across all requests (body.go); 0 means
+	// defaultBodyBudgets times MaxBodyBytes.
+	BodyBudget int64
+	// Sessions are the sessions (sessions.go); nil turns them off: their
+	// routes answer 404.
+	Sessions sandboxd.Sessions
+	// SessionSettings describe the sessions, and price their opening.
+	SessionSettings SessionSettings
 	// MaxFiles caps the files of a request (over it, 413) and of an
 	// answer (the runtime enforces that side); 0 accepts no files in.
 	MaxFiles int
 	// MaxFilesBytes caps the decoded bytes of a request's files in all
 	// (over it, 413) and of an answer's (the runtime enforces that side).
 	MaxFilesBytes int64
-	// BodyBudget caps the bytes of request bodies being read and decoded
-	// at once, across all requests (body.go); 0 means
-	// defaultBodyBudgets times MaxBodyBytes.
-	BodyBudget int64
 	// MinBodyRate is the slowest a body may arrive, in bytes a second on
 	// average after BodyGrace (body_rate.go); slower is cut off with a
 	// 408. 0 sets no rate.
@@ -103,16 +108,17 @@ func (s *Server) router() *mux.Router {
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
 	r.Handle(mcpPath, s.mcpHandler()).Methods(http.MethodPost)
+	s.registerSessions(r)
 	if s.Page {
 		s.registerPage(r)
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
-			"no such endpoint %s; the API has POST /v1/code, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", r.URL.Path))
+			"no such endpoint %s; the API has POST /v1/code, /v1/sessions, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", logPath(r.URL.Path)))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeMethod, "httpapi.route",
-			"method %s is not allowed on %s", r.Method, r.URL.Path))
+			"method %s is not allowed on %s", r.Method, logPath(r.URL.Path)))
 	})
 	return r
 }

@@ -42,6 +42,7 @@ func (f fakeGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Auth
 // fakeCharge is both the fake authorization and the fake charge.
 type fakeCharge struct{ settleErr error }
 
+func (fakeCharge) Payer() string                                      { return "0xpayer" }
 func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return c, nil }
 func (c fakeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
 	return nil, c.settleErr
@@ -121,7 +122,7 @@ func TestMetricsSeries(t *testing.T) {
 	m.Ledger("reserve", time.Millisecond)
 
 	paid := sandboxd.PaymentRequest{Signature: "x"}
-	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(string) float64 { return 5000 }}
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(sandboxd.PaymentRequest) float64 { return 5000 }}
 	c, err := begin(ctx, g, paid)
 	if err != nil {
 		t.Fatal(err)
@@ -178,8 +179,8 @@ func TestMetricsSeries(t *testing.T) {
 func TestSettledAmountIsTheEnvironmentsPrice(t *testing.T) {
 	ctx := context.Background()
 	m := New(func() PoolStats { return PoolStats{} })
-	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(env string) float64 {
-		if env == "data" {
+	g := Gate{PaymentGate: fakeGate{}, M: m, Amount: func(req sandboxd.PaymentRequest) float64 {
+		if req.Environment == "data" {
 			return 20000
 		}
 		return 5000
@@ -195,5 +196,37 @@ func TestSettledAmountIsTheEnvironmentsPrice(t *testing.T) {
 	}
 	if got := value(scrape(t, m), "sandboxd_settled_amount_atomic_total", nil); got != 25000 {
 		t.Fatalf("settled %v, want 5000 + 20000", got)
+	}
+}
+
+// TestSessionSeries: opened, open, ended by reason (every reason shown
+// from the start) and calls by status.
+func TestSessionSeries(t *testing.T) {
+	m := New(nil)
+	m.SessionOpened("python")
+	m.SessionOpened("data")
+	m.SessionCalled("python", sandboxd.StatusOK, nil)
+	m.SessionCalled("python", "", sandboxd.Errorf(sandboxd.CodeUnavailable, "x", "down"))
+	m.SessionEnded("data", "idle")
+	got := scrape(t, m)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"sandboxd_sessions_opened_total", map[string]string{"environment": "python"}, 1},
+		{"sandboxd_sessions_open", map[string]string{"environment": "python"}, 1},
+		{"sandboxd_sessions_open", map[string]string{"environment": "data"}, 0},
+		{"sandboxd_sessions_ended_total", map[string]string{"reason": "idle"}, 1},
+		{"sandboxd_sessions_ended_total", map[string]string{"reason": "output_between_calls"}, 0},
+		{"sandboxd_session_calls_total", map[string]string{"environment": "python", "status": "ok"}, 1},
+		{"sandboxd_session_calls_total", map[string]string{"environment": "python", "status": "unavailable"}, 1},
+	} {
+		if v := value(got, c.name, c.labels); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
+		}
+	}
+	if _, ok := got["sandboxd_sessions_ended_total"]; !ok {
+		t.Fatal("no ended series")
 	}
 }

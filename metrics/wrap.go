@@ -61,13 +61,14 @@ func (a Admitter) Admit(ctx context.Context) (func(), error) {
 }
 
 // Gate counts the payment outcomes of the PaymentGate it wraps. Amount is
-// the price in atomic units of a call in an environment, added to the
+// the price in atomic units quoted for a request (its environment's, or
+// its own price such as a session's opening), added to the
 // settled sum per settlement; Reason names a refusal's cause from Check's
 // or Reserve's error.
 type Gate struct {
 	sandboxd.PaymentGate
 	M      *Metrics
-	Amount func(environment string) float64
+	Amount func(req sandboxd.PaymentRequest) float64
 	Reason func(err error) string
 }
 
@@ -77,7 +78,7 @@ func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.
 	a, err := g.PaymentGate.Check(ctx, req)
 	switch {
 	case err == nil:
-		return authorization{Authorization: a, g: g, environment: req.Environment}, nil
+		return authorization{Authorization: a, g: g, req: req}, nil
 	case sandboxd.ErrorCode(err) == sandboxd.CodePayment && !paid(req):
 		g.M.payments.WithLabelValues(OutcomeQuoted, "").Inc()
 	default:
@@ -89,8 +90,8 @@ func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.
 // authorization records whether a checked payment was reserved.
 type authorization struct {
 	sandboxd.Authorization
-	g           Gate
-	environment string
+	g   Gate
+	req sandboxd.PaymentRequest
 }
 
 // Reserve reserves the payment, recording the reservation or its refusal.
@@ -103,7 +104,7 @@ func (a authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 	a.g.M.payments.WithLabelValues(OutcomeReserved, "").Inc()
 	amount := 0.0
 	if a.g.Amount != nil {
-		amount = a.g.Amount(a.environment)
+		amount = a.g.Amount(a.req)
 	}
 	return charge{Charge: c, g: a.g, amount: amount}, nil
 }

@@ -37,6 +37,9 @@ type authorization struct {
 
 var _ sandboxd.Authorization = (*authorization)(nil)
 
+// Payer is the verified payer, the EIP-3009 from, lower-case.
+func (a *authorization) Payer() string { return a.p.Transfer.Payer() }
+
 // Reserve records the payment in the ledger and returns its charge. The
 // charge counts as in flight until settled or released, so Close waits for
 // it. See sandboxd.Authorization for the errors.

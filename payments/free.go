@@ -20,6 +20,7 @@ func (FreeGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Author
 // freeCharge is both the authorization and the charge of a free call.
 type freeCharge struct{}
 
+func (freeCharge) Payer() string                                    { return "" }
 func (freeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return freeCharge{}, nil }
 func (freeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
 	return nil, nil

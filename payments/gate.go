@@ -26,7 +26,10 @@ type Gate struct {
 	parts
 	// priced are the parts of the environments with a price of their own,
 	// by name: their terms quote that price, the rest is shared.
-	priced  map[string]*parts
+	priced map[string]*parts
+	// quotes are the parts of the prices requests set themselves
+	// (PaymentRequest.Price), made on first use from cfg.
+	quotes  quotes
 	log     *slog.Logger
 	now     func() time.Time
 	closers []io.Closer
@@ -64,7 +67,10 @@ type options struct {
 // only. See sandboxd.PaymentGate for the errors.
 func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	const op = "payments.check"
-	pt := g.partsFor(r.Environment)
+	pt, err := g.partsOf(r)
+	if err != nil {
+		return nil, err
+	}
 	p, err := x402.DecodePayment(r.Signature, r.XPayment)
 	if err != nil {
 		return nil, headerInvalid(err)
@@ -140,7 +146,7 @@ func newGate(cfg Config, o options) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, charges: &charges{}},
-		priced: map[string]*parts{}, log: o.Log, now: o.Now,
+		priced: map[string]*parts{}, quotes: quotes{cfg: cfg, byPrice: map[string]*parts{}}, log: o.Log, now: o.Now,
 		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(o.Run), drain: o.Drain}
 	for env, price := range cfg.Prices {
 		req, err := cfg.requirements(price)

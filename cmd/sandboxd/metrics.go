@@ -36,8 +36,8 @@ func (m *Main) instrument(runner *runtime.Environments, adm sandboxd.Admitter, g
 	if !ok {
 		return run, adm, gate
 	}
-	amount := func(environment string) float64 {
-		a, _ := strconv.ParseFloat(g.RequirementsFor(environment).Amount, 64)
+	amount := func(req sandboxd.PaymentRequest) float64 {
+		a, _ := strconv.ParseFloat(g.RequirementsOf(req).Amount, 64)
 		return a
 	}
 	return run, adm, metrics.Gate{PaymentGate: gate, M: m.metrics, Amount: amount, Reason: payments.RefusalReason}

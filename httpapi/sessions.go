@@ -1,0 +1,253 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"sandboxd"
+	"sandboxd/x402"
+)
+
+// SessionSettings describe the sessions to the handlers and to callers
+// (/v1/version, OpenAPI, discovery).
+type SessionSettings struct {
+	// OpenPrice is the price of opening a session (sessions.open_price),
+	// "" for payments.price.
+	OpenPrice string
+	// Max is how many sessions may be open at once.
+	Max int
+	// IdleTimeout and MaxLifetime are the sessions' lifetimes.
+	IdleTimeout, MaxLifetime time.Duration
+}
+
+// openBodyLimit caps the body of POST /v1/sessions: it names an
+// environment, nothing more.
+const openBodyLimit = 4 << 10
+
+// sessionsPath is the path of the sessions, and the prefix of each one's.
+const sessionsPath = "/v1/sessions"
+
+// openRequest is the body of POST /v1/sessions.
+type openRequest struct {
+	Environment *string `json:"environment"`
+}
+
+// SessionResponse is the answer of POST /v1/sessions (201).
+type SessionResponse struct {
+	SessionID    string `json:"session_id"`
+	Environment  string `json:"environment"`
+	CreatedAt    string `json:"created_at"`
+	ExpiresAt    string `json:"expires_at"`
+	IdleTimeoutS int64  `json:"idle_timeout_s"`
+	MaxLifetimeS int64  `json:"max_lifetime_s"`
+}
+
+// SessionState is the answer of GET /v1/sessions/{id}.
+type SessionState struct {
+	SessionID   string `json:"session_id"`
+	Environment string `json:"environment"`
+	CreatedAt   string `json:"created_at"`
+	// LastCallAt is when the last call ended; null before the first.
+	LastCallAt *string `json:"last_call_at"`
+	Calls      int     `json:"calls"`
+	ExpiresAt  string  `json:"expires_at"`
+	Busy       bool    `json:"busy"`
+}
+
+// SessionCodeResponse is the answer of a call in a session: the fields of
+// a run (CodeResponse), its result and the session's state after it.
+type SessionCodeResponse struct {
+	CodeResponse
+	// Result is the repr of the value of the program's last expression
+	// statement, as a REPL shows it; null when there was none.
+	Result  *string    `json:"result"`
+	Session SessionRef `json:"session"`
+	// SessionEnded and SessionEndReason are set when the call ended the
+	// session.
+	SessionEnded     bool   `json:"session_ended,omitempty"`
+	SessionEndReason string `json:"session_end_reason,omitempty"`
+}
+
+// SessionRef is a session's state in a call's answer.
+type SessionRef struct {
+	SessionID string `json:"session_id"`
+	Calls     int    `json:"calls"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// stamp is a time as the API writes it: RFC 3339, UTC, whole seconds.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// registerSessions adds the session routes to r.
+func (s *Server) registerSessions(r *mux.Router) {
+	r.HandleFunc(sessionsPath, s.sessionsOn(s.handleOpenSession)).Methods(http.MethodPost)
+	r.HandleFunc(sessionsPath+"/{id}/code", s.sessionsOn(s.handleSessionCode)).Methods(http.MethodPost)
+	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.handleGetSession)).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.handleCloseSession)).Methods(http.MethodDelete)
+}
+
+// sessionsOn answers 404 for every session route when sessions are off.
+func (s *Server) sessionsOn(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.Sessions == nil {
+			s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
+				"sessions are off on this service (sessions.enabled is false); run each program with POST /v1/code"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// handleOpenSession opens a session through the paid flow (openSession).
+func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
+	env, err := s.parseOpen(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ext := s.sessionOpenExtensions()
+	out, err := s.openSession(r.Context(), env, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
+		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
+		Environment: env, Extensions: ext})
+	if err != nil {
+		s.writeError(w, r, withExtensions(err, ext))
+		return
+	}
+	addSettlement(w.Header(), out.Settlement)
+	noStore(w.Header()) // the id is a capability
+	i := out.Info
+	writeJSON(w, http.StatusCreated, SessionResponse{SessionID: i.ID, Environment: i.Environment, CreatedAt: stamp(i.Created),
+		ExpiresAt: stamp(i.Expires), IdleTimeoutS: int64(i.IdleTimeout / time.Second), MaxLifetimeS: int64(i.MaxLifetime / time.Second)})
+}
+
+// parseOpen reads the body of POST /v1/sessions (none, or an object that
+// may name an environment) under the body rules of /v1/code, and returns
+// the validated environment.
+func (s *Server) parseOpen(w http.ResponseWriter, r *http.Request) (string, error) {
+	body, hold, err := s.readBody(w, r, min(int64(openBodyLimit), s.MaxBodyBytes))
+	if err != nil {
+		return "", err
+	}
+	hold.release() // decoded below, kept nowhere
+	var req openRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeObject(body, s.requestLimits(openShape), &req); err != nil {
+			return "", err
+		}
+	}
+	return s.environment(req.Environment)
+}
+
+// handleSessionCode runs a program in a session through the paid flow
+// (callSession); an unknown, ended or expired session is 404 before the
+// body is read or any payment looked at.
+func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["id"]
+	info, err := s.Sessions.Get(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	job, hold, err := s.parseSessionJob(w, r, info.Environment)
+	defer hold.release()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ext := s.sessionCallExtensions()
+	out, err := s.callSession(withBodyHold(r.Context(), hold), id, job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
+		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
+		Environment: info.Environment, Extensions: ext})
+	if err != nil {
+		s.writeError(w, r, withExtensions(err, ext))
+		return
+	}
+	addSettlement(w.Header(), out.Settlement)
+	noStore(w.Header())
+	writeJSON(w, http.StatusOK, newSessionCodeResponse(job, out.Result))
+}
+
+// parseSessionJob reads a call's body, the body of POST /v1/code under the
+// same rules (the body budget, the decoding, the caps), into a Job in the
+// session's environment env. The body may not name an environment: a
+// session keeps its own. The body's room in the budget is returned with
+// the job, as parseJob's.
+func (s *Server) parseSessionJob(w http.ResponseWriter, r *http.Request, env string) (sandboxd.Job, *bodyHold, error) {
+	body, hold, err := s.readBody(w, r, s.MaxBodyBytes)
+	if err != nil {
+		return sandboxd.Job{}, nil, err
+	}
+	var req codeRequest
+	if err := decodeObject(body, s.requestLimits(requestShape), &req); err != nil {
+		return sandboxd.Job{}, hold, err
+	}
+	if req.Environment != nil {
+		return sandboxd.Job{}, hold, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
+			`field "environment" is not accepted here: a session keeps the environment it was opened in (%s); leave it out`, env)
+	}
+	req.Environment = &env
+	job, err := s.newJob(req)
+	return job, hold, err
+}
+
+// newSessionCodeResponse is the answer of a delivered call of job.
+func newSessionCodeResponse(job sandboxd.Job, res sandboxd.SessionResult) SessionCodeResponse {
+	return SessionCodeResponse{
+		CodeResponse: newCodeResponse(job, res.Result),
+		Result:       res.Value,
+		Session:      SessionRef{SessionID: res.Session.ID, Calls: res.Session.Calls, ExpiresAt: stamp(res.Session.Expires)},
+		SessionEnded: res.Ended, SessionEndReason: res.EndReason,
+	}
+}
+
+// handleGetSession answers a session's state.
+func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
+	i, err := s.Sessions.Get(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	state := SessionState{SessionID: i.ID, Environment: i.Environment, CreatedAt: stamp(i.Created), Calls: i.Calls,
+		ExpiresAt: stamp(i.Expires), Busy: i.Busy}
+	if !i.LastCall.IsZero() {
+		last := stamp(i.LastCall)
+		state.LastCallAt = &last
+	}
+	noStore(w.Header())
+	writeJSON(w, http.StatusOK, state)
+}
+
+// handleCloseSession ends a session: 204 once its container is gone.
+func (s *Server) handleCloseSession(w http.ResponseWriter, r *http.Request) {
+	if err := s.Sessions.Close(r.Context(), mux.Vars(r)["id"]); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// shortID is a session id as the logs show it: its first 8 characters.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// logPath is a request's path as the logs show it: a session's id is a
+// capability, so only its first characters are kept.
+func logPath(path string) string {
+	rest, ok := strings.CutPrefix(path, sessionsPath+"/")
+	if !ok {
+		return path
+	}
+	id, tail, _ := strings.Cut(rest, "/")
+	if tail != "" {
+		tail = "/" + tail
+	}
+	return sessionsPath + "/" + shortID(id) + "…" + tail
+}
