@@ -14,7 +14,7 @@ import (
 // drainGrace bounds how long output is still read after a deadline kill:
 // long enough for what the program printed before it died to come through,
 // short enough that the kill is answered within timeout + 0.5 s on a busy
-// host (README, "Timing under load"). The stream usually ends sooner, once
+// host (docs/performance.md, "Kills under load"). The stream usually ends sooner, once
 // the kill has gone through.
 const drainGrace = 250 * time.Millisecond
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,12 +21,11 @@ import (
 )
 
 // serveCommand runs the service until SIGINT or SIGTERM.
-func serveCommand(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func serveCommand(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", stderr)
 	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, serveHelp, args, stdout); !ok {
+		return code
 	}
 	cfg, err := LoadConfig(*configPath)
 	if err != nil {
