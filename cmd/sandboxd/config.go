@@ -24,6 +24,7 @@ type Config struct {
 	Server   ServerConfig   `mapstructure:"server"`
 	Runtime  RuntimeConfig  `mapstructure:"runtime"`
 	Payments PaymentsConfig `mapstructure:"payments"`
+	Sessions SessionsConfig `mapstructure:"sessions"`
 	// Environments holds the environments.* keys: each environment a
 	// request may name, by name (see EnvironmentConfig).
 	Environments map[string]EnvironmentConfig `mapstructure:"environments"`
@@ -132,6 +133,16 @@ func defaultConfig() Config {
 				MaxChecks:         payments.DefaultMaxChecks,
 				CheckWait:         payments.DefaultCheckWait,
 			},
+		},
+		Sessions: SessionsConfig{
+			Enabled:     true,
+			Max:         8,
+			MaxPerPayer: 2,
+			Memory:      0,
+			IdleTimeout: 5 * time.Minute,
+			MaxLifetime: 30 * time.Minute,
+			OpenPrice:   "",
+			QueueWait:   2 * time.Second,
 		},
 		// python's defaults are the runtime.* keys (resolveEnvironments).
 		Environments: map[string]EnvironmentConfig{

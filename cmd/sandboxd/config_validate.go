@@ -53,6 +53,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateEnvironments()...)
+	errs = append(errs, c.validateSessions()...)
 	if c.Payments.Enabled {
 		errs = append(errs, configErrors(c.paymentsConfig().Validate(c.runBounds()))...)
 	}

@@ -18,6 +18,7 @@ import (
 	"sandboxd/internal/slots"
 	"sandboxd/metrics"
 	"sandboxd/runtime"
+	"sandboxd/sessions"
 )
 
 // serveCommand runs the service until SIGINT or SIGTERM.
@@ -58,6 +59,7 @@ type Main struct {
 	Log    *slog.Logger
 
 	runner        *runtime.Environments
+	sessions      *sessions.Table
 	closer        func() error // the payment gate's
 	metrics       *metrics.Metrics
 	metricsServer *http.Server
@@ -104,6 +106,12 @@ func (m *Main) Open(ctx context.Context) error {
 	// The environments and the caps of the files (branch api reads them).
 	api.Environments = m.Config.apiEnvironments()
 	api.MaxFiles, api.MaxFilesBytes = rt.MaxFiles, int64(rt.MaxFilesBytes)
+	api.SessionSettings = m.Config.sessionSettings()
+	if m.Config.Sessions.Enabled {
+		// The runtime's Environments start the session containers.
+		m.sessions = sessions.New(runner, m.Config.sessionsConfig(m.metrics), m.Log.With("component", "sessions"))
+		api.Sessions = m.sessions
+	}
 	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
@@ -117,7 +125,8 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	m.Log.Info("listening", "addr", m.ln.Addr().String(), "payments", m.Config.Payments.Enabled,
-		"environments", runner.Names(), "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency)
+		"environments", runner.Names(), "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency,
+		"sessions", m.Config.Sessions.Enabled)
 	return nil
 }
 
@@ -164,6 +173,13 @@ func (m *Main) Close() error {
 		if err := m.server.Shutdown(ctx); err != nil {
 			m.Log.Warn("runs still going at the end of the grace period; killing them", "err", err)
 		}
+		cancel()
+	}
+	// The sessions end before the runtime closes under them: each
+	// session's container is removed, and counted as ended at shutdown.
+	if m.sessions != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, m.sessions.Shutdown(ctx))
 		cancel()
 	}
 	if m.runner != nil {
