@@ -209,3 +209,19 @@ func TestSessionOpenNeverForwardsThePayment(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestSessionOpenPriceDefaultsToPaymentsPrice: sessions.open_price "" is
+// payments.price in every environment. Before, the empty price reached the
+// gate, which quoted the opened environment's price instead (data's, when
+// it sets its own).
+func TestSessionOpenPriceDefaultsToPaymentsPrice(t *testing.T) {
+	c := defaultConfig()
+	c.Payments.Price = "0.005"
+	if got := c.sessionSettings().OpenPrice; got != "0.005" {
+		t.Errorf("open price %q with sessions.open_price unset, want payments.price", got)
+	}
+	c.Sessions.OpenPrice = "0.02"
+	if got := c.sessionSettings().OpenPrice; got != "0.02" {
+		t.Errorf("open price %q, want sessions.open_price", got)
+	}
+}

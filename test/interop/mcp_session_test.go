@@ -44,7 +44,7 @@ var sessionPlan = []sessionStep{
 	{code: "import json\nx += 1\nopen('/tmp/state.json', 'w').write(json.dumps({'x': x}))\nx", result: "42"},
 	{code: "print(json.loads(open('/tmp/state.json').read())['x'] * 2)\n[x, json.__name__]", stdout: "84\n",
 		result: "[42, 'json']"},
-	{code: "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [x, x + 1, x + 2])\nplt.savefig('/tmp/chart.png')\nx",
+	{code: "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [x, x + 1, x + 2])\nplt.savefig('/tmp/chart.png')\nplt.close()\nx",
 		result: "42", images: 1},
 }
 
