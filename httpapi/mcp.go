@@ -97,7 +97,6 @@ func (s *Server) runPythonTool() *mcp.Tool {
 // call whose client went away is a protocol error.
 func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args, sessionID, err := s.toolArgs(req.Params.Arguments)
-	releaseBody(ctx)
 	if err != nil {
 		return s.toolError(toolName, err), nil
 	}

@@ -198,7 +198,7 @@ func TestMCPSessionRefusals(t *testing.T) {
 		{toolName, map[string]any{"code": "x", "session_id": 7}, "must be a string"},
 		{openToolName, map[string]any{"environment": "cobol"}, "not configured"},
 		{openToolName, map[string]any{"environment": "python", "x": 1}, "unknown field"},
-		{openToolName, map[string]any{"environment": strings.Repeat("p", 5000)}, "over the limit"},
+		{openToolName, map[string]any{"environment": strings.Repeat("p", 1500)}, "over the limit"},
 		{openToolName, map[string]any{}, "retry the call in"},
 		{closeToolName, map[string]any{}, `"session_id" is missing`},
 		{closeToolName, map[string]any{"session_id": "ses_nope"}, "404 Not Found"},

@@ -46,19 +46,27 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// resourceURL is the public URL of the call, as quoted in payment terms. A
-// reverse proxy's X-Forwarded-Proto and X-Forwarded-Host are honoured.
-func resourceURL(r *http.Request) string {
+// resourceURL is the public URL of the call, as quoted in payment terms,
+// sent to the facilitator and listed by a bazaar: so the caller must not
+// choose it. PublicURL, when set, names it alone. Else it is built from
+// the request's Host, and from X-Forwarded-Proto and X-Forwarded-Host only
+// when the peer is a trusted proxy (anyone else could write them).
+func (s *Server) resourceURL(r *http.Request) string {
+	if s.PublicURL != "" {
+		return s.PublicURL + r.URL.Path
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
-		scheme = p
-	}
 	host := r.Host
-	if h := r.Header.Get("X-Forwarded-Host"); h != "" {
-		host = h
+	if s.fromTrustedProxy(r) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+			scheme = p
+		}
+		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
+			host = h
+		}
 	}
 	return scheme + "://" + host + r.URL.Path
 }

@@ -231,7 +231,11 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 			r.log.Warn("attach stream ended with an error", "err", s.err)
 		}
 		if s.out.truncated() {
-			r.kill(ctx) // the stream ended right after the cap: it is done
+			// The stream ended right after a cap, or demux stopped reading
+			// past sentBound: close it before the kill, since a connection
+			// left unread stalls dockerd's copy and with it the kill.
+			s.close()
+			r.killLater(ctx)
 		}
 	case <-s.capHit:
 		r.killAndDrain(ctx, capDrainGrace)

@@ -112,11 +112,14 @@ func (m *Main) Open(ctx context.Context) error {
 		m.sessions = sessions.New(runner, m.Config.sessionsConfig(m.metrics), m.Log.With("component", "sessions"))
 		api.Sessions = m.sessions
 	}
-	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
+	timeouts := m.Config.httpTimeouts()
+	m.clientLimits(api, timeouts)
+	ln, err := net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
 	}
-	m.server = httpapi.NewHTTPServer(api.Handler(), m.Config.httpTimeouts(), m.Log.With("component", "http"))
+	m.ln = httpapi.LimitConns(ln, int(m.Config.Server.MaxConnsPerClient), api.TrustedProxies, m.Log.With("component", "http"))
+	m.server = httpapi.NewHTTPServer(api.Handler(), timeouts, m.Log.With("component", "http"))
 	m.served = make(chan struct{})
 	go func() {
 		defer close(m.served)
@@ -128,6 +131,16 @@ func (m *Main) Open(ctx context.Context) error {
 		"environments", runner.Names(), "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency,
 		"sessions", m.Config.Sessions.Enabled)
 	return nil
+}
+
+// clientLimits copies into api what bounds one client's bodies and how the
+// service names itself (the server.* keys, validated by LoadConfig).
+func (m *Main) clientLimits(api *httpapi.Server, t httpapi.Timeouts) {
+	s := m.Config.Server
+	api.MinBodyRate, api.BodyGrace, api.ReadTimeout = int64(s.MinBodyRate), s.BodyGrace, t.Read
+	api.MaxBodiesPerClient = int(s.MaxBodiesPerClient)
+	api.PublicURL, _ = publicURL(s.PublicURL)
+	api.TrustedProxies, _ = trustedProxies(s.TrustedProxies)
 }
 
 // runtimeEnvironments are the runtime's environments, those turned on,
