@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"sandboxd"
 )
 
@@ -30,21 +32,16 @@ func exampleOutput() map[string]any {
 		"environment": "python", "files": []any{}, "files_truncated": false}
 }
 
-// discoveryOutput is the output half of the info and of its schema.
-func (s *Server) discoveryOutput() (info, schema map[string]any) {
-	info = map[string]any{"type": "json", "example": exampleOutput()}
+// answerOf is the output half of the info and of its schema: an example
+// answer and its schema.
+func answerOf(answer, answerSchema map[string]any) (info, schema map[string]any) {
+	info = map[string]any{"type": "json", "example": answer}
 	schema = map[string]any{
 		"type":       "object",
-		"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": s.runResultSchema()},
+		"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": answerSchema},
 		"required":   []string{"type"},
 	}
 	return info, schema
-}
-
-// discovery wraps info and the input's schema into the extension.
-func (s *Server) discovery(input, inputSchema map[string]any) map[string]any {
-	outInfo, outSchema := s.discoveryOutput()
-	return bazaar(input, inputSchema, outInfo, outSchema)
 }
 
 // bazaar is the extension of a resource: how to call it and what it
@@ -81,19 +78,22 @@ func (s *Server) httpBazaar(body, bodySchema, answer, answerSchema map[string]an
 		"required":             []string{"type", "method", "bodyType", "body"},
 		"additionalProperties": false,
 	}
-	outSchema := map[string]any{
-		"type":       "object",
-		"properties": map[string]any{"type": map[string]any{"type": "string"}, "example": answerSchema},
-		"required":   []string{"type"},
-	}
-	return bazaar(input, inputSchema, map[string]any{"type": "json", "example": answer}, outSchema)
+	outInfo, outSchema := answerOf(answer, answerSchema)
+	return bazaar(input, inputSchema, outInfo, outSchema)
 }
 
 // mcpDiscovery is the extension for the MCP tool run_python.
 func (s *Server) mcpDiscovery() map[string]any {
-	tool := s.runPythonTool()
+	return toolBazaar(s.runPythonTool(), exampleInput(), exampleOutput(), s.runResultSchema())
+}
+
+// toolBazaar is the discovery extension of a paid MCP tool: how to call it
+// (its input schema and an example of its arguments) and an example of its
+// structured answer, with that answer's schema.
+func toolBazaar(tool *mcp.Tool, args, answer, answerSchema map[string]any) map[string]any {
+	inputSchema, _ := tool.InputSchema.(map[string]any)
 	input := map[string]any{"type": "mcp", "toolName": tool.Name, "description": tool.Description,
-		"transport": "streamable-http", "inputSchema": s.toolInputSchema(), "example": exampleInput()}
+		"transport": "streamable-http", "inputSchema": inputSchema, "example": args}
 	schema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
@@ -102,12 +102,13 @@ func (s *Server) mcpDiscovery() map[string]any {
 			"description": map[string]any{"type": "string"},
 			"transport":   map[string]any{"type": "string", "enum": []string{"streamable-http"}},
 			"inputSchema": map[string]any{"type": "object"},
-			"example":     s.toolInputSchema(),
+			"example":     inputSchema,
 		},
 		"required":             []string{"type", "toolName", "inputSchema"},
 		"additionalProperties": false,
 	}
-	return s.discovery(input, schema)
+	outInfo, outSchema := answerOf(answer, answerSchema)
+	return bazaar(input, schema, outInfo, outSchema)
 }
 
 // httpExtensions are the extensions declared for POST /v1/code: quoted in

@@ -32,9 +32,12 @@ var (
 	filesShape   = jsonkeys.ArrayOf(jsonkeys.Closed(map[string]*jsonkeys.Shape{"name": nil, "content": nil}))
 	requestShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"language": nil, "code": nil, "stdin": nil,
 		"environment": nil, "files": filesShape})
-	openShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"environment": nil})
-	toolShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"code": nil, "stdin": nil, "environment": nil,
+	openShape  = jsonkeys.Closed(map[string]*jsonkeys.Shape{"environment": nil})
+	closeShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"session_id": nil})
+	toolShape  = jsonkeys.Closed(map[string]*jsonkeys.Shape{"code": nil, "stdin": nil, "environment": nil,
 		"files": filesShape})
+	sessionToolShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"code": nil, "stdin": nil, "environment": nil,
+		"files": filesShape, "session_id": nil})
 )
 
 // requestLimits are the bounds of a POST /v1/code body, which are also

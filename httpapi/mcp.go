@@ -15,7 +15,7 @@ import (
 	"sandboxd"
 )
 
-// toolName is the name of the one MCP tool.
+// toolName is the name of the MCP tool that runs programs.
 const toolName = "run_python"
 
 // toolResourceURL is the resource a payment for the tool pays for, as x402's
@@ -30,7 +30,8 @@ const mcpEnvelopeBytes = 32 << 10
 // is in structuredContent.
 const textPreview = 2000
 
-// toolInput is the arguments of run_python.
+// toolInput is the arguments of run_python when sessions are off
+// (sessionToolInput's otherwise).
 type toolInput struct {
 	Code        *string       `json:"code"`
 	Stdin       *string       `json:"stdin"`
@@ -38,8 +39,8 @@ type toolInput struct {
 	Files       []fileRequest `json:"files"`
 }
 
-// mcpHandler serves MCP over Streamable HTTP with the one tool, run_python.
-// It is stateless (no session to keep between calls, as a paid call needs
+// mcpHandler serves MCP over Streamable HTTP with the tool run_python and,
+// when sessions are on, open_session and close_session. It is stateless (no session to keep between calls, as a paid call needs
 // none) and answers JSON rather than event streams. guardMCP reads each
 // body first and refuses one too deep or batching too many messages.
 func (s *Server) mcpHandler() http.Handler {
@@ -49,6 +50,10 @@ func (s *Server) mcpHandler() http.Handler {
 		Logger: sdkLog,
 	})
 	srv.AddTool(s.runPythonTool(), s.callRunPython)
+	if s.Sessions != nil {
+		srv.AddTool(s.openSessionTool(), s.callOpenSession)
+		srv.AddTool(s.closeSessionTool(), s.callCloseSession)
+	}
 	limit := s.MaxBodyBytes + mcpEnvelopeBytes
 	return s.guardMCP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
@@ -73,7 +78,7 @@ func (s *Server) runPythonTool() *mcp.Tool {
 			"stdout, stderr, exit code, CPU time and peak memory. Each call is a new sandbox: nothing persists " +
 			"between calls. Environments: " + strings.Join(s.environmentNames(), ", ") + " (see the environment " +
 			"field). Files sent in files are in the working directory; the files the program writes there come " +
-			"back in files, and each image among them also as an image.",
+			"back in files, and each image among them also as an image." + s.runPythonSessionsHint(),
 		InputSchema:  s.toolInputSchema(),
 		OutputSchema: s.toolOutputSchema(),
 		Annotations: &mcp.ToolAnnotations{
@@ -91,55 +96,97 @@ func (s *Server) runPythonTool() *mcp.Tool {
 // arguments, busy, payment) is a tool error the model can read; only a
 // call whose client went away is a protocol error.
 func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	job, err := s.toolJob(toolArgs(ctx, req.Params.Arguments))
+	args, sessionID, err := s.decodeToolArgs(toolArgs(ctx, req.Params.Arguments))
 	if err != nil {
-		return s.toolError(err), nil
+		return s.toolError(toolName, err), nil
 	}
-	pay := sandboxd.PaymentRequest{ResourceURL: toolResourceURL, Extensions: s.toolExtensions(), Environment: job.Environment}
-	if payload, ok := req.Params.Meta[metaPayment]; ok {
-		if pay.Signature, err = paymentSignature(payload); err != nil {
-			return s.toolError(err), nil
-		}
+	if sessionID != nil {
+		return s.callInSession(ctx, req, *sessionID, args)
+	}
+	job, pay, err := s.runPythonJob(req, args)
+	if err != nil {
+		return s.toolError(toolName, err), nil
 	}
 	run, err := s.execute(ctx, job, pay)
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return nil, err
-		}
-		return s.toolError(err), nil
+		return s.toolFailure(ctx, toolName, err)
 	}
 	out := newCodeResponse(job, run.Result)
-	result := &mcp.CallToolResult{
+	return paidResult(&mcp.CallToolResult{
 		Content:           append([]mcp.Content{&mcp.TextContent{Text: summary(out)}}, imageBlocks(run.Result.Files)...),
 		StructuredContent: out,
-	}
-	if settled := settlementMeta(run.Settlement); settled != nil {
-		result.Meta = mcp.Meta{metaPaymentResponse: settled}
-	}
-	return result, nil
+	}, run.Settlement), nil
 }
 
-// toolJob decodes and validates the arguments as strictly as an HTTP body.
-func (s *Server) toolJob(args json.RawMessage) (sandboxd.Job, error) {
-	if int64(len(args)) > s.MaxBodyBytes {
-		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.mcp",
-			"the arguments are over the limit of %d bytes", s.MaxBodyBytes)
+// decodeToolArgs decodes run_python's arguments as strictly as an HTTP body,
+// into the request they make and the session they name (nil for none;
+// always nil when sessions are off, where session_id is an unknown field).
+func (s *Server) decodeToolArgs(args json.RawMessage) (codeRequest, *string, error) {
+	if err := argsWithin(args, s.MaxBodyBytes); err != nil {
+		return codeRequest{}, nil, err
 	}
-	var in toolInput
-	if err := decodeObject(args, s.requestLimits(toolShape), &in); err != nil {
-		return sandboxd.Job{}, err
+	if s.Sessions == nil {
+		var in toolInput
+		err := decodeObject(args, s.requestLimits(toolShape), &in)
+		return codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files}, nil, err
 	}
-	return s.newJob(codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files})
+	var in sessionToolInput
+	err := decodeObject(args, s.requestLimits(sessionToolShape), &in)
+	return codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files}, in.SessionID, err
+}
+
+// runPythonJob validates run_python's request into its job, and reads the
+// call's payment for it (quoted at the job's environment's price).
+func (s *Server) runPythonJob(req *mcp.CallToolRequest, args codeRequest) (sandboxd.Job, sandboxd.PaymentRequest, error) {
+	job, err := s.newJob(args)
+	if err != nil {
+		return job, sandboxd.PaymentRequest{}, err
+	}
+	pay, err := toolPayment(req, toolResourceURL, s.toolExtensions())
+	pay.Environment = job.Environment
+	return job, pay, err
+}
+
+// argsWithin refuses a tool's arguments over limit bytes.
+func argsWithin(args json.RawMessage, limit int64) error {
+	if int64(len(args)) > limit {
+		return sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.mcp", "the arguments are over the limit of %d bytes", limit)
+	}
+	return nil
+}
+
+// toolPayment is the payment request of a paid tool's call: the tool's
+// resource and declared extensions, and the PaymentPayload of
+// _meta["x402/payment"], if any, as the gate reads it over HTTP.
+func toolPayment(req *mcp.CallToolRequest, resource string, declared map[string]any) (sandboxd.PaymentRequest, error) {
+	pay := sandboxd.PaymentRequest{ResourceURL: resource, Extensions: declared}
+	if payload, ok := req.Params.Meta[metaPayment]; ok {
+		var err error
+		if pay.Signature, err = paymentSignature(payload); err != nil {
+			return pay, err
+		}
+	}
+	return pay, nil
+}
+
+// toolFailure is the answer of a paid tool's flow that failed: a protocol
+// error when the client went away (nobody reads a result), else the tool
+// error.
+func (s *Server) toolFailure(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, err
+	}
+	return s.toolError(tool, err), nil
 }
 
 // toolError is the tool result of a refused or failed call. A payment
 // error carries the x402 terms as structuredContent and, JSON-encoded, as
 // the text (x402's MCP transport), with a failed settlement's report in
 // _meta; a busy one says when to retry; an internal one is logged and not
-// detailed.
-func (s *Server) toolError(err error) *mcp.CallToolResult {
+// detailed; a session's refusal names its HTTP status (toolMessage).
+func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
 	code := sandboxd.ErrorCode(err)
-	log := s.Log.With("tool", toolName, "code", code)
+	log := s.Log.With("tool", tool, "code", code)
 	if code == sandboxd.CodeInternal || code == sandboxd.CodeUnavailable {
 		log.Error("tool call failed", "err", err)
 	} else {
@@ -154,13 +201,13 @@ func (s *Server) toolError(err error) *mcp.CallToolResult {
 		}
 	}
 	if terms := paymentTerms(err); terms != nil {
-		addExtensions(terms, s.toolExtensions())
+		addExtensions(terms, s.declaredExtensions(tool))
 		text, _ := json.Marshal(terms)
 		result.Content = []mcp.Content{&mcp.TextContent{Text: string(text)}}
 		result.StructuredContent = terms
 		return result
 	}
-	msg := sandboxd.ErrorMessage(err)
+	msg := toolMessage(err)
 	if e != nil && e.RetryAfter > 0 {
 		msg += fmt.Sprintf("; retry the call in %d s", retrySeconds(e.RetryAfter))
 	}

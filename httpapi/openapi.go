@@ -128,12 +128,13 @@ func codeOperation() map[string]any {
 // mcpOperation is /mcp: MCP over Streamable HTTP (JSON-RPC 2.0).
 func mcpOperation() map[string]any {
 	return map[string]any{
-		"summary": "MCP over Streamable HTTP: one tool, run_python {code, stdin?, environment?, files?}.",
+		"summary": "MCP over Streamable HTTP: the tool run_python {code, stdin?, environment?, files?, session_id?} and, " +
+			"with sessions on, open_session {environment?} and close_session {session_id}.",
 		"description": "JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call). " +
 			"Stateless; answers are JSON. With payments on, a tools/call without payment is a tool error with the " +
 			"x402 PaymentRequired in structuredContent; the retry carries the PaymentPayload in params._meta[\"x402/payment\"] " +
 			"and the result the SettleResponse in _meta[\"x402/payment-response\"]. A delivered run's structuredContent is the " +
-			"RunResult; each image file out (PNG, JPEG, GIF, WebP) is also an image content block after the text.",
+			"RunResult (a call with session_id: the SessionResult; open_session's: the Session); each image file out (PNG, JPEG, GIF, WebP) is also an image content block after the text.",
 		"requestBody": map[string]any{"required": true, "content": jsonContent(typed("object", "A JSON-RPC 2.0 request or notification."))},
 		"responses": map[string]any{
 			"200": reply("The JSON-RPC response.", typed("object", "A JSON-RPC 2.0 response."), nil),

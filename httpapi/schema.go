@@ -96,14 +96,19 @@ func (s *Server) codeRequestSchema() map[string]any {
 	}, "code")
 }
 
-// toolInputSchema is the input of the MCP tool run_python.
+// toolInputSchema is the input of the MCP tool run_python; session_id
+// only when sessions are on.
 func (s *Server) toolInputSchema() map[string]any {
-	return object("A Python program to run in a fresh sandbox.", map[string]any{
+	props := map[string]any{
 		"code":        codeProp(),
 		"stdin":       stdinProp(),
 		"environment": s.environmentProp(),
 		"files":       s.filesInProp(),
-	}, "code")
+	}
+	if s.Sessions != nil {
+		props["session_id"] = sessionIDProp()
+	}
+	return object("A Python program to run in a fresh sandbox, or in a session.", props, "code")
 }
 
 // runResultFields lists the fields of a delivered run, all required.
@@ -164,13 +169,15 @@ func paymentRequiredSchema() map[string]any {
 }
 
 // toolOutputSchema is the structured content of run_python: a delivered
-// run, or (with isError) the x402 terms of payment. The MCP TypeScript
+// run, a delivered call in a session (sessions on), or (with isError) the
+// x402 terms of payment. The MCP TypeScript
 // client checks every structuredContent against it, errors included.
 func (s *Server) toolOutputSchema() map[string]any {
-	return map[string]any{
-		"type":  "object",
-		"anyOf": []any{s.runResultSchema(), paymentRequiredSchema()},
+	outcomes := []any{s.runResultSchema(), paymentRequiredSchema()}
+	if s.Sessions != nil {
+		outcomes = []any{s.runResultSchema(), s.sessionResultSchema(), paymentRequiredSchema()}
 	}
+	return map[string]any{"type": "object", "anyOf": outcomes}
 }
 
 // errorSchema is the body of every error answer.

@@ -119,9 +119,7 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 	}
 	addSettlement(w.Header(), out.Settlement)
 	noStore(w.Header()) // the id is a capability
-	i := out.Info
-	writeJSON(w, http.StatusCreated, SessionResponse{SessionID: i.ID, Environment: i.Environment, CreatedAt: stamp(i.Created),
-		ExpiresAt: stamp(i.Expires), IdleTimeoutS: int64(i.IdleTimeout / time.Second), MaxLifetimeS: int64(i.MaxLifetime / time.Second)})
+	writeJSON(w, http.StatusCreated, newSessionResponse(out.Info))
 }
 
 // parseOpen reads the body of POST /v1/sessions (none, or an object that

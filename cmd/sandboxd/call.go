@@ -2,75 +2,45 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"time"
 	"unicode"
 
 	"sandboxd/x402"
 )
 
 // callCommand pays for one run over x402 and prints the answer and the
-// settlement.
+// settlement: a one-shot run at --url, or with --session a call in that
+// session, at the sessions URL beside it.
 func callCommand(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("call", stderr)
-	keyFile := fs.String("key-file", "", "file holding the payer's hex private key (required)")
 	url := fs.String("url", "http://127.0.0.1:8080/v1/code", "the service's /v1/code URL")
+	session := fs.String("session", "", "run in this session (from sandboxd session open) instead of a fresh sandbox")
 	code := fs.String("c", "", "the program's source (instead of FILE.py)")
-	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
-	maxAmount := fs.String("max-amount", x402.DefaultClientMaxAmount, "pay at most this much per call, in asset units")
-	var networks, assets listFlag
-	fs.Var(&networks, "network", "a CAIP-2 network to pay on (repeatable; default "+x402.DefaultClientNetwork+")")
-	fs.Var(&assets, "asset", "a token address to pay with (repeatable; default "+x402.DefaultClientAsset+", USDC on Base Sepolia)")
-	payTo := fs.String("pay-to", "", "pay only this payee address (default: any)")
-	maxWindow := fs.Duration("max-window", x402.DefaultClientMaxWindow, "sign authorizations valid for at most this long")
+	pf := addPayFlags(fs)
 	if code, ok := parseFlags(fs, callHelp, args, stdout); !ok {
 		return code
 	}
-	policy, err := payPolicy(*maxAmount, networks, assets, *payTo, *maxWindow)
+	key, policy, err := pf.load()
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return 2
 	}
 	src, err := programSource(*code, fs.Args())
-	if err != nil || *keyFile == "" {
-		if err == nil {
-			err = errors.New("--key-file is required")
-		}
+	if err == nil && *session != "" {
+		*url, err = sessionCodeURL(*url, *session)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: %s\n(sandboxd call --help says more)\n", err, callHelp.usage)
 		return 2
 	}
-	key, err := x402.LoadKey(*keyFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
-		return 2
-	}
-	if w := plainHTTPWarning(*url); w != "" {
-		fmt.Fprintf(stderr, "sandboxd call: warning: %s\n", w)
-	}
 	body, _ := json.Marshal(map[string]string{"language": "python", "code": src})
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	resp, err := x402.Pay(ctx, callClient(*timeout), key, *url, body, policy)
-	switch {
-	case err != nil: // may quote the server's "error" field
-		fmt.Fprintf(stderr, "sandboxd call: %s\n", printable(err.Error(), false))
-		return 1
-	}
-	printAnswer(stdout, resp)
-	if resp.StatusCode != http.StatusOK {
-		return 1
-	}
-	return 0
+	return pf.pay(key, policy, payCall{url: *url, body: body, want: http.StatusOK, name: "call"}, stdout, stderr)
 }
 
 // programSource returns -c's code, or the contents of the one file named.
@@ -91,14 +61,7 @@ func programSource(code string, files []string) (string, error) {
 // one line with its newlines escaped, so a server cannot forge a "paid:"
 // line under it.
 func printAnswer(w io.Writer, resp *x402.PaidResponse) {
-	var pretty bytes.Buffer
-	body := strings.TrimSpace(string(resp.Body))
-	if json.Indent(&pretty, resp.Body, "", "  ") == nil {
-		body = printable(string(bytes.TrimSpace(pretty.Bytes())), true)
-	} else {
-		body = printable(body, false)
-	}
-	fmt.Fprintf(w, "HTTP %d\n%s\n", resp.StatusCode, body)
+	printBody(w, resp.StatusCode, resp.Body)
 	switch {
 	case resp.Settlement != nil && resp.Settlement.Success:
 		amount := ""
@@ -113,6 +76,23 @@ func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 	default:
 		fmt.Fprintln(w, "paid: nothing was settled")
 	}
+}
+
+// printBody prints an answer's status line and its body as printAnswer
+// does: JSON indented, anything else on one line, escaped.
+func printBody(w io.Writer, status int, raw []byte) {
+	var pretty bytes.Buffer
+	body := strings.TrimSpace(string(raw))
+	if json.Indent(&pretty, raw, "", "  ") == nil {
+		body = printable(string(bytes.TrimSpace(pretty.Bytes())), true)
+	} else {
+		body = printable(body, false)
+	}
+	if body == "" { // 204: nothing to print but the status
+		fmt.Fprintf(w, "HTTP %d\n", status)
+		return
+	}
+	fmt.Fprintf(w, "HTTP %d\n%s\n", status, body)
 }
 
 // printable escapes the control characters of text from outside (a

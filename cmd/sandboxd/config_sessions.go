@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -110,9 +111,11 @@ func (c Config) sessionsConfig(observer sessions.Observer) sessions.Config {
 		IdleTimeout: s.IdleTimeout, MaxLifetime: s.MaxLifetime, QueueWait: s.QueueWait, Observer: observer}
 }
 
-// sessionSettings describe the sessions to the API.
+// sessionSettings describe the sessions to the API. The open price is
+// resolved here: "" is payments.price, whatever the environment opened
+// (the gate would quote an empty price at the environment's).
 func (c Config) sessionSettings() httpapi.SessionSettings {
-	return httpapi.SessionSettings{OpenPrice: c.Sessions.OpenPrice, Max: c.Sessions.Max,
+	return httpapi.SessionSettings{OpenPrice: cmp.Or(c.Sessions.OpenPrice, c.Payments.Price), Max: c.Sessions.Max,
 		IdleTimeout: c.Sessions.IdleTimeout, MaxLifetime: c.Sessions.MaxLifetime}
 }
 

@@ -63,6 +63,7 @@ func TestHelpNamesItsDocsPage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"help"}, {"serve", "--help"}, {"call", "--help"}, {"call", "-h"}, {"ledger", "--help"},
 		{"ledger", "stats", "--help"}, {"ledger", "list", "--help"}, {"version", "--help"},
+		{"session", "--help"}, {"session", "open", "--help"}, {"session", "show", "--help"}, {"session", "close", "-h"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

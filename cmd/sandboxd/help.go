@@ -27,10 +27,12 @@ var (
 		page:    "docs/operating.md",
 	}
 	callHelp = commandHelp{
-		usage: "sandboxd call --key-file FILE [--url URL] [--max-amount 0.005] [--network N] [--asset ADDR]\n" +
-			"              [--pay-to ADDR] [--max-window 5m] [--timeout 2m] (-c CODE | FILE.py)",
+		usage: "sandboxd call --key-file FILE [--url URL] [--session ID] [--max-amount 0.005] [--network N]\n" +
+			"              [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [--timeout 2m] (-c CODE | FILE.py)",
 		what: "Pay for one run over x402 and print the answer and the settlement. It signs only within the\n" +
-			"limits of its flags, and refuses other terms with the reason, signing nothing.",
+			"limits of its flags, and refuses other terms with the reason, signing nothing. With --session ID\n" +
+			"the program runs in that session (sandboxd session open; docs/api.md), at .../v1/sessions/ID/code\n" +
+			"beside --url, and its answer adds result and session.",
 		example: "sandboxd call --key-file payer.key --url https://sandbox.example.com/v1/code -c 'print(6*7)'",
 		page:    "docs/payments.md",
 	}
@@ -103,6 +105,8 @@ usage:
   sandboxd serve [--config FILE]     start the service (default config: ./config.yaml if present)
   sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
                                      pay for one run over x402 and print the answer
+  sandboxd session open|show|close [...]
+                                     a session: one interpreter that keeps its state across calls
   sandboxd ledger stats [--config FILE]
                                      payments by day and state (counts, sums)
   sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]

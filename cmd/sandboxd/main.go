@@ -5,6 +5,8 @@
 //	sandboxd version                 print the version
 //	sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
 //	                                 pay for and run one program
+//	sandboxd session open|show|close [...]
+//	                                 a session: one interpreter kept across calls
 //	sandboxd ledger stats|list [...]   the payment ledger, for the operator
 //
 // Each command's --help says what it does, with an example, and names the
@@ -41,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return callCommand(args[1:], stdout, stderr)
 	case "ledger":
 		return ledgerCommand(args[1:], stdout, stderr)
+	case "session":
+		return sessionCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		return versionCommand(args[1:], stdout, stderr)
 	case "help", "--help", "-h":

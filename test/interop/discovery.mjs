@@ -8,7 +8,8 @@
 // prints one JSON line:
 //
 //   node discovery.mjs http --url URL/v1/code --key-file FILE
-//   node discovery.mjs mcp  --url URL/mcp     --key-file FILE
+//   node discovery.mjs mcp  --url URL/mcp     --key-file FILE   (run_python)
+//   node discovery.mjs mcp-open --url URL/mcp --key-file FILE   (open_session)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar";
@@ -22,12 +23,12 @@ function arg(name) {
   return process.argv[i + 1];
 }
 
-// mcpTerms reads the terms from an unpaid tools/call, listing the tools first.
-async function mcpTerms(url) {
+// mcpTerms reads the terms from an unpaid tools/call of tool, listing the tools first.
+async function mcpTerms(url, tool, args) {
   const client = new Client({ name: "sandboxd-discovery", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   await client.listTools();
-  const result = await client.callTool({ name: "run_python", arguments: { code: "print(1)" } });
+  const result = await client.callTool({ name: tool, arguments: args });
   await client.close();
   if (!result.isError) throw new Error("an unpaid call was not refused");
   return result.structuredContent;
@@ -35,7 +36,9 @@ async function mcpTerms(url) {
 
 async function main() {
   const kind = process.argv[2];
-  const terms = kind === "mcp" ? await mcpTerms(arg("--url")) : await unpaidTerms(arg("--url"));
+  const terms = kind === "mcp" ? await mcpTerms(arg("--url"), "run_python", { code: "print(1)" })
+    : kind === "mcp-open" ? await mcpTerms(arg("--url"), "open_session", {})
+    : await unpaidTerms(arg("--url"));
   const bazaar = terms.extensions?.bazaar;
   if (!bazaar) throw new Error(`no extensions.bazaar in the terms: ${JSON.stringify(terms.extensions)}`);
   const account = privateKeyToAccount(readKeyFile(arg("--key-file")));

@@ -29,10 +29,10 @@ type discoveryResult struct {
 	} `json:"discovered"`
 }
 
-// TestDiscovery: the terms of POST /v1/code and of the MCP tool carry the x402 bazaar
-// extension, which the official @x402/extensions package validates (info against its
-// schema, and the protocol's rules) and extracts from a PaymentPayload the official
-// client built from the terms.
+// TestDiscovery: the terms of POST /v1/code and of the MCP tools run_python and
+// open_session carry the x402 bazaar extension, which the official @x402/extensions
+// package validates (info against its schema, and the protocol's rules) and extracts
+// from a PaymentPayload the official client built from the terms.
 func TestDiscovery(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("discovery"), false, paymentEnv([]string{
@@ -43,6 +43,7 @@ func TestDiscovery(t *testing.T) {
 	for _, tc := range []struct{ kind, url, inputType string }{
 		{"http", svc.URL + "/v1/code", "http"},
 		{"mcp", svc.URL + "/mcp", "mcp"},
+		{"mcp-open", svc.URL + "/mcp", "mcp"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			var r discoveryResult
@@ -67,6 +68,10 @@ func TestDiscovery(t *testing.T) {
 				// mcp:// URL (x402's convention for a tool) has the origin "null".
 				if d.ToolName != "run_python" || d.DiscoveryInfo.Input["inputSchema"] == nil || !strings.HasSuffix(d.ResourceURL, "/run_python") {
 					t.Errorf("MCP discovery %+v", d)
+				}
+			case "mcp-open":
+				if d.ToolName != "open_session" || d.DiscoveryInfo.Input["inputSchema"] == nil || !strings.HasSuffix(d.ResourceURL, "/open_session") {
+					t.Errorf("MCP discovery of open_session %+v", d)
 				}
 			}
 		})

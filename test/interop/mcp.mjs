@@ -6,7 +6,7 @@
 // the Go interop test to assert on:
 //
 //   node mcp.mjs SCENARIO --url URL/mcp [--key-file FILE] [--http-url URL/v1/code] [--n N]
-//                [--arguments FILE]
+//                [--arguments FILE] [--other-key-file FILE]
 //
 // --arguments names a JSON file of run_python's arguments for call and pay (the data
 // tests send an environment and files); without it they run a stdlib program with stdin.
@@ -18,21 +18,30 @@
 //            _meta["x402/payment"], then the same payload once more; prints the payload
 //            for a replay over HTTP
 //   latency  --n plain HTTP calls (--http-url) and --n MCP tool calls, alternated; medians
+//   session  --arguments names a plan {open, steps}: open_session with plan.open, run_python
+//            with each step and the session_id, close_session, then run_python in the closed
+//            session. With --key-file each tool call is paid as an agent pays: the unpaid
+//            call's terms signed by the official x402 client, in _meta["x402/payment"] of
+//            the retry. With --other-key-file another wallet then pays for a call in the
+//            session (the first step again) before it is closed.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { signPayment } from "./payer.mjs";
 import { runScenario } from "./scenario.mjs";
 import { readFileSync } from "node:fs";
+import { privateKeyToAccount } from "viem/accounts";
+import { readKeyFile } from "./chain.mjs";
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const PROGRAM = { code: "import sys\nprint(sys.stdin.read().upper(), end='')\nprint(6*7)", stdin: "hi\n" };
 
 function parseArgs(argv) {
-  const out = { scenario: argv[0], url: "", keyFile: "", httpUrl: "", n: 50, arguments: PROGRAM };
+  const out = { scenario: argv[0], url: "", keyFile: "", otherKeyFile: "", httpUrl: "", n: 50, arguments: PROGRAM };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--url") out.url = argv[++i];
     else if (a === "--key-file") out.keyFile = argv[++i];
+    else if (a === "--other-key-file") out.otherKeyFile = argv[++i];
     else if (a === "--http-url") out.httpUrl = argv[++i];
     else if (a === "--n") out.n = Number(argv[++i]);
     else if (a === "--arguments") out.arguments = JSON.parse(readFileSync(argv[++i], "utf8"));
@@ -53,7 +62,12 @@ async function connect(url) {
 // call calls run_python with args; an exception (such as the client's own check of
 // structuredContent against the output schema) is reported, not thrown.
 async function call(client, meta, args = PROGRAM) {
-  const params = { name: "run_python", arguments: args };
+  return callNamed(client, "run_python", args, meta);
+}
+
+// callNamed calls the tool name with args (and _meta when given), as call does.
+async function callNamed(client, name, args, meta) {
+  const params = { name, arguments: args };
   if (meta) params._meta = meta;
   try {
     return await client.callTool(params, undefined, { timeout: REQUEST_TIMEOUT_MS });
@@ -119,6 +133,32 @@ async function latency(args) {
   return { n: args.n, httpMedianMs: mh, mcpMedianMs: mm, addedMedianMs: mm - mh };
 }
 
-const scenarios = { call: callScenario, pay, latency };
+// paidCall calls name with args; with an account and terms in the answer, it pays them
+// with the official x402 client and calls again with the payment: {unpaid, result}.
+async function paidCall(client, name, args, account) {
+  const first = await callNamed(client, name, args);
+  if (!account || first.thrown || !first.isError || !first.structuredContent?.x402Version) return { result: first };
+  const { payload } = await signPayment(account, first.structuredContent);
+  return { unpaid: first, result: await callNamed(client, name, args, { "x402/payment": payload }) };
+}
+
+async function session(args, account) {
+  const plan = args.arguments;
+  if (!plan.steps) throw new Error("session needs --arguments with a plan {open, steps}");
+  const other = args.otherKeyFile ? privateKeyToAccount(readKeyFile(args.otherKeyFile)) : null;
+  const { client, tools } = await connect(args.url);
+  const open = await paidCall(client, "open_session", plan.open ?? {}, account);
+  const id = open.result.structuredContent?.session_id;
+  if (!id || open.result.isError) return { tools, open };
+  const steps = [];
+  for (const step of plan.steps) steps.push(await paidCall(client, "run_python", { ...step, session_id: id }, account));
+  const foreign = other ? await paidCall(client, "run_python", { ...plan.steps[0], session_id: id }, other) : undefined;
+  const close = await callNamed(client, "close_session", { session_id: id });
+  const after = await callNamed(client, "run_python", { code: "x", session_id: id });
+  await client.close();
+  return { tools, open, steps, foreign, close, after };
+}
+
+const scenarios = { call: callScenario, pay, latency, session };
 
 runScenario({ script: "mcp.mjs", scenarios, parseArgs, needsKey: (scenario) => scenario === "pay", timeoutMs: 280_000 });

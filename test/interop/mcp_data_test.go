@@ -39,8 +39,8 @@ func writeArguments(t testing.TB, args map[string]any) string {
 func checkDataTools(t *testing.T, tools []mcpTool) {
 	t.Helper()
 	checkTools(t, tools)
-	in, _ := tools[0].InputSchema["properties"].(map[string]any)
-	out, _ := json.Marshal(tools[0].OutputSchema)
+	in, _ := runPython(tools).InputSchema["properties"].(map[string]any)
+	out, _ := json.Marshal(runPython(tools).OutputSchema)
 	if in["environment"] == nil || in["files"] == nil || !strings.Contains(string(out), `"files_truncated"`) {
 		t.Errorf("run_python's schemas lack the data fields: input properties %v, output %s", in, out)
 	}

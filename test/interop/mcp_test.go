@@ -57,20 +57,30 @@ func runMCP(t *testing.T, scenario, url string, extra ...string) mcpOutcome {
 	return out
 }
 
-// checkTools checks the tool list as the official client parsed it.
+// checkTools checks the tool list as the official client parsed it: run_python, and
+// the session tools (sessions are on by default).
 func checkTools(t *testing.T, tools []mcpTool) {
 	t.Helper()
-	if len(tools) != 1 || tools[0].Name != "run_python" {
-		t.Fatalf("tools %+v, want run_python alone", tools)
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
 	}
-	a := tools[0].Annotations
+	if strings.Join(names, ",") != "close_session,open_session,run_python" {
+		t.Fatalf("tools %v, want close_session, open_session and run_python", names)
+	}
+	a := runPython(tools).Annotations
 	if a["readOnlyHint"] != false || a["destructiveHint"] != false || a["idempotentHint"] != false || a["openWorldHint"] != false {
 		t.Errorf("annotations %v", a)
 	}
-	if tools[0].InputSchema["type"] != "object" || tools[0].OutputSchema["type"] != "object" {
-		t.Errorf("schemas: input %v output %v", tools[0].InputSchema, tools[0].OutputSchema)
+	for _, tool := range tools {
+		if tool.InputSchema["type"] != "object" || tool.OutputSchema["type"] != "object" {
+			t.Errorf("%s's schemas: input %v output %v", tool.Name, tool.InputSchema, tool.OutputSchema)
+		}
 	}
 }
+
+// runPython is run_python among tools, as checkTools found them.
+func runPython(tools []mcpTool) mcpTool { return tools[2] }
 
 // checkRun checks a delivered run of mcp.mjs's program.
 func checkRun(t *testing.T, r mcpResult) {

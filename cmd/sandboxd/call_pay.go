@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"sandboxd/x402"
+)
+
+// payFlags are the flags of every command that pays (call, session open):
+// the payer's key, the limits it signs within, and the time it waits.
+type payFlags struct {
+	keyFile, maxAmount, payTo *string
+	networks, assets          listFlag
+	maxWindow, timeout        *time.Duration
+}
+
+// addPayFlags defines the paying flags on fs.
+func addPayFlags(fs *flag.FlagSet) *payFlags {
+	p := &payFlags{}
+	p.keyFile = fs.String("key-file", "", "file holding the payer's hex private key (required)")
+	p.timeout = fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	p.maxAmount = fs.String("max-amount", x402.DefaultClientMaxAmount, "pay at most this much per call, in asset units")
+	fs.Var(&p.networks, "network", "a CAIP-2 network to pay on (repeatable; default "+x402.DefaultClientNetwork+")")
+	fs.Var(&p.assets, "asset", "a token address to pay with (repeatable; default "+x402.DefaultClientAsset+", USDC on Base Sepolia)")
+	p.payTo = fs.String("pay-to", "", "pay only this payee address (default: any)")
+	p.maxWindow = fs.Duration("max-window", x402.DefaultClientMaxWindow, "sign authorizations valid for at most this long")
+	return p
+}
+
+// load reads the key and builds the policy from the flags; its errors are
+// the operator's (exit 2).
+func (p *payFlags) load() (*ecdsa.PrivateKey, x402.PayPolicy, error) {
+	policy, err := payPolicy(*p.maxAmount, p.networks, p.assets, *p.payTo, *p.maxWindow)
+	if err != nil {
+		return nil, policy, err
+	}
+	if *p.keyFile == "" {
+		return nil, policy, errors.New("--key-file is required")
+	}
+	key, err := x402.LoadKey(*p.keyFile)
+	return key, policy, err
+}
+
+// payCall is one paid POST: its URL and JSON body, the status that means
+// success, and the command's name for its messages.
+type payCall struct {
+	url  string
+	body []byte
+	want int
+	name string
+}
+
+// pay POSTs c's body, pays within policy when the server asks (x402.Pay:
+// terms outside the policy are refused before anything is signed), prints
+// the answer and the settlement, and returns the exit code: 0 when the
+// answer has c's status.
+func (p *payFlags) pay(key *ecdsa.PrivateKey, policy x402.PayPolicy, c payCall, stdout, stderr io.Writer) int {
+	if w := plainHTTPWarning(c.url); w != "" {
+		fmt.Fprintf(stderr, "sandboxd %s: warning: %s\n", c.name, w)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *p.timeout)
+	defer cancel()
+	resp, err := x402.Pay(ctx, callClient(*p.timeout), key, c.url, c.body, policy)
+	if err != nil { // may quote the server's "error" field
+		fmt.Fprintf(stderr, "sandboxd %s: %s\n", c.name, printable(err.Error(), false))
+		return 1
+	}
+	printAnswer(stdout, resp)
+	if resp.StatusCode != c.want {
+		return 1
+	}
+	return 0
+}
