@@ -42,10 +42,19 @@ type box struct {
 // to it, awaits its exit and starts it: the runner inside then waits for its
 // program. On failure nothing is left behind.
 func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*box, error) {
+	return d.prepareAs(ctx, jobID, "", log)
+}
+
+// prepareAs is prepare for a container of the kind (its LabelKind; ""
+// for a run's, which carries none).
+func (d *Docker) prepareAs(ctx context.Context, jobID, kind string, log *slog.Logger) (*box, error) {
 	began := time.Now()
 	sp := newSpec(d.cfg, sandboxd.Job{ID: jobID})
 	if d.environment != "" {
 		sp.config.Labels[LabelEnvironment] = d.environment
+	}
+	if kind != "" {
+		sp.config.Labels[LabelKind] = kind
 	}
 	id, err := d.create(ctx, sp, log)
 	if err != nil {

@@ -152,12 +152,26 @@ func newOutput(max int, proto *protocol) *output {
 
 // writeStdout takes the ack off the start of stdout and keeps the rest.
 func (o *output) writeStdout(p []byte) {
+	for len(p) > 0 {
+		p = p[o.stdoutUntilSection(p):]
+	}
+}
+
+// stdoutUntilSection is writeStdout up to the end of the first files
+// section that p completes: it returns how much of p it took (all of it
+// when no section completes in p). A session's reader stops there, where
+// the call's stdout ends.
+func (o *output) stdoutUntilSection(p []byte) int {
+	n := len(p)
 	if o.proto != nil && o.ackSeen >= 0 && o.ackSeen < len(o.proto.ack) {
 		p = o.takeAck(p)
 	}
 	for len(p) > 0 {
 		if o.files.collecting() {
 			p = p[o.files.take(p):]
+			if o.files.complete() {
+				return n - len(p)
+			}
 			continue
 		}
 		if o.files.complete() {
@@ -165,17 +179,21 @@ func (o *output) writeStdout(p []byte) {
 			// runner's last (a program may print one); this is output again.
 			o.files = filesSection{want: -1}
 		}
-		end := o.markerEnd(p)
+		end := o.stdout.markerEnd(p)
 		if end < 0 {
 			o.stdout.write(p)
-			return
+			return n
 		}
 		o.stdout.write(p[:end])
 		p = p[end:]
 		if rep, ok := o.proto.endReport(o.stdout.buf); ok && !o.stdout.truncated {
-			o.files = filesSection{want: int(rep.filesLen)}
+			o.files = filesSection{want: int(rep.sectionLen())}
+			if o.files.complete() {
+				return n - len(p)
+			}
 		}
 	}
+	return n
 }
 
 // takeAck takes what p holds of the ack (either form) off the start of
@@ -213,29 +231,29 @@ func (o *output) ackForm() []byte {
 }
 
 // markerEnd returns the index in p just past the first whole end marker
-// that ends in p, counting the start of one the stdout buffer may already
-// hold, or -1 when none does. Once stdout is truncated nothing is a marker.
-func (o *output) markerEnd(p []byte) int {
-	if o.proto == nil || o.stdout.truncated {
+// that ends in p, counting the start of one the buffer may already hold,
+// or -1 when none does. Once the buffer is truncated nothing is a marker.
+func (b *capBuffer) markerEnd(p []byte) int {
+	if b.proto == nil || b.truncated {
 		return -1
 	}
-	n := o.proto.markerLen()
-	held := o.stdout.buf[max(0, len(o.stdout.buf)-(n-1)):]
+	n := b.proto.markerLen()
+	held := b.buf[max(0, len(b.buf)-(n-1)):]
 	for i := range held {
 		need := n - (len(held) - i)
-		if need <= len(p) && o.proto.partialMarker(held[i:]) {
+		if need <= len(p) && b.proto.partialMarker(held[i:]) {
 			whole := append(append(make([]byte, 0, n), held[i:]...), p[:need]...)
-			if _, ok := o.proto.endReport(whole); ok {
+			if _, ok := b.proto.endReport(whole); ok {
 				return need
 			}
 		}
 	}
 	for off := 0; off < len(p); {
-		i := bytes.Index(p[off:], o.proto.prefix)
+		i := bytes.Index(p[off:], b.proto.prefix)
 		if i < 0 || off+i+n > len(p) {
 			return -1
 		}
-		if _, ok := o.proto.endReport(p[off+i : off+i+n]); ok {
+		if _, ok := b.proto.endReport(p[off+i : off+i+n]); ok {
 			return off + i + n
 		}
 		off += i + 1

@@ -39,6 +39,8 @@ type Docker struct {
 	// environment, when set (NewEnvironments), is the LabelEnvironment of
 	// this runner's containers, and Reap touches only those.
 	environment string
+	// sessions are the live sessions, which Close ends.
+	sessions sessionSet
 }
 
 var _ sandboxd.Runner = (*Docker)(nil)
@@ -156,14 +158,15 @@ func (d *Docker) Info(ctx context.Context) (sandboxd.RunnerInfo, error) {
 	}, nil
 }
 
-// Close ends the runner at shutdown, after the grace period: it cancels the
-// runs still in flight, kills and removes their containers, drains the pool,
+// Close ends the runner at shutdown, after the grace period: it ends every
+// session, cancels the runs still in flight, kills and removes their
+// containers, drains the pool,
 // waits (until ctx ends) for those runs to return and for every container to
 // be removed, and closes the client. Runs after Close fail with
 // CodeUnavailable.
 func (d *Docker) Close(ctx context.Context) error {
 	flights := d.inflight.close()
-	var errs []error
+	errs := []error{d.closeSessions(ctx)}
 	for _, f := range flights {
 		f.cancel(errClosing)
 	}

@@ -38,6 +38,8 @@ type envRunner interface {
 	startPool()
 	Close(ctx context.Context) error
 	PoolStats() PoolStats
+	// openSession starts a session in this environment.
+	openSession(ctx context.Context) (sandboxd.SessionContainer, error)
 }
 
 // Environments runs each job in the runner of its environment
@@ -50,7 +52,10 @@ type Environments struct {
 	runners map[string]envRunner
 }
 
-var _ sandboxd.Runner = (*Environments)(nil)
+var (
+	_ sandboxd.Runner        = (*Environments)(nil)
+	_ sandboxd.SessionEngine = (*Environments)(nil)
+)
 
 // NewEnvironments returns the runners of envs, which must include
 // sandboxd.DefaultEnvironment. Their warm containers hold at most
@@ -103,16 +108,35 @@ func (e *Environments) Names() []string { return append([]string(nil), e.names..
 // configured is CodeInvalid, naming the configured ones (the API refuses
 // it before; this holds for every caller).
 func (e *Environments) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
-	name := job.Environment
+	r, err := e.runner(job.Environment)
+	if err != nil {
+		return sandboxd.Result{}, err
+	}
+	return r.Run(ctx, job)
+}
+
+// OpenSession starts a session in the environment's runner (Docker.Open);
+// an environment that is not configured is CodeInvalid, as for Run.
+func (e *Environments) OpenSession(ctx context.Context, environment string) (sandboxd.SessionContainer, error) {
+	r, err := e.runner(environment)
+	if err != nil {
+		return nil, err
+	}
+	return r.openSession(ctx)
+}
+
+// runner returns the runner of the environment ("" meaning the default),
+// or CodeInvalid naming the configured ones.
+func (e *Environments) runner(name string) (envRunner, error) {
 	if name == "" {
 		name = sandboxd.DefaultEnvironment
 	}
 	r, ok := e.runners[name]
 	if !ok {
-		return sandboxd.Result{}, sandboxd.Errorf(sandboxd.CodeInvalid, "runtime.environment",
+		return nil, sandboxd.Errorf(sandboxd.CodeInvalid, "runtime.environment",
 			"unknown environment %q; this service has %s", name, strings.Join(e.names, ", "))
 	}
-	return r.Run(ctx, job)
+	return r, nil
 }
 
 // Health reports nil when every environment can start runs; otherwise an

@@ -21,6 +21,7 @@ type fakeEnv struct {
 	reaped int
 	pooled bool
 	closed bool
+	opened int
 }
 
 func (f *fakeEnv) Run(_ context.Context, job sandboxd.Job) (sandboxd.Result, error) {
@@ -57,6 +58,13 @@ func (f *fakeEnv) Close(context.Context) error {
 }
 
 func (f *fakeEnv) PoolStats() PoolStats { return f.stats }
+
+func (f *fakeEnv) openSession(context.Context) (sandboxd.SessionContainer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opened++
+	return nil, nil
+}
 
 // mustFakeEnvironments returns Environments over fakes of python and data.
 func mustFakeEnvironments(t *testing.T) (*Environments, *fakeEnv, *fakeEnv) {
@@ -136,5 +144,23 @@ func TestEnvironmentsLifecycle(t *testing.T) {
 	}
 	if err := e.Close(context.Background()); err != nil || !py.closed || !data.closed {
 		t.Errorf("Close: %v; closed python %v data %v", err, py.closed, data.closed)
+	}
+}
+
+// TestEnvironmentsOpenSession: a session opens in the runner its
+// environment names, "" in python's; an unknown one is CodeInvalid.
+func TestEnvironmentsOpenSession(t *testing.T) {
+	e, py, data := mustFakeEnvironments(t)
+	for _, env := range []string{"", "python", "data"} {
+		if _, err := e.OpenSession(context.Background(), env); err != nil {
+			t.Errorf("environment %q: %v", env, err)
+		}
+	}
+	if py.opened != 2 || data.opened != 1 {
+		t.Errorf("python opened %d, data %d; want 2 and 1", py.opened, data.opened)
+	}
+	_, err := e.OpenSession(context.Background(), "gpu")
+	if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid || !strings.Contains(sandboxd.ErrorMessage(err), `unknown environment "gpu"`) {
+		t.Errorf("unknown environment: %v", err)
 	}
 }

@@ -172,6 +172,31 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 	}
 }
 
+// takeIdle returns an idle warm box, or nil when none is idle: a session
+// takes one only when it is ready, and otherwise starts its own rather than
+// take one a run waits for. The replacement starts as for a run's take
+// (after refillDelay, so its start does not compete with the session's
+// switch), and the box no longer counts in the pool's memory budget (the
+// sessions' own budget counts it).
+func (p *pool) takeIdle() *box {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.startLocked()
+	for len(p.idle) > 0 {
+		b := p.idle[0]
+		p.idle = slices.Delete(p.idle, 0, 1)
+		close(b.left)
+		p.accountLocked()
+		if b.dead() {
+			p.discardLocked(b)
+			continue
+		}
+		p.refillLater()
+		return b
+	}
+	return nil
+}
+
 // giveBack returns an unused box that a waiter gave up on.
 func (p *pool) giveBack(b *box) {
 	p.mu.Lock()

@@ -53,9 +53,11 @@ import (
 // container's exit, as before, and has no files out. The ack tells a program that ran from a
 // container that died before it got its program, which is retried.
 
-// runnerProtocol is the version of the protocol above. The image carries it
-// in its imageProtocolLabel; Health refuses an image that speaks another.
-const runnerProtocol = "4"
+// runnerProtocol is the version of the protocol: 5 is the protocol above
+// (4's, unchanged) and the sessions of session_protocol.go. The image
+// carries it in its imageProtocolLabel; Health refuses an image that speaks
+// another.
+const runnerProtocol = "5"
 
 // imageProtocolLabel is the image label that holds the runner's protocol
 // version (set by images/python/build.sh).
@@ -72,6 +74,11 @@ const tokenBytes = 16
 // marker is recognised byte by byte while it streams in.
 const markerTail = "ddd dddddddddd dddddddddd dddddddddd d\n"
 
+// sessionMarkerTail is the shape of a session call's end marker
+// (session_protocol.go): markerTail's fields, then the value's flag, its
+// length and the interrupt's flag.
+const sessionMarkerTail = "ddd dddddddddd dddddddddd dddddddddd d d dddddddddd d\n"
+
 // endReport is what an end marker says about the program's end.
 type endReport struct {
 	// status is the exit status, 0..255.
@@ -85,6 +92,19 @@ type endReport struct {
 	// filesCut reports that the runner left a file out, or listed one
 	// without its content, for the caps or the bounds of its walk.
 	filesCut bool
+	// A session call's marker only: value is 0 when the call had no
+	// value (no last expression, or None), 1 when valueLen bytes of its
+	// repr follow the files section, 2 when they are its repr cut at the
+	// cap; interrupted reports that the runner's interrupt ended the call.
+	value       int
+	valueLen    int64
+	interrupted bool
+}
+
+// sectionLen is the length of what follows the marker on stdout: the files
+// section, then a session call's value.
+func (r endReport) sectionLen() int64 {
+	return r.filesLen + r.valueLen
 }
 
 // protocol holds one run's token and the lines made from it, and the caps
@@ -98,6 +118,11 @@ type protocol struct {
 	prefix []byte
 	// ack is the whole ack line; lateAck its late form.
 	ack, lateAck []byte
+	// tail is the marker's shape after the prefix: markerTail, or
+	// sessionMarkerTail for a session's call, whose value may be at most
+	// maxValue bytes.
+	tail     string
+	maxValue int64
 }
 
 // newProtocol returns the protocol of one run, with a fresh token and the
@@ -107,7 +132,7 @@ func newProtocol(maxFiles int, maxFilesBytes int64) *protocol {
 	prefix := []byte(markerMagic + token + ":")
 	return &protocol{token: token, prefix: prefix, ack: []byte(markerMagic + token + ":go\n"),
 		lateAck:  []byte(markerMagic + token + ":gl\n"),
-		maxFiles: maxFiles, maxFilesBytes: maxFilesBytes}
+		maxFiles: maxFiles, maxFilesBytes: maxFilesBytes, tail: markerTail}
 }
 
 // message is what the runner reads on stdin: the header line, the code,
@@ -142,7 +167,7 @@ func (p *protocol) filesBound() int64 {
 
 // markerLen is the length of an end marker.
 func (p *protocol) markerLen() int {
-	return len(p.prefix) + len(markerTail)
+	return len(p.prefix) + len(p.tail)
 }
 
 // partialMarker reports whether b is the start of an end marker of this
@@ -157,11 +182,11 @@ func (p *protocol) partialMarker(b []byte) bool {
 			if c != p.prefix[i] {
 				return false
 			}
-		case markerTail[i-len(p.prefix)] == 'd':
+		case p.tail[i-len(p.prefix)] == 'd':
 			if c < '0' || c > '9' {
 				return false
 			}
-		case c != markerTail[i-len(p.prefix)]:
+		case c != p.tail[i-len(p.prefix)]:
 			return false
 		}
 	}
@@ -170,15 +195,17 @@ func (p *protocol) partialMarker(b []byte) bool {
 
 // endReport reports whether b ends with a whole end marker of this run's
 // token, and what it says: an exit status over 255, a files section longer
-// than filesBound or a <t> other than 0 or 1 makes it no marker.
+// than filesBound or a <t> other than 0 or 1 makes it no marker; so do, in
+// a session call's marker, a value flag over 2, a value longer than
+// maxValue (or one without its flag) and an interrupt flag over 1.
 func (p *protocol) endReport(b []byte) (endReport, bool) {
 	n := p.markerLen()
 	if len(b) < n || !p.partialMarker(b[len(b)-n:]) {
 		return endReport{}, false
 	}
-	var fields [5]int64
+	var fields [8]int64
 	f := 0
-	for _, c := range b[len(b)-len(markerTail) : len(b)-1] {
+	for _, c := range b[len(b)-len(p.tail) : len(b)-1] {
 		if c == ' ' {
 			f++
 			continue
@@ -188,6 +215,10 @@ func (p *protocol) endReport(b []byte) (endReport, bool) {
 	if fields[0] > 255 || fields[3] > p.filesBound() || fields[4] > 1 {
 		return endReport{}, false
 	}
+	if fields[5] > 2 || fields[6] > p.maxValue || (fields[5] == 0 && fields[6] > 0) || fields[7] > 1 {
+		return endReport{}, false
+	}
 	return endReport{status: int(fields[0]), cpuMS: fields[1], maxRSSKB: fields[2],
-		filesLen: fields[3], filesCut: fields[4] == 1}, true
+		filesLen: fields[3], filesCut: fields[4] == 1,
+		value: int(fields[5]), valueLen: fields[6], interrupted: fields[7] == 1}, true
 }

@@ -19,8 +19,11 @@ const (
 	// LabelInstance holds Config.Instance.
 	LabelInstance = "io.sandboxd.instance"
 	// LabelJob holds the job's ID, or "pool" for a warm container started
-	// before its job was known.
+	// before its job was known ("session" for one started for a session).
 	LabelJob = "io.sandboxd.job"
+	// LabelKind is "session" on a container started for a session; a
+	// run's carries none. Reap goes by instance, so it removes both.
+	LabelKind = "io.sandboxd.kind"
 )
 
 // sandboxUser is the image's unprivileged user (see images/python/build.sh).

@@ -20,7 +20,7 @@ PACKAGES=python3-minimal,libpython3.11-stdlib
 SANDBOX_UID=10001
 # The version of the protocol run.py speaks with the service (runtime/protocol.go:
 # runnerProtocol); the service refuses an image with another.
-RUNNER_PROTOCOL=4
+RUNNER_PROTOCOL=5
 here=$(cd "$(dirname "$0")" && pwd)
 
 log() { printf 'image: %s\n' "$*" >&2; }

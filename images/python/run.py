@@ -2,7 +2,10 @@
 
 It is started before its program exists (a warm container waits here), with
 everything it needs already imported. It speaks the service's runner
-protocol, version 4 (runtime/protocol.go), on its standard streams:
+protocol, version 5 (runtime/protocol.go, runtime/session_protocol.go), on
+its standard streams. Its first line decides: a program's header (below,
+protocol 4's, unchanged) runs one program; a session header runs many
+(Sessions, below). One program:
 
   stdin:   "<token> <n> <m> <f> <k> <maxfiles> <maxbytes>\\n", then the n bytes
            of the program, the m bytes of its standard input, and the k bytes
@@ -56,6 +59,42 @@ and returns no files.
 
 Before anything else, the runner sets on itself the data limit that the
 service hands over in SANDBOX_DATA_LIMIT (bytes), and removes the variable.
+
+Sessions. "S <token> <maxvalue>\\n" switches the runner into its loop. It
+dups its stdin, stdout and stderr to private descriptors (non-inheritable),
+acks the loop with "\\0sandboxd:<token>:go\\n" on stdout, and then, per
+call, reads a program's header (a fresh token each call), its code, stdin
+and files in from the private stdin, and:
+
+  - restores descriptors 0 (the call's stdin), 1 and 2 and fresh sys.stdin,
+    sys.stdout and sys.stderr (a program that closed or replaced them gets
+    them back), the working directory /tmp, and its SIGINT handler;
+  - writes the files in (replacing a file or link of that name, never
+    following one), notes every file under /tmp as (inode, size, mtime_ns)
+    (with a digest for one changed so recently that its time may not move),
+    and acks the call on both stdout and stderr: what comes before the ack
+    on either was written between calls;
+  - runs the code in the one __main__ module the session keeps: parsed with
+    ast, the last statement, when it is an expression, evaluated apart and
+    its value, when not None, repr'd (an exception in repr is the call's own
+    error). SIGINT raises KeyboardInterrupt only while this runs (status
+    130); between calls it is ignored. SystemExit ends the call (its
+    status), not the session;
+  - saves the open figures, and writes on both private streams
+    "\\0sandboxd:<token>:<sss> <cpu> <rss> <len> <t> <v> <vlen> <i>\\n",
+    protocol 4's fields then: <v> 0 for no value, 1 for a value of <vlen>
+    bytes, 2 for one cut at <maxvalue> bytes (<vlen> in 10 digits), <i> 1
+    when the interrupt ended the call; on stdout the files section follows
+    (the files new or changed since the call began, and the files in whose
+    bytes changed), then the value's <vlen> bytes (UTF-8). <cpu> is the
+    call's; <rss> its own peak where the kernel lets the runner reset it
+    (/proc/self/clear_refs), else the session's so far;
+  - points descriptors 1 and 2 at /dev/null until the next call, so what a
+    thread writes between calls never reaches the service.
+
+The session ends when stdin ends (exit 0) or at a header that does not parse
+(exit 2): a program that reads the protocol stream itself breaks only its
+own session. A forked child that comes back to the loop exits at once.
 
 After reading the program, stdin points at its standard input: an anonymous
 in-memory file holding the m bytes, or /dev/null when m is 0 (the program
@@ -115,12 +154,14 @@ def _main():
     # memory) still reaches the caller, without a syscall per character.
     sys.stdout.reconfigure(line_buffering=True)
     stdin = sys.stdin.buffer
-    header = stdin.readline().rstrip(b"\n").split(b" ")
-    if len(header) != 7 or len(header[0]) != 32 or not all(f.isdigit() for f in header[1:]):
+    line = stdin.readline()
+    if line.startswith(b"S "):
+        _session(line, stdin, files, figures, bounds)  # never returns
+    header = _header(line)
+    if header is None:
         sys.stderr.write("sandbox-run: malformed header\n")
         os._exit(2)
-    token = header[0]
-    size, insize, nfiles, fsize, maxfiles, maxbytes = (int(f) for f in header[1:])
+    token, size, insize, nfiles, fsize, maxfiles, maxbytes = header
     src = stdin.read(size)
     data = stdin.read(insize) if insize else b""
     blob = stdin.read(fsize) if fsize else b""
@@ -157,13 +198,7 @@ def _main():
     std = (sys.stdout, sys.stderr)
     ended = []  # the program's exit status, once it has ended
 
-    def usage():
-        # CPU seconds and peak RSS (KiB) of this process and its children.
-        me = resource.getrusage(resource.RUSAGE_SELF)
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-        return cpu, max(me.ru_maxrss, kids.ru_maxrss)
-
+    usage = _usage
     def report_end(_runner=sys.modules["__main__"]):
         # _runner keeps this module alive once __main__ is the program's.
         # Registered after the preloaded modules' own handlers, so it runs
@@ -198,14 +233,6 @@ def _main():
         except OSError:
             pass
 
-    def exit_status(code):
-        # What the interpreter makes of SystemExit(code) (Python/pythonrun.c).
-        if code is None:
-            return 0
-        if isinstance(code, int):
-            return code & 0xFF if -(1 << 63) <= code < (1 << 63) else 255
-        return 1  # the interpreter prints it to stderr
-
     atexit.register(report_end)
     start_cpu = usage()[0]
     os.write(1, prefix + (b"gl\n" if late else b"go\n"))
@@ -236,7 +263,7 @@ def _main():
     try:
         exec(code, namespace)
     except SystemExit as exc:
-        ended.append(exit_status(exc.code))
+        ended.append(_exit_status(exc.code))
         raise
     except BaseException as exc:  # report like the interpreter, minus our frame
         ended.append(1)
@@ -247,6 +274,322 @@ def _main():
         hook(type(exc), exc.with_traceback(tb), tb)
         sys.exit(1)
     ended.append(0)
+
+
+def _header(line):
+    """The fields of a program's header line, (token, n, m, f, k, maxfiles,
+    maxbytes), or None when it is malformed."""
+    header = line.rstrip(b"\n").split(b" ")
+    if len(header) != 7 or len(header[0]) != 32 or not all(f.isdigit() for f in header[1:]):
+        return None
+    return (header[0],) + tuple(int(f) for f in header[1:])
+
+
+def _usage():
+    """CPU seconds and peak RSS (KiB) of this process and its children."""
+    import resource
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    return cpu, max(me.ru_maxrss, kids.ru_maxrss)
+
+
+def _exit_status(code):
+    """What the interpreter makes of SystemExit(code) (Python/pythonrun.c)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if -(1 << 63) <= code < (1 << 63) else 255
+    return 1  # the interpreter prints it to stderr
+
+
+def _session(line, stdin, files, figures, bounds):
+    """Run the session whose header is line: "S <token> <maxout>\\n". Never
+    returns: the session ends when the service closes stdin (exit 0) or
+    sends a malformed header (exit 2)."""
+    import os
+    import signal
+    import sys
+
+    head = line.rstrip(b"\n").split(b" ")
+    if len(head) != 3 or len(head[1]) != 32 or not head[2].isdigit():
+        sys.stderr.write("sandbox-run: malformed session header\n")
+        os._exit(2)
+    maxout = int(head[2])
+    # The protocol's streams, private: a program that closes or replaces
+    # 0, 1 and 2 gets them back before the next call, and the markers
+    # never depend on what it did to them. os.dup makes them
+    # non-inheritable, so no program it execs holds them.
+    pin, pout, perr = os.dup(0), os.dup(1), os.dup(2)
+    # Between calls 1 and 2 point here: what a thread writes then is no
+    # call's output, and is dropped before it costs dockerd anything.
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    reader = _Reader(pin, _pending(stdin))
+    _write(pout, b"\0sandboxd:" + head[1] + b":go\n")
+    main = type(sys)("__main__")
+    main.__file__ = "main.py"
+    main.__builtins__ = sys.modules["builtins"]
+    sys.modules["__main__"] = main
+    sys.argv = ["main.py"]
+    sys.path.insert(0, files.root)
+    state = {"running": False, "fired": False}
+
+    def interrupt(signum, frame):
+        # The service's interrupt at a call's timeout; ignored between
+        # calls, when there is nothing to interrupt.
+        if state["running"]:
+            state["fired"] = True
+            raise KeyboardInterrupt
+
+    while True:
+        signal.signal(signal.SIGINT, interrupt)
+        call = _read_call(reader, files)
+        _restore(call.pop("stdin"), pout, perr)
+        os.chdir(files.root)
+        state["fired"] = False
+        report = _call(call, main.__dict__, files, figures, state, interrupt, maxout)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        for chunk in [call["prefix"] + report[0]] + report[1]:
+            _write(pout, chunk)
+        _write(perr, call["prefix"] + report[0])
+
+
+def _pending(stdin):
+    """The bytes stdin's buffer read past the session header (the service
+    sends none before the loop's ack, but nothing may be lost)."""
+    import os
+    os.set_blocking(0, False)
+    try:
+        return stdin.read1(1 << 16) or b""
+    except (BlockingIOError, TypeError):
+        return b""
+    finally:
+        os.set_blocking(0, True)
+
+
+class _Reader:
+    """The protocol's input on a private descriptor: lines and exact sizes,
+    read without a buffer the program could see."""
+
+    def __init__(self, fd, pending):
+        self.fd, self.buf = fd, bytearray(pending)
+
+    def _fill(self):
+        import os
+        chunk = os.read(self.fd, 1 << 16)
+        self.buf += chunk
+        return bool(chunk)
+
+    def readline(self, limit):
+        """A line of at most limit bytes, its newline included; b"" at the end
+        of the stream, or a line without a newline when it is too long."""
+        while True:
+            nl = self.buf.find(b"\n", 0, limit)
+            if nl >= 0 or len(self.buf) >= limit:
+                end = nl + 1 if nl >= 0 else limit
+                line = bytes(self.buf[:end])
+                del self.buf[:end]
+                return line
+            if not self._fill():
+                line = bytes(self.buf)
+                self.buf.clear()
+                return line
+
+    def read(self, n):
+        """n bytes, fewer only at the end of the stream."""
+        while len(self.buf) < n and self._fill():
+            pass
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
+def _write(fd, data):
+    import os
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_call(reader, files):
+    """The next call's header, code, stdin and files in; the session ends
+    at the end of the stream, or at anything malformed (a program that
+    read the stream itself took part of it)."""
+    import os
+    import sys
+    line = reader.readline(256)
+    if not line:
+        os._exit(0)  # the service ended the session
+    header = _header(line) if line.endswith(b"\n") else None
+    if header is None:
+        os.write(2, b"sandbox-run: malformed header\n")
+        os._exit(2)
+    token, size, insize, nfiles, fsize, maxfiles, maxbytes = header
+    src, data, blob = reader.read(size), reader.read(insize), reader.read(fsize)
+    if len(src) != size or len(data) != insize or len(blob) != fsize:
+        os._exit(2)
+    inputs = files.parse(blob, nfiles)
+    if inputs is None:
+        sys.stderr.write("sandbox-run: malformed files\n")
+        os._exit(2)
+    return {"prefix": b"\0sandboxd:" + token + b":", "src": src, "stdin": data, "inputs": inputs,
+            "maxfiles": maxfiles, "maxbytes": maxbytes}
+
+
+def _restore(data, pout, perr):
+    """Give the call its descriptors 0, 1 and 2 and fresh sys.std*: its
+    standard input on 0, the protocol's streams on 1 and 2; flush first
+    what the last call (or a thread) left in the old ones."""
+    import os
+    import sys
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass  # closed or replaced by the program
+    if data:
+        fd = os.memfd_create("stdin", 0)
+        _write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+    else:
+        fd = os.open(os.devnull, os.O_RDONLY)
+    if fd != 0:  # 0 itself when the last call closed it
+        os.dup2(fd, 0)
+        os.close(fd)
+    os.dup2(pout, 1)
+    os.dup2(perr, 2)
+    sys.stdin = sys.__stdin__ = open(0, "r", encoding="utf-8", closefd=False)
+    sys.stdout = sys.__stdout__ = open(1, "w", buffering=1, encoding="utf-8", closefd=False)
+    sys.stderr = sys.__stderr__ = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace",
+                                       closefd=False)
+
+
+def _split(src):
+    """The call's code compiled as main.py: the statements to exec, and the
+    last statement's expression to eval when it is one (else None)."""
+    import ast
+    tree = ast.parse(src, "main.py")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, "main.py", "exec", dont_inherit=True)
+    return body, (compile(last, "main.py", "eval", dont_inherit=True) if last is not None else None)
+
+
+def _call(call, namespace, files, figures, state, interrupt, maxout):
+    """Run one call in namespace and return its end report: the marker's
+    tail, and the chunks that follow it on stdout (files, then value)."""
+    import linecache
+    import os
+    import signal
+    import sys
+    import traceback
+
+    pid = os.getpid()
+    try:
+        written = files.write(call["inputs"], replace=True)
+        failed = None
+    except (OSError, ValueError) as exc:
+        written, failed = {}, "sandbox-run: cannot write the files in: %s\n" % exc
+    before = files.snapshot()
+    peak = _peak_reset()
+    start_cpu = _usage()[0]
+    # The ack on both streams: what came before it on either was written
+    # between calls (by a thread, or a process the last call left).
+    os.write(1, call["prefix"] + b"go\n")
+    os.write(2, call["prefix"] + b"go\n")
+    text = call["src"].decode("utf-8", "replace")
+    linecache.cache["main.py"] = (len(text), None, text.splitlines(True), "main.py")
+    status, value = 0, None
+    try:
+        if failed:
+            sys.stderr.write(failed)
+            status = 1
+        else:
+            try:
+                state["running"] = True
+                body, last = _split(call["src"])
+                exec(body, namespace)
+                if last is not None:
+                    got = eval(last, namespace)
+                    value = None if got is None else repr(got)
+            finally:
+                state["running"] = False
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+        if exc.code is not None and not isinstance(exc.code, int):
+            sys.stderr.write("%s\n" % (exc.code,))
+    except BaseException as exc:  # report like the interpreter, minus our frame
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 1
+        tb = exc.__traceback__.tb_next if exc.__traceback__ else None
+        if isinstance(exc, SyntaxError):
+            tb = None
+        hook = sys.excepthook
+        if hook is sys.__excepthook__:  # the C hook cannot quote main.py
+            hook = traceback.print_exception
+        try:
+            hook(type(exc), exc.with_traceback(tb), tb)
+        except Exception:
+            pass
+    signal.signal(signal.SIGINT, interrupt)
+    if os.getpid() != pid:
+        os._exit(status)  # a forked child that came back here: it is no runner
+    if figures is not None:
+        try:
+            figures()
+        except Exception as exc:
+            sys.stderr.write("sandbox-run: cannot save the open figures: %r\n" % (exc,))
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    cpu, rss = _usage()
+    rss = _peak(peak, rss)
+    cpu_ms = min(max(0, round((cpu - start_cpu) * 1000)), 9999999999)
+    try:
+        section, cut = files.collect(written, call["maxfiles"], call["maxbytes"], before)
+    except Exception:
+        section, cut = [], True
+    raw = b""
+    if value is not None:
+        raw = value.encode("utf-8", "backslashreplace")
+    vflag = 0 if value is None else (2 if len(raw) > maxout else 1)
+    raw = raw[:maxout]
+    tail = b"%03d %010d %010d %010d %d %d %010d %d\n" % (
+        status & 0xFF, cpu_ms, min(rss, 9999999999), sum(len(b) for b in section), cut, vflag, len(raw),
+        state["fired"])
+    return tail, section + [raw]
+
+
+def _peak_reset():
+    """Reset this process's peak resident size, so that a call's peak is
+    its own, and return the children's peak so far; None when the kernel
+    does not let it (gVisor): the peak is then the session's so far."""
+    import resource
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+
+def _peak(kids, fallback):
+    """The call's peak resident size (KiB): this process's since
+    _peak_reset, or that of a child reaped during the call when larger; or
+    fallback (the session's peak so far) when it could not be reset."""
+    import resource
+    if kids is None:
+        return fallback
+    try:
+        with open("/proc/self/status", "rb") as f:
+            hwm = next(int(line.split()[1]) for line in f if line.startswith(b"VmHWM:"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return fallback
+    now = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(hwm, now if now > kids else 0)
 
 
 def _figures(plt):
@@ -321,9 +664,11 @@ class _files:
             pos = nl + 1 + nlen + size
         return out if pos == len(blob) else None
 
-    def write(self, inputs):
+    def write(self, inputs, replace=False):
         """Write each file in under the working directory, parents created,
-        nothing followed, nothing overwritten; return {name: (size, sha256)}."""
+        nothing followed, nothing overwritten (with replace, in a session, a
+        file or link of that name is unlinked first, never followed); return
+        {name: (size, sha256)}."""
         os = self.os
         written = {}
         for name, content in inputs:
@@ -340,6 +685,11 @@ class _files:
                     sub = os.open(part, self.dir_flags, dir_fd=dfd)
                     os.close(dfd)
                     dfd = sub
+                if replace:
+                    try:
+                        os.unlink(parts[-1], dir_fd=dfd)
+                    except FileNotFoundError:
+                        pass
                 fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                              0o644, dir_fd=dfd)
                 try:
@@ -357,8 +707,8 @@ class _files:
 
     def walk(self):
         """The regular files under the working directory as sorted (name,
-        size) pairs, and whether the walk was cut short by its bounds or
-        skipped a name it cannot return."""
+        size, (inode, size, mtime_ns)) triples, and whether the walk was cut
+        short by its bounds or skipped a name it cannot return."""
         os = self.os
         found, state = [], {"visited": 0, "cut": False}
 
@@ -387,7 +737,8 @@ class _files:
                             os.close(sub)
                     elif entry.is_file(follow_symlinks=False):
                         try:
-                            found.append((name, entry.stat(follow_symlinks=False).st_size))
+                            st = entry.stat(follow_symlinks=False)
+                            found.append((name, st.st_size, (st.st_ino, st.st_size, st.st_mtime_ns)))
                         except OSError:
                             pass  # gone meanwhile
 
@@ -447,14 +798,45 @@ class _files:
         got = self.read(name, size)
         return got is not None and got[1] is not None and self.sha256(got[1]).digest() == written[name][1]
 
-    def collect(self, written, maxfiles, maxbytes):
+    def snapshot(self):
+        """What a session's call starts with: {name: (signature, sha256)} of
+        the regular files under the working directory; the digest only for a
+        file changed so recently that a change within the same clock tick
+        would keep its signature (file times are coarse), else None."""
+        import time
+        found, _ = self.walk()
+        recent = time.time_ns() - 50_000_000
+        out = {}
+        for name, size, sig in found:
+            digest = None
+            if sig[2] >= recent and size <= (16 << 20):
+                got = self.read(name, size)
+                digest = self.sha256(got[1]).digest() if got and got[1] is not None else b""
+            out[name] = (sig, digest)
+        return out
+
+    def same(self, name, size, sig, before):
+        """Whether name is as the snapshot before saw it."""
+        if before is None or name not in before or before[name][0] != sig:
+            return False
+        digest = before[name][1]
+        if digest is None:
+            return True
+        got = self.read(name, size)
+        return got is not None and got[1] is not None and self.sha256(got[1]).digest() == digest
+
+    def collect(self, written, maxfiles, maxbytes, before=None):
         """The files section of the end marker: the files out as records
         (a list of byte strings, sent one after the other), and whether any
-        was left out or listed without content."""
+        was left out or listed without content. With before (a session's
+        snapshot), a file not written in is out only when new or changed
+        since."""
         found, cut = self.walk()
         section, used, kept, listed = [], 0, 0, 0
-        for name, size in found:
+        for name, size, sig in found:
             if self.unchanged(name, size, written):
+                continue
+            if name not in written and self.same(name, size, sig, before):
                 continue
             if kept + listed >= maxfiles + self.list_extra:
                 cut = True

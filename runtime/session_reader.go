@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// The stages of one stream of a call, as the session's reader sees it.
+const (
+	// stageBefore: the call's ack has not come on this stream yet.
+	stageBefore = iota
+	// stageIn: the stream carries the call's output.
+	stageIn
+	// stageOver: the call's end marker (and on stdout its section and
+	// value) has come; what follows is output between calls.
+	stageOver
+)
+
+// call is what the session's reader needs of the call under way: its
+// protocol and output, where each stream stands, and the signals to Run.
+type call struct {
+	proto *protocol
+	out   *output
+	seek  [2]ackSeek
+	stage [2]int
+	// acked is closed once the ack has come on stdout; done once both
+	// streams are over; capHit once either passes its cap.
+	acked, done, capHit chan struct{}
+	capOnce             sync.Once
+}
+
+// newCall returns a call of the protocol, its output capped at max bytes
+// per stream. A call of the loop's ack alone has only its stdout ack to
+// wait for: its stderr is over from the start.
+func newCall(proto *protocol, max int, ackOnly bool) *call {
+	c := &call{proto: proto, out: newOutput(max, proto),
+		acked: make(chan struct{}), done: make(chan struct{}), capHit: make(chan struct{})}
+	c.out.ackC = make(chan bool, 1)
+	for i := range c.seek {
+		c.seek[i].ack = proto.ack
+	}
+	if ackOnly {
+		c.stage[1] = stageOver
+	}
+	return c
+}
+
+// readLoop is the session's one reader: it reads the attach stream's frames
+// for the session's life and hands each payload to deliver, until the
+// stream ends (the container stopped, or the session closed it). The
+// stream is always read, so dockerd's copy never stalls.
+func (s *Session) readLoop() {
+	defer close(s.readDone)
+	r := s.b.s.hj.Reader
+	var hdr [frameHeaderSize]byte
+	chunk := make([]byte, readChunk)
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			s.readErr = err
+			return
+		}
+		size := int(binary.BigEndian.Uint32(hdr[4:]))
+		stream := int(hdr[0]) - streamStdout
+		if hdr[0] != streamStdout && hdr[0] != streamStderr {
+			s.readErr = fmt.Errorf("runtime: attach frame of stream %d in a session", hdr[0])
+			return
+		}
+		for size > 0 {
+			n, err := io.ReadFull(r, chunk[:min(size, len(chunk))])
+			s.deliver(stream, chunk[:n])
+			size -= n
+			if err != nil {
+				s.readErr = unexpected(err)
+				return
+			}
+		}
+	}
+}
+
+// deliver hands p, read from stream (0 stdout, 1 stderr), to the call under
+// way, up to the byte where its part of the stream ends; the rest, and all
+// of it between calls, is drained.
+func (s *Session) deliver(stream int, p []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cur
+	for len(p) > 0 {
+		if c == nil || c.stage[stream] == stageOver {
+			s.drainLocked(len(p))
+			return
+		}
+		// Issue 24's cap on all a run sends (output.sent, once merged)
+		// counts here: every byte handed to c.out below.
+		p = c.take(stream, p, s.drainLocked)
+		if c.out.truncated() {
+			c.capOnce.Do(func() { close(c.capHit) })
+		}
+	}
+}
+
+// take hands the call what p holds of its part of stream and returns the
+// rest; bytes before the ack go to drop.
+func (c *call) take(stream int, p []byte, drop func(int)) []byte {
+	switch c.stage[stream] {
+	case stageBefore:
+		dropped, rest, found := c.seek[stream].scan(p)
+		drop(dropped)
+		if !found {
+			return nil
+		}
+		c.stage[stream] = stageIn
+		if stream == 0 {
+			c.out.writeStdout(c.proto.ack)
+			close(c.acked)
+		}
+		if c.stage[1-stream] == stageOver && c.stage[stream] == stageIn && c.ackOnly() {
+			c.over(stream)
+		}
+		return rest
+	case stageIn:
+		if stream == 0 {
+			n := c.out.stdoutUntilSection(p)
+			if c.out.files.complete() {
+				c.over(0)
+			}
+			return p[n:]
+		}
+		end := c.out.stderr.markerEnd(p)
+		if end < 0 {
+			c.out.stderr.write(p)
+			return nil
+		}
+		c.out.stderr.write(p[:end])
+		c.over(1)
+		return p[end:]
+	}
+	return p
+}
+
+// ackOnly reports whether the call waits for the loop's ack alone.
+func (c *call) ackOnly() bool {
+	return c.proto.tail != sessionMarkerTail
+}
+
+// over marks the stream's part of the call as over, and the call as done
+// once both are.
+func (c *call) over(stream int) {
+	c.stage[stream] = stageOver
+	if c.stage[1-stream] == stageOver {
+		close(c.done)
+	}
+}
+
+// drainLocked counts n bytes written between calls, dropped: past the
+// output cap in one period (from one call's start to the next) the session
+// ends, since moving them costs dockerd and the service CPU outside the
+// container's cgroup.
+func (s *Session) drainLocked(n int) {
+	s.between += int64(n)
+	if s.between > s.maxOut {
+		s.endLocked("output between calls")
+	}
+}
