@@ -281,7 +281,7 @@
       }
       showRun(data);
       if (step.kind === "call") {
-        showValue(data.result);
+        if (!data.session_ended) showValue(data.result);
         session.called(data);
       }
       return;
@@ -567,6 +567,11 @@
     const origin = location.origin;
     setText("snip-curl", "curl -s " + origin + "/v1/code \\\n  -H 'Content-Type: application/json' \\\n" +
       "  -d '{\"language\":\"python\",\"code\":\"print(6*7)\"}'");
+    setText("snip-session", "curl -s -X POST " + origin + "/v1/sessions\n" +
+      "# {\"session_id\":\"ses_…\", …}: then, as often as you like,\n" +
+      "curl -s " + origin + "/v1/sessions/ses_…/code \\\n  -H 'Content-Type: application/json' \\\n" +
+      "  -d '{\"code\":\"x = 41\\nx + 1\"}'\n" +
+      "# … \"result\":\"42\" …; end it with curl -s -X DELETE " + origin + "/v1/sessions/ses_…");
     setText("snip-call", "sandboxd call --key-file payer.key --url " + origin + "/v1/code -c 'print(6*7)'");
     setText("snip-mcp", JSON.stringify({ mcpServers: { sandboxd: { type: "http", url: origin + "/mcp" } } }, null, 2));
   }
