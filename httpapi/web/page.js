@@ -272,7 +272,7 @@
     const data = await readJSON(res);
     const settle = unb64JSON(res.headers.get("PAYMENT-RESPONSE"));
     if (res.status === 200 || (res.status === 201 && step.kind === "open")) {
-      if (settle) showSettlement(settle, false);
+      if (settle) showSettlement(settle, false, step.kind === "open" ? " for opening the session" : "");
       else if (!paid) setText("price", "free on this server");
       if (step.kind === "open") {
         const next = session.opened(data, step);
@@ -372,6 +372,7 @@
     const o = q.offer;
     const [title, per] = PAY_FOR[kind] || PAY_FOR.run;
     setText("pay-title", title);
+    setText("pay-wallet", kind === "open" ? "Sign with wallet and open the session" : "Sign with wallet and run");
     setText("price", priceWords(o) + per);
     setText("t-price", priceWords(o) + " (" + o.amount + " atomic units)");
     setText("t-asset", o.extra.name + " · " + o.asset);
@@ -540,10 +541,11 @@
 
   // ---- the settlement ----
 
-  function showSettlement(s, pending) {
+  /** showSettlement shows a payment's settlement; what says what it bought when that is not this answer's run. */
+  function showSettlement(s, pending, what = "") {
     const box = $("settlement");
     box.className = "settlement " + (pending ? "warn" : s.success ? "ok" : "bad");
-    setText("settle-label", pending ? "Settlement pending:" : s.success ? "Paid, settled on chain:" : "Settlement failed:");
+    setText("settle-label", (pending ? "Settlement pending" : s.success ? "Paid, settled on chain" : "Settlement failed") + what + ":");
     const tx = $("settle-tx");
     tx.replaceChildren();
     const hash = typeof s.transaction === "string" ? s.transaction : "";

@@ -31,7 +31,7 @@ const sessionJS = `(() => { const l = document.getElementById("session"); const 
 func (p *page) sessionIDs() []string {
 	var ids []string
 	for _, r := range p.sent() {
-		id := sessionIDPattern.FindString(r.url)
+		id := pageSessionID.FindString(r.url)
 		if id != "" && (len(ids) == 0 || ids[len(ids)-1] != id) {
 			ids = append(ids, id)
 		}
@@ -39,7 +39,7 @@ func (p *page) sessionIDs() []string {
 	return ids
 }
 
-var sessionIDPattern = regexp.MustCompile(`ses_[0-9a-f]{32}`)
+var pageSessionID = regexp.MustCompile(`ses_[0-9a-f]{32}`)
 
 // sessionStatus is the HTTP status of GET /v1/sessions/{id} on base.
 func sessionStatus(t *testing.T, base, id string) int {
@@ -90,6 +90,17 @@ func TestBrowserSession(t *testing.T) {
 	a, v = p.runInSession(t, "print(json.loads(open('/tmp/n.txt').read())['x'] + 1)\nx", "session-state")
 	if a.Stdout != "42\n" || v.Result != "41" {
 		t.Errorf("the import and /tmp: %+v %+v, want stdout 42 and result 41", a, v)
+	}
+	// A result made of markup is shown as the text of its repr, never as elements.
+	_, v = p.runInSession(t, `'<img src="/pwned-by-result" onerror="window.__pwned = 1">'`, "session-hostile-result")
+	if v.Result != `'<img src="/pwned-by-result" onerror="window.__pwned = 1">'` {
+		t.Errorf("the markup result shows as %q", v.Result)
+	}
+	if n := eval[int](t, p, `document.querySelectorAll('[aria-label="result"] *, #session *').length`); n != 0 {
+		t.Errorf("the result and session regions hold %d elements, want none", n)
+	}
+	if got := eval[string](t, p, `String(window.__pwned)`); got != "undefined" {
+		t.Errorf("window.__pwned = %s: the result ran", got)
 	}
 	ids := p.sessionIDs()
 	if len(ids) != 1 {

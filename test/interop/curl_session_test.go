@@ -106,8 +106,8 @@ func testCurlSessionPython(t *testing.T, base string) {
 			Error string `json:"error"`
 		}
 		r.decode(t, &e)
-		if r.Status != http.StatusNotFound || !strings.Contains(e.Error, "ended") {
-			t.Errorf("curl %v after DELETE: %d %s, want 404 saying it ended", args, r.Status, r.Body)
+		if r.Status != http.StatusNotFound || !strings.Contains(e.Error, "this session was closed") {
+			t.Errorf("curl %v after DELETE: %d %s, want 404 saying it was closed", args, r.Status, r.Body)
 		}
 	}
 }
