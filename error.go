@@ -19,6 +19,9 @@ const (
 	CodeTooLarge Code = "too_large"
 	// CodeNotFound: no such endpoint (404).
 	CodeNotFound Code = "not_found"
+	// CodeTooSlow: the request's body arrived slower than the service
+	// reads bodies, and was cut off (408).
+	CodeTooSlow Code = "too_slow"
 	// CodeMethod: the endpoint exists but not with this method (405).
 	CodeMethod Code = "method"
 	// CodeForbidden: the caller may not use what it named, such as another

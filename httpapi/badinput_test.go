@@ -98,7 +98,7 @@ func TestBadHTTPInputs(t *testing.T) {
 		{"invalid UTF-8 in JSON", post("application/json", "{\"code\":\"print('\xff')\"}"), 200, ""},
 		{"enormous body", post("application/json", `{"code":"`+strings.Repeat("x", 1<<20)+`"}`), 413, "over the limit"},
 		{"code over the limit", post("application/json", `{"code":"`+strings.Repeat("x", 1001)+`"}`), 413, "limit of 1000"},
-		{"truncated body (short Content-Length data)", "POST /v1/code HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{\"code\":", 400, "could not read"},
+		{"truncated body (short Content-Length data)", "POST /v1/code HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{\"code\":", 408, "not read within the read timeout"},
 		{"chunked body", "POST /v1/code HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n13\r\n{\"code\":\"print(1)\"}\r\n0\r\n\r\n", 200, `"exit_code":0`},
 	}
 	for _, tc := range cases {
@@ -150,8 +150,8 @@ func TestSlowBodyHoldsNoSandbox(t *testing.T) {
 			status = resp.StatusCode
 			resp.Body.Close()
 		}
-		if status != 0 && status != 400 {
-			t.Fatalf("slow body answered %d, want 400 or a closed connection", status)
+		if status != 0 && status != http.StatusRequestTimeout {
+			t.Fatalf("slow body answered %d, want 408 or a closed connection", status)
 		}
 	}
 	if took := time.Since(start); took > 2*time.Second {

@@ -84,7 +84,8 @@ func BenchmarkParseFullFiles(b *testing.B) {
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	for b.Loop() {
-		job, err := api.parseJob(httptest.NewRequest("POST", "/v1/code", strings.NewReader(payload)))
+		job, hold, err := api.parseJob(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/code", strings.NewReader(payload)))
+		hold.release()
 		if err != nil || len(job.Files) != 16 {
 			b.Fatalf("%v, %d files", err, len(job.Files))
 		}
@@ -143,7 +144,8 @@ func parseAtOnce(b *testing.B, api *Server, payload string, n int) (uint64, int)
 	busy := 0
 	for range n {
 		wg.Go(func() {
-			_, err := api.parseJob(httptest.NewRequest("POST", "/v1/code", strings.NewReader(payload)))
+			_, hold, err := api.parseJob(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/code", strings.NewReader(payload)))
+			hold.release()
 			if sandboxd.ErrorCode(err) == sandboxd.CodeBusy {
 				mu.Lock()
 				busy++

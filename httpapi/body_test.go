@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"io"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,65 +10,30 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/internal/slots"
 )
 
-// heldBody is a request body that blocks every read until its bodies are
-// let go, counting the bodies being read at once.
-type heldBody struct {
-	r       io.Reader
-	counter *readCounter
-	started bool
-}
-
-// readCounter counts the bodies whose reading has begun and not ended,
-// and the most there ever were at once.
-type readCounter struct {
-	mu      sync.Mutex
-	reading int
-	most    int
-	letGo   chan struct{}
-}
-
-// Read counts the body as being read from its first read on, waits until
-// the bodies are let go, then reads; its end stops the count.
-func (b *heldBody) Read(p []byte) (int, error) {
-	if !b.started {
-		b.started = true
-		b.counter.mu.Lock()
-		b.counter.reading++
-		b.counter.most = max(b.counter.most, b.counter.reading)
-		b.counter.mu.Unlock()
-		<-b.counter.letGo
-	}
-	n, err := b.r.Read(p)
-	if err == io.EOF {
-		b.counter.mu.Lock()
-		b.counter.reading--
-		b.counter.mu.Unlock()
-	}
-	return n, err
-}
-
-// TestBodyBudgetBoundsBodiesReadAtOnce sends 16 bodies of the full size at
-// once, to /v1/code and to /mcp, on a server whose budget holds two: at
-// most two are ever being read (so at most two bodies' bytes are held), the
-// others wait, and those still waiting after bodyWait are answered 429 with
-// Retry-After having sent nothing. Without the budget all 16 are read at
-// once.
-func TestBodyBudgetBoundsBodiesReadAtOnce(t *testing.T) {
+// TestWaitingJobsStayInTheBudget sends 16 bodies of 1 MiB at once, to
+// /v1/code and to /mcp, on a server whose budget holds two, while the
+// payment check holds every decoded job: at most two jobs ever wait at
+// once (their bytes stay counted until their run is admitted), and the
+// others are answered 429 with Retry-After once no room comes within
+// bodyWait, or run once room is back. When the budget was given back at
+// decoding, all 16 jobs waited at once, each holding its megabyte.
+func TestWaitingJobsStayInTheBudget(t *testing.T) {
 	const senders, size = 16, 1 << 20
 	for _, path := range []string{"/v1/code", "/mcp"} {
 		t.Run(path, func(t *testing.T) {
-			api := newTestServer(&fakeRunner{}, &fakeGate{})
+			gate := &fakeGate{checkBlock: make(chan struct{})}
+			api := newTestServer(&fakeRunner{}, gate)
 			api.MaxBodyBytes, api.BodyBudget = size, 2*size
+			api.Admitter = slots.New(senders, time.Second)
 			h := api.Handler()
 			payload := `{"code":"print(1)"}` + strings.Repeat(" ", size-19)
-			counter := &readCounter{letGo: make(chan struct{})}
 			answers := make(chan *httptest.ResponseRecorder, senders)
 			for range senders {
 				go func() {
-					req := httptest.NewRequest("POST", path, &heldBody{r: strings.NewReader(payload), counter: counter})
-					req.ContentLength = int64(len(payload))
+					req := httptest.NewRequest("POST", path, strings.NewReader(mcpOr(path, payload)))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Accept", "application/json, text/event-stream")
 					rec := httptest.NewRecorder()
@@ -76,8 +41,9 @@ func TestBodyBudgetBoundsBodiesReadAtOnce(t *testing.T) {
 					answers <- rec
 				}()
 			}
-			time.Sleep(bodyWait + 500*time.Millisecond) // the waiters give up
-			close(counter.letGo)
+			time.Sleep(2*bodyWait + time.Second) // the ones without room give up
+			waiting := gate.count(&gate.checked)
+			close(gate.checkBlock)
 			refused := 0
 			for range senders {
 				rec := <-answers
@@ -85,67 +51,76 @@ func TestBodyBudgetBoundsBodiesReadAtOnce(t *testing.T) {
 				case rec.Code == http.StatusTooManyRequests && rec.Header().Get("Retry-After") == "1" &&
 					strings.Contains(rec.Body.String(), "too many large requests"):
 					refused++
-				case rec.Code == http.StatusTooManyRequests || rec.Code >= 500:
-					t.Errorf("status %d, Retry-After %q: %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+				case rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `"isError":true`):
+					t.Errorf("status %d, Retry-After %q: %.300s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 				}
 			}
-			counter.mu.Lock()
-			defer counter.mu.Unlock()
-			if counter.most > 2 {
-				t.Errorf("%d bodies of %d bytes were read at once; the budget holds 2", counter.most, size)
+			if waiting > 2 || waiting < 1 || refused < 1 {
+				t.Errorf("%d jobs of %d bytes waited at once (the budget holds 2), %d of %d refused", waiting, size, refused, senders)
 			}
-			if counter.most < 1 || refused < 1 || refused > senders-counter.most {
-				t.Errorf("read at most %d at once, refused %d of %d", counter.most, refused, senders)
+			if n := api.bodyBudget().inUse(); n != 0 {
+				t.Errorf("%d bytes still held in the budget after every answer", n)
 			}
 		})
 	}
+}
+
+// mcpOr is payload as the body of path: itself for /v1/code, the
+// arguments of a tools/call for /mcp.
+func mcpOr(path, payload string) string {
+	if path != "/mcp" {
+		return payload
+	}
+	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":` + payload + `}}`
 }
 
 // TestBodyOverLimitIsNotRead: a body whose Content-Length is over the
 // limit is a 413 without a byte read and without room taken in the budget.
 func TestBodyOverLimitIsNotRead(t *testing.T) {
 	api := newTestServer(&fakeRunner{}, &fakeGate{})
-	counter := &readCounter{letGo: make(chan struct{})}
-	req := httptest.NewRequest("POST", "/v1/code", &heldBody{r: strings.NewReader("{}"), counter: counter})
+	body := &countingReader{r: strings.NewReader("{}")}
+	req := httptest.NewRequest("POST", "/v1/code", body)
 	req.ContentLength = api.MaxBodyBytes + 1
 	rec := httptest.NewRecorder()
 	api.Handler().ServeHTTP(rec, req)
-	if rec.Code != http.StatusRequestEntityTooLarge || counter.most != 0 {
-		t.Fatalf("status %d, bodies read %d: %s", rec.Code, counter.most, rec.Body)
+	if rec.Code != http.StatusRequestEntityTooLarge || body.reads != 0 {
+		t.Fatalf("status %d, reads %d: %s", rec.Code, body.reads, rec.Body)
 	}
-	sem, size := api.bodyBudget()
-	if !sem.TryAcquire(size) {
-		t.Error("the refused body kept room in the budget")
+	if n := api.bodyBudget().inUse(); n != 0 {
+		t.Errorf("the refused body kept %d bytes of the budget", n)
 	}
 }
 
-// TestBodyOfUnknownLengthReservesTheLimit: a chunked body reserves the
-// whole limit, so a budget of one body admits one at a time, and gives it
-// back when decoded.
-func TestBodyOfUnknownLengthReservesTheLimit(t *testing.T) {
+// countingReader counts its reads.
+type countingReader struct {
+	r     *strings.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
+// TestChunkedBodyOverTheLimit: a body of unknown length is read up to
+// the limit and refused 413 past it, its room given back.
+func TestChunkedBodyOverTheLimit(t *testing.T) {
 	api := newTestServer(&fakeRunner{}, &fakeGate{})
-	sem, _ := api.bodyBudget()
-	for range 3 {
-		req := httptest.NewRequest("POST", "/v1/code", strings.NewReader(`{"code":"x"}`))
-		req.ContentLength = -1
-		release, err := api.holdBody(req, api.MaxBodyBytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sem.TryAcquire(3*(api.MaxBodyBytes+1) + 1) {
-			t.Fatal("a chunked body reserved less than the limit")
-		}
-		release()
-		release()
+	req := httptest.NewRequest("POST", "/v1/code", strings.NewReader(`{"code":"x"}`+strings.Repeat(" ", int(api.MaxBodyBytes))))
+	req.ContentLength = -1
+	rec := httptest.NewRecorder()
+	api.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
-	if !sem.TryAcquire(4 * (api.MaxBodyBytes + 1)) {
-		t.Error("the budget did not come back whole")
+	if n := api.bodyBudget().inUse(); n != 0 {
+		t.Errorf("the refused body kept %d bytes of the budget", n)
 	}
 }
 
-// TestBodyBudgetFreedDuringTheRun: once a call's body is decoded, its room
-// in the budget is given back while the program runs, over HTTP and MCP: a
-// paid run does not keep large bodies waiting.
+// TestBodyBudgetFreedDuringTheRun: once a call's run is admitted, its
+// room in the budget is given back while the program runs, over HTTP and
+// MCP: a paid run does not keep large bodies waiting.
 func TestBodyBudgetFreedDuringTheRun(t *testing.T) {
 	for _, path := range []string{"/v1/code", "/mcp"} {
 		t.Run(path, func(t *testing.T) {
@@ -163,13 +138,42 @@ func TestBodyBudgetFreedDuringTheRun(t *testing.T) {
 			for runner.ran() == 0 {
 				time.Sleep(time.Millisecond)
 			}
-			sem, size := api.bodyBudget()
-			free := sem.TryAcquire(size)
+			held := api.bodyBudget().inUse()
 			close(runner.block)
 			<-done
-			if !free {
-				t.Error("the run kept room in the body budget")
+			if held != 0 {
+				t.Errorf("the run kept %d bytes of the body budget", held)
 			}
 		})
+	}
+}
+
+// TestSmallRequestNeverWaitsBehindALargeOne: with the budget all but full
+// and a large request waiting for room, a small one takes the room that
+// is left at once. A FIFO semaphore would queue it behind the large one.
+func TestSmallRequestNeverWaitsBehindALargeOne(t *testing.T) {
+	b := newByteBudget(100 << 10)
+	if !b.tryAcquire(90 << 10) {
+		t.Fatal("the budget refused its first taker")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = b.acquire(ctx, 64<<10) })
+	time.Sleep(50 * time.Millisecond) // the large one waits
+	small, err := make(chan error, 1), error(nil)
+	go func() { small <- b.acquire(context.Background(), 19) }()
+	select {
+	case err = <-small:
+	case <-time.After(bodyWait):
+		t.Fatal("a 19-byte request waited behind a 64 KiB one")
+	}
+	if err != nil || !b.tryAcquire(1) {
+		t.Errorf("small: %v; the budget has room left: %v", err, b.inUse())
+	}
+	b.release(90<<10 + 20)
+	wg.Wait() // the large one gets its room once it is free
+	if n := b.inUse(); n != 64<<10 {
+		t.Errorf("in use %d, want the large one's %d", n, 64<<10)
 	}
 }

@@ -95,13 +95,14 @@ func newCodeResponse(job sandboxd.Job, res sandboxd.Result) CodeResponse {
 // handleCode runs one program through the paid flow (execute) and answers
 // its result with the settlement's report.
 func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
-	job, err := s.parseJob(r)
+	job, hold, err := s.parseJob(w, r)
+	defer hold.release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	ext := s.httpExtensions()
-	out, err := s.execute(r.Context(), job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r),
+	out, err := s.execute(withBodyHold(r.Context(), hold), job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
 		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment), Extensions: ext,
 		Environment: job.Environment})
 	if err != nil {
@@ -112,23 +113,20 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newCodeResponse(job, out.Result))
 }
 
-// parseJob reads and decodes the request, then validates it into a Job,
-// holding room for the body in the body budget until it is decoded.
-func (s *Server) parseJob(r *http.Request) (sandboxd.Job, error) {
-	release, err := s.holdBody(r, s.MaxBodyBytes)
+// parseJob reads and decodes the request, then validates it into a Job.
+// It returns the body's room in the body budget, which the job keeps
+// until its run is admitted (execute); the caller releases it.
+func (s *Server) parseJob(w http.ResponseWriter, r *http.Request) (sandboxd.Job, *bodyHold, error) {
+	body, hold, err := s.readBody(w, r, s.MaxBodyBytes)
 	if err != nil {
-		return sandboxd.Job{}, err
-	}
-	defer release()
-	body, err := readBody(r, s.MaxBodyBytes)
-	if err != nil {
-		return sandboxd.Job{}, err
+		return sandboxd.Job{}, nil, err
 	}
 	var req codeRequest
 	if err := decodeObject(body, &req); err != nil {
-		return sandboxd.Job{}, err
+		return sandboxd.Job{}, hold, err
 	}
-	return s.newJob(req)
+	job, err := s.newJob(req)
+	return job, hold, err
 }
 
 // newJob validates a request (from HTTP or MCP) into a Job.

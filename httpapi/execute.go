@@ -35,6 +35,10 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	if err != nil {
 		return outcome{}, err
 	}
+	// Until now the job waited holding its body's room in the body budget
+	// (body.go), so waiting jobs' files stay within it; a run admitted is
+	// bounded by the admission of runs.
+	releaseBody(ctx)
 	var gone <-chan struct{}
 	defer func() { releaseWhenGone(gone, release) }()
 	var res sandboxd.Result

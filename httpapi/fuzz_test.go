@@ -89,7 +89,8 @@ func FuzzDecodeObject(f *testing.F) {
 			assertOneObject(t, body)
 		}
 		r := httptest.NewRequest("POST", "/v1/code", bytes.NewReader(body))
-		job, err := s.parseJob(r)
+		job, hold, err := s.parseJob(httptest.NewRecorder(), r)
+		hold.release()
 		if err != nil {
 			assertRefusal(t, "parseJob", err)
 			return

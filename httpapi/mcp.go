@@ -92,7 +92,6 @@ func (s *Server) runPythonTool() *mcp.Tool {
 // call whose client went away is a protocol error.
 func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	job, err := s.toolJob(req.Params.Arguments)
-	releaseBody(ctx)
 	if err != nil {
 		return s.toolError(err), nil
 	}

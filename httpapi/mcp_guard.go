@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 
@@ -26,31 +27,24 @@ const rpcInvalidRequest = -32600
 // than jsonkeys.MaxDepth (the scan allocates nothing per level; the SDK's
 // decoder would build every level, _meta included) or is a batch of more
 // than mcpMaxBatch messages. Any other body goes on to next as read. The
-// body's room in the body budget is held until the tool has decoded its
-// arguments (releaseBody) or, for any other message, until next has
-// answered.
+// body's room in the body budget is held until the tool's run is admitted
+// (execute) or, for any other message, until next has answered.
 func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		release, err := s.holdBody(r, limit)
+		body, hold, err := s.readBody(w, r, limit)
+		defer hold.release()
+		if err == nil {
+			err = checkRPC(body)
+		}
 		if err != nil {
-			if r.Context().Err() == nil {
+			if r.Context().Err() == nil || !errors.Is(err, r.Context().Err()) {
 				s.Log.Debug("mcp request refused", "err", err)
 				writeRPCError(w, err)
 			}
 			return
 		}
-		defer release()
-		body, err := readBody(r, limit)
-		if err == nil {
-			err = checkRPC(body)
-		}
-		if err != nil {
-			s.Log.Debug("mcp request refused", "err", err)
-			writeRPCError(w, err)
-			return
-		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r.WithContext(withBodyHold(r.Context(), release)))
+		next.ServeHTTP(w, r.WithContext(withBodyHold(r.Context(), hold)))
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"time"
 )
 
 // versionResponse is the answer of GET /v1/version.
@@ -15,6 +16,16 @@ type versionResponse struct {
 	OCIRuntime string `json:"oci_runtime,omitempty"`
 	// DockerError says why the engine's part is missing, when it is.
 	DockerError string `json:"docker_error,omitempty"`
+	// Sessions says whether sessions are on, and their bounds.
+	Sessions sessionsVersion `json:"sessions"`
+}
+
+// sessionsVersion describes the sessions in GET /v1/version.
+type sessionsVersion struct {
+	Enabled      bool  `json:"enabled"`
+	Max          int   `json:"max,omitempty"`
+	IdleTimeoutS int64 `json:"idle_timeout_s,omitempty"`
+	MaxLifetimeS int64 `json:"max_lifetime_s,omitempty"`
 }
 
 // handleVersion reports the service's build and the engine behind it. The
@@ -22,6 +33,10 @@ type versionResponse struct {
 // part is reused for engineTTL (see shared).
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	resp := versionResponse{VersionInfo: s.Version}
+	if set := s.SessionSettings; s.Sessions != nil {
+		resp.Sessions = sessionsVersion{Enabled: true, Max: set.Max, IdleTimeoutS: int64(set.IdleTimeout / time.Second),
+			MaxLifetimeS: int64(set.MaxLifetime / time.Second)}
+	}
 	info, err := s.runnerInfo(r.Context())
 	if err != nil {
 		resp.DockerError = "the container engine did not answer"
@@ -31,19 +46,27 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// resourceURL is the public URL of the call, as quoted in payment terms. A
-// reverse proxy's X-Forwarded-Proto and X-Forwarded-Host are honoured.
-func resourceURL(r *http.Request) string {
+// resourceURL is the public URL of the call, as quoted in payment terms,
+// sent to the facilitator and listed by a bazaar: so the caller must not
+// choose it. PublicURL, when set, names it alone. Else it is built from
+// the request's Host, and from X-Forwarded-Proto and X-Forwarded-Host only
+// when the peer is a trusted proxy (anyone else could write them).
+func (s *Server) resourceURL(r *http.Request) string {
+	if s.PublicURL != "" {
+		return s.PublicURL + r.URL.Path
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
-		scheme = p
-	}
 	host := r.Host
-	if h := r.Header.Get("X-Forwarded-Host"); h != "" {
-		host = h
+	if s.fromTrustedProxy(r) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+			scheme = p
+		}
+		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
+			host = h
+		}
 	}
 	return scheme + "://" + host + r.URL.Path
 }

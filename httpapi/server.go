@@ -7,6 +7,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -23,7 +24,7 @@ type VersionInfo struct {
 
 // Server holds what the handlers need. All exported fields are required
 // but RunLimit, Page, CORSOrigins, Environments, MaxFiles, MaxFilesBytes,
-// BodyBudget, Sessions and SessionSettings.
+// BodyBudget and the fields after it.
 type Server struct {
 	Runner   sandboxd.Runner
 	Admitter sandboxd.Admitter
@@ -50,6 +51,10 @@ type Server struct {
 	// "environment", listed by discovery; empty means DefaultEnvironment
 	// alone.
 	Environments []sandboxd.Environment
+	// BodyBudget caps the bytes of request bodies being read and decoded
+	// at once, across all requests (body.go); 0 means
+	// defaultBodyBudgets times MaxBodyBytes.
+	BodyBudget int64
 	// Sessions are the sessions (sessions.go); nil turns them off: their
 	// routes answer 404.
 	Sessions sandboxd.Sessions
@@ -61,13 +66,31 @@ type Server struct {
 	// MaxFilesBytes caps the decoded bytes of a request's files in all
 	// (over it, 413) and of an answer's (the runtime enforces that side).
 	MaxFilesBytes int64
-	// BodyBudget caps the bytes of request bodies being read and decoded
-	// at once, across all requests (body.go); 0 means
-	// defaultBodyBudgets times MaxBodyBytes.
-	BodyBudget int64
+	// MinBodyRate is the slowest a body may arrive, in bytes a second on
+	// average after BodyGrace (body_rate.go); slower is cut off with a
+	// 408. 0 sets no rate.
+	MinBodyRate int64
+	// BodyGrace is how long a body may lag behind MinBodyRate: the time
+	// before its first bytes must arrive, and the stall it may take later
+	// once it has got ahead.
+	BodyGrace time.Duration
+	// ReadTimeout is the http.Server's ReadTimeout: a body's read deadline
+	// never passes it. 0 for none.
+	ReadTimeout time.Duration
+	// MaxBodiesPerClient caps the bodies one client address (clientAddr)
+	// may be sending at once; over it, 429. 0 sets no cap.
+	MaxBodiesPerClient int
+	// TrustedProxies are the peers whose X-Forwarded-For, -Host and -Proto
+	// are believed (client.go); from any other peer they are ignored.
+	TrustedProxies []netip.Prefix
+	// PublicURL, when set, is the service's own URL (scheme, host and an
+	// optional path prefix, no trailing slash): the resource a payment pays
+	// for is named from it alone (meta.go).
+	PublicURL string
 
-	engine engineCache
-	bodies bodyBudgetOnce
+	engine  engineCache
+	bodies  bodyBudgetOnce
+	reading clientCounter
 }
 
 // Handler returns the routes of the API and the page, CORS around them.

@@ -83,7 +83,9 @@ type sessionOutcome struct {
 	Settlement *sandboxd.Settlement
 }
 
-// callSession runs job in session id through the paid flow. The errors
+// callSession runs job in session id through the paid flow; ctx may carry
+// the request body's room (withBodyHold), given back once the turn is
+// taken. The errors
 // are the table's (sandboxd.Sessions, sandboxd.SessionTurn) and the
 // gate's.
 func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, pay sandboxd.PaymentRequest) (sessionOutcome, error) {
@@ -96,6 +98,9 @@ func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, p
 		return sessionOutcome{}, err
 	}
 	defer turn.Release()
+	// The turn bounds what the job keeps from here on, as a sandbox slot
+	// does for a run.
+	releaseBody(ctx)
 	var res sandboxd.SessionResult
 	settled, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
 		var err error

@@ -104,13 +104,13 @@ func (s *Server) sessionsOn(h http.HandlerFunc) http.HandlerFunc {
 
 // handleOpenSession opens a session through the paid flow (openSession).
 func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
-	env, err := s.parseOpen(r)
+	env, err := s.parseOpen(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	ext := s.sessionOpenExtensions()
-	out, err := s.openSession(r.Context(), env, sandboxd.PaymentRequest{ResourceURL: resourceURL(r),
+	out, err := s.openSession(r.Context(), env, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
 		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
 		Environment: env, Extensions: ext})
 	if err != nil {
@@ -125,18 +125,14 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseOpen reads the body of POST /v1/sessions (none, or an object that
-// may name an environment) and returns the validated environment.
-func (s *Server) parseOpen(r *http.Request) (string, error) {
-	limit := min(int64(openBodyLimit), s.MaxBodyBytes)
-	release, err := s.holdBody(r, limit)
+// may name an environment) under the body rules of /v1/code, and returns
+// the validated environment.
+func (s *Server) parseOpen(w http.ResponseWriter, r *http.Request) (string, error) {
+	body, hold, err := s.readBody(w, r, min(int64(openBodyLimit), s.MaxBodyBytes))
 	if err != nil {
 		return "", err
 	}
-	defer release()
-	body, err := readBody(r, limit)
-	if err != nil {
-		return "", err
-	}
+	hold.release() // decoded below, kept nowhere
 	var req openRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := decodeObject(body, &req); err != nil {
@@ -156,13 +152,14 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	job, err := s.parseSessionJob(r, info.Environment)
+	job, hold, err := s.parseSessionJob(w, r, info.Environment)
+	defer hold.release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	ext := s.sessionCallExtensions()
-	out, err := s.callSession(r.Context(), id, job, sandboxd.PaymentRequest{ResourceURL: resourceURL(r),
+	out, err := s.callSession(withBodyHold(r.Context(), hold), id, job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
 		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
 		Environment: info.Environment, Extensions: ext})
 	if err != nil {
@@ -177,27 +174,24 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 // parseSessionJob reads a call's body, the body of POST /v1/code under the
 // same rules (the body budget, the decoding, the caps), into a Job in the
 // session's environment env. The body may not name an environment: a
-// session keeps its own.
-func (s *Server) parseSessionJob(r *http.Request, env string) (sandboxd.Job, error) {
-	release, err := s.holdBody(r, s.MaxBodyBytes)
+// session keeps its own. The body's room in the budget is returned with
+// the job, as parseJob's.
+func (s *Server) parseSessionJob(w http.ResponseWriter, r *http.Request, env string) (sandboxd.Job, *bodyHold, error) {
+	body, hold, err := s.readBody(w, r, s.MaxBodyBytes)
 	if err != nil {
-		return sandboxd.Job{}, err
-	}
-	defer release()
-	body, err := readBody(r, s.MaxBodyBytes)
-	if err != nil {
-		return sandboxd.Job{}, err
+		return sandboxd.Job{}, nil, err
 	}
 	var req codeRequest
 	if err := decodeObject(body, &req); err != nil {
-		return sandboxd.Job{}, err
+		return sandboxd.Job{}, hold, err
 	}
 	if req.Environment != nil {
-		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
+		return sandboxd.Job{}, hold, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
 			`field "environment" is not accepted here: a session keeps the environment it was opened in (%s); leave it out`, env)
 	}
 	req.Environment = &env
-	return s.newJob(req)
+	job, err := s.newJob(req)
+	return job, hold, err
 }
 
 // newSessionCodeResponse is the answer of a delivered call of job.

@@ -38,6 +38,7 @@ type Metrics struct {
 	settleLatency prometheus.Histogram
 	ledgerLatency *prometheus.HistogramVec
 	settledAmount prometheus.Counter
+	sessions      sessionSeries
 }
 
 // PoolStats is what the pool gauges read at each scrape. It has the fields
@@ -86,6 +87,7 @@ func New(pool func() PoolStats) *Metrics {
 	for _, o := range []string{OutcomeQuoted, OutcomeReserved, OutcomeSettled, OutcomeFailed, OutcomeReleased, OutcomePending} {
 		m.payments.WithLabelValues(o, "")
 	}
+	m.registerSessions()
 	if pool != nil {
 		m.registerPool(pool)
 	}

@@ -198,3 +198,35 @@ func TestSettledAmountIsTheEnvironmentsPrice(t *testing.T) {
 		t.Fatalf("settled %v, want 5000 + 20000", got)
 	}
 }
+
+// TestSessionSeries: opened, open, ended by reason (every reason shown
+// from the start) and calls by status.
+func TestSessionSeries(t *testing.T) {
+	m := New(nil)
+	m.SessionOpened("python")
+	m.SessionOpened("data")
+	m.SessionCalled("python", sandboxd.StatusOK, nil)
+	m.SessionCalled("python", "", sandboxd.Errorf(sandboxd.CodeUnavailable, "x", "down"))
+	m.SessionEnded("data", "idle")
+	got := scrape(t, m)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"sandboxd_sessions_opened_total", map[string]string{"environment": "python"}, 1},
+		{"sandboxd_sessions_open", map[string]string{"environment": "python"}, 1},
+		{"sandboxd_sessions_open", map[string]string{"environment": "data"}, 0},
+		{"sandboxd_sessions_ended_total", map[string]string{"reason": "idle"}, 1},
+		{"sandboxd_sessions_ended_total", map[string]string{"reason": "output_between_calls"}, 0},
+		{"sandboxd_session_calls_total", map[string]string{"environment": "python", "status": "ok"}, 1},
+		{"sandboxd_session_calls_total", map[string]string{"environment": "python", "status": "unavailable"}, 1},
+	} {
+		if v := value(got, c.name, c.labels); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
+		}
+	}
+	if _, ok := got["sandboxd_sessions_ended_total"]; !ok {
+		t.Fatal("no ended series")
+	}
+}

@@ -107,6 +107,10 @@ type output struct {
 	// the whole ack has been seen; it must have room for that value.
 	ackC    chan bool
 	ackTold bool
+	// sent counts every byte of both streams read so far, the ack, the
+	// markers and the files sections included (a forged section is as
+	// costly to move as output); past sentMax the run is over its cap.
+	sent, sentMax int64
 }
 
 // filesSection collects the files section that follows an end marker on
@@ -140,13 +144,15 @@ func (f *filesSection) take(p []byte) int {
 	return n
 }
 
-// newOutput returns empty output capped at max bytes per stream.
+// newOutput returns empty output capped at max bytes per stream, and at
+// sentBound(max, proto) bytes sent in all.
 func newOutput(max int, proto *protocol) *output {
 	return &output{
-		proto:  proto,
-		stdout: capBuffer{max: max, proto: proto},
-		stderr: capBuffer{max: max, proto: proto},
-		files:  filesSection{want: -1},
+		proto:   proto,
+		stdout:  capBuffer{max: max, proto: proto},
+		stderr:  capBuffer{max: max, proto: proto},
+		files:   filesSection{want: -1},
+		sentMax: sentBound(max, proto),
 	}
 }
 
@@ -271,7 +277,7 @@ func (o *output) acked() bool {
 // the ack, both streams end with the end marker, with the same report, and
 // the files section after it on stdout has arrived whole.
 func (o *output) ended() (endReport, bool) {
-	if !o.acked() || o.stdout.truncated || o.stderr.truncated || !o.files.complete() {
+	if !o.acked() || o.truncated() || !o.files.complete() {
 		return endReport{}, false
 	}
 	out, ok := o.proto.endReport(o.stdout.buf)
@@ -285,9 +291,10 @@ func (o *output) ended() (endReport, bool) {
 	return out, true
 }
 
-// truncated reports whether either stream passed its cap.
+// truncated reports whether either stream passed its cap, or both
+// together sent more than sentBound.
 func (o *output) truncated() bool {
-	return o.stdout.truncated || o.stderr.truncated
+	return o.stdout.truncated || o.stderr.truncated || o.overSent()
 }
 
 // finish settles both streams once reading has ended.
@@ -302,7 +309,13 @@ func (o *output) finish() {
 // everything the program wrote before it has arrived. The first time either
 // stream passes its cap it calls onCap, and goes on reading: the other
 // stream's output still counts, and a connection that is read never stalls
-// the daemon. It returns nil at a clean end of stream or at the end marker,
+// the daemon. But it reads no more than one byte past sentBound of both
+// streams' payloads: a run that sends that much is truncated, reported to
+// onCap, and left unread (the caller closes the connection), so what a run
+// moves through dockerd and the service is bounded whatever it forges.
+// (The frame headers cost at most 8 bytes per payload byte on top: dockerd
+// frames only what it read from a pipe, never an empty write.) It returns
+// nil at a clean end of stream, at the end marker or past sentBound,
 // io.ErrUnexpectedEOF when the stream ends inside a frame, or the read error;
 // whatever was read before is kept.
 func demux(r io.Reader, o *output, onCap func()) error {
@@ -334,7 +347,8 @@ func demux(r io.Reader, o *output, onCap func()) error {
 			chunk = make([]byte, readChunk)
 		}
 		for size > 0 {
-			n, err := io.ReadFull(r, chunk[:min(size, len(chunk))])
+			n, err := io.ReadFull(r, chunk[:min(size, len(chunk), o.room())])
+			o.sent += int64(n)
 			write(chunk[:n])
 			size -= n
 			if !capped && o.truncated() {
@@ -343,6 +357,9 @@ func demux(r io.Reader, o *output, onCap func()) error {
 			}
 			if err != nil {
 				return unexpected(err)
+			}
+			if o.overSent() {
+				return nil
 			}
 		}
 		if _, ok := o.ended(); ok {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -15,7 +16,8 @@ import (
 // never panic; no stream may hold more than its cap (plus, while reading,
 // at most one end marker's length) nor anything the program did not write;
 // onCap comes at most once and only with a cap passed; decoded output is
-// valid UTF-8. Without the protocol the output must be exactly what a plain
+// valid UTF-8; a stream whose payloads pass sentBound is read to one byte
+// past it, no further. Without the protocol the output must be exactly what a plain
 // reading of the frames gives, cut at the cap.
 func FuzzDemux(f *testing.F) {
 	p := testProtocol()
@@ -38,6 +40,7 @@ func FuzzDemux(f *testing.F) {
 		frame(1, "abcdef")[:frameHeaderSize+3],
 		append(frame(1, "ab"), 1, 0, 0),
 		{1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 'x'},
+		frames(frame(1, strings.Repeat("x", 100)), frame(2, "late")),
 	} {
 		f.Add(seed, uint16(10), false, uint8(0))
 		f.Add(seed, uint16(4), true, uint8(1))
@@ -72,7 +75,10 @@ func FuzzDemux(f *testing.F) {
 		want := plainRead(in)
 		checkStream(t, "stdout", o.stdout, max, stripSections(stripAck(want.stdout, proto), proto))
 		checkStream(t, "stderr", o.stderr, max, want.stderr)
-		if proto == nil {
+		switch {
+		case int64(len(want.stdout)+len(want.stderr)) > o.sentMax:
+			checkOverSent(t, o, caps, err)
+		case proto == nil:
 			checkPlain(t, o, max, caps, err, want)
 		}
 	})
@@ -120,6 +126,16 @@ func checkPlain(t *testing.T, o *output, max, caps int, err error, want plain) {
 		t.Fatalf("demux = %v, want io.ErrUnexpectedEOF for a stream cut inside a frame", err)
 	case want.ending == endBad && err == nil:
 		t.Fatalf("demux = nil, want an error for a daemon error or an unknown stream")
+	}
+}
+
+// checkOverSent checks a run that sent more than sentBound: read to one
+// byte past it and no further, truncated, onCap told, and a clean return.
+func checkOverSent(t *testing.T, o *output, caps int, err error) {
+	t.Helper()
+	if o.sent != o.sentMax+1 || !o.truncated() || caps != 1 || err != nil {
+		t.Fatalf("%d bytes read of a bound of %d, truncated %v, onCap told %d times, demux = %v; want one past the bound, truncated, told once, nil",
+			o.sent, o.sentMax, o.truncated(), caps, err)
 	}
 }
 

@@ -31,7 +31,7 @@ type mixedCase struct {
 	within time.Duration
 }
 
-// The answer-time promises of a busy host (README, "Timing under load"):
+// The answer-time promises of a busy host (docs/performance.md, "Kills under load"):
 // counted from the program's start, at killConcurrency runs at once.
 const (
 	// bombWithin bounds a memory bomb's answer (oom or MemoryError).

@@ -14,7 +14,7 @@ import (
 // drainGrace bounds how long output is still read after a deadline kill:
 // long enough for what the program printed before it died to come through,
 // short enough that the kill is answered within timeout + 0.5 s on a busy
-// host (README, "Timing under load"). The stream usually ends sooner, once
+// host (docs/performance.md, "Kills under load"). The stream usually ends sooner, once
 // the kill has gone through.
 const drainGrace = 250 * time.Millisecond
 
@@ -231,7 +231,11 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 			r.log.Warn("attach stream ended with an error", "err", s.err)
 		}
 		if s.out.truncated() {
-			r.kill(ctx) // the stream ended right after the cap: it is done
+			// The stream ended right after a cap, or demux stopped reading
+			// past sentBound: close it before the kill, since a connection
+			// left unread stalls dockerd's copy and with it the kill.
+			s.close()
+			r.killLater(ctx)
 		}
 	case <-s.capHit:
 		r.killAndDrain(ctx, capDrainGrace)

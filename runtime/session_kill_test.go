@@ -27,7 +27,7 @@ func TestSessionTimeoutInterrupts(t *testing.T) {
 		} {
 			res := mustCall(t, s, code)
 			if res.Status != sandboxd.StatusTimeout || !res.TimedOut || res.ExitCode != 130 || res.Stdout != "spinning\n" ||
-				!strings.Contains(res.Stderr, "KeyboardInterrupt") || res.Ended {
+				!strings.Contains(res.Stderr, "KeyboardInterrupt") || strings.Contains(res.Stderr, "run.py") || res.Ended {
 				t.Fatalf("%q: status %q exit %d ended %v (%s) stdout %q stderr %q", code, res.Status, res.ExitCode,
 					res.Ended, res.EndReason, res.Stdout, res.Stderr)
 			}
@@ -87,11 +87,23 @@ func TestSessionContainerDies(t *testing.T) {
 				s := mustSession(t, d)
 				mustCall(t, s, "x = 1")
 				res := mustCall(t, s, tt.code)
+				if tt.name == "oom" && res.TimedOut && !res.Ended {
+					// On a loaded host the kernel may reclaim for longer
+					// than the call's limit before its OOM killer acts:
+					// interrupted, the session lives; a right answer too.
+					t.Logf("the bomb was interrupted at the timeout before the OOM killer came: %q", res.Stderr)
+					return
+				}
 				check(t, res.Result, tt.w)
 				if !res.Ended || !strings.Contains(res.EndReason, tt.reason) {
 					t.Errorf("ended %v (%q), want the session ended saying %q", res.Ended, res.EndReason, tt.reason)
 				}
 				assertEnded(t, s, tt.reason)
+				select {
+				case <-res.Gone:
+				case <-time.After(30 * time.Second):
+					t.Error("the ended session's Gone did not close")
+				}
 				if _, err := s.Run(t.Context(), sandboxd.Job{ID: jobID(t), Code: "x"}); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 					t.Errorf("a call after the end: %v, want CodeUnavailable", err)
 				}

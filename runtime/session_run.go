@@ -80,6 +80,13 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 		return sandboxd.SessionResult{}, err
 	}
 	res.Ended, res.EndReason = s.endedNow()
+	if res.Ended {
+		// As a run's: whoever bounds the sandboxes holds the bound until
+		// the container is gone.
+		s.mu.Lock()
+		res.Gone = s.gone
+		s.mu.Unlock()
+	}
 	log.Debug("session call finished", "status", res.Status, "ended", res.Ended, "duration", res.Duration)
 	return res, nil
 }

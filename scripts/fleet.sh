@@ -30,6 +30,8 @@ for i in 1 2 3; do
   SANDBOX_RUNTIME_POOL_SIZE="${FLEET_POOL_SIZE:-2}" \
   SANDBOX_PAYMENTS_LEDGER="$url" \
   SANDBOX_PAYMENTS_REPLICA_ID="$(hostname)/fleet$i" \
+  SANDBOX_SERVER_PUBLIC_URL="${FLEET_PUBLIC_URL:-http://127.0.0.1:808$i}" \
+  SANDBOX_SERVER_TRUSTED_PROXIES="${FLEET_TRUSTED_PROXIES:-127.0.0.1}" \
     "$root/bin/sandboxd" serve --config "$root/config.yaml" 2>"$state/replica$i.log" &
   pids+=($!)
 done
@@ -39,7 +41,9 @@ fleet: three replicas on http://127.0.0.1:8081 :8082 :8083 (logs in .fleet/repli
        metrics on http://127.0.0.1:9091/metrics :9092 :9093, ledger $(printf '%s' "$url" | sed 's/:[^:@]*@/:xxxxx@/')
        try:  curl -s 127.0.0.1:8082/v1/code -d '{"code":"print(6*7)"}'
              SANDBOX_PAYMENTS_LEDGER='$url' bin/sandboxd ledger stats
-       a load balancer in front: deploy/nginx.conf. Ctrl-C stops the fleet and PostgreSQL.
+       a load balancer in front: deploy/nginx.conf, then FLEET_PUBLIC_URL=<its URL> names the resource
+       payers pay for on every replica, and FLEET_TRUSTED_PROXIES=<its address> (default 127.0.0.1)
+       the peers whose X-Forwarded-* are read. Ctrl-C stops the fleet and PostgreSQL.
 MSG
 wait -n "${pids[@]}" || true
 echo "fleet: a replica exited; see .fleet/replica*.log" >&2

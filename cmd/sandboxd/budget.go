@@ -23,7 +23,7 @@ func (c Config) requestBudget() time.Duration {
 	if c.Payments.Enabled {
 		return c.Payments.RequestBudget(c.runBounds())
 	}
-	return c.Runtime.QueueWait + c.runLimit()
+	return c.queueWait() + c.runLimit()
 }
 
 // httpTimeouts returns the HTTP server's timeouts, derived from the keys
@@ -33,8 +33,8 @@ func (c Config) httpTimeouts() httpapi.Timeouts {
 }
 
 // runBounds is what bounds a paid run, from the one place it is defined:
-// the queue wait and the run limit, which the payments section's validity
+// the queue wait (a sandbox slot's, or a session's turn's) and the run limit, which the payments section's validity
 // window and request budget hold (payments.Config.Window, RequestBudget).
 func (c Config) runBounds() payments.RunBounds {
-	return payments.RunBounds{QueueWait: c.Runtime.QueueWait, Limit: c.runLimit()}
+	return payments.RunBounds{QueueWait: c.queueWait(), Limit: c.runLimit()}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,8 +20,7 @@ import (
 // callCommand pays for one run over x402 and prints the answer and the
 // settlement.
 func callCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("call", stderr)
 	keyFile := fs.String("key-file", "", "file holding the payer's hex private key (required)")
 	url := fs.String("url", "http://127.0.0.1:8080/v1/code", "the service's /v1/code URL")
 	code := fs.String("c", "", "the program's source (instead of FILE.py)")
@@ -33,8 +31,8 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&assets, "asset", "a token address to pay with (repeatable; default "+x402.DefaultClientAsset+", USDC on Base Sepolia)")
 	payTo := fs.String("pay-to", "", "pay only this payee address (default: any)")
 	maxWindow := fs.Duration("max-window", x402.DefaultClientMaxWindow, "sign authorizations valid for at most this long")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, callHelp, args, stdout); !ok {
+		return code
 	}
 	policy, err := payPolicy(*maxAmount, networks, assets, *payTo, *maxWindow)
 	if err != nil {
@@ -46,7 +44,7 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			err = errors.New("--key-file is required")
 		}
-		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: sandboxd call --key-file FILE [--url URL] [--max-amount 0.005] [--network N] [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [-c CODE | FILE.py]\n", err)
+		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: %s\n(sandboxd call --help says more)\n", err, callHelp.usage)
 		return 2
 	}
 	key, err := x402.LoadKey(*keyFile)

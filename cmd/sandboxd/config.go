@@ -24,6 +24,7 @@ type Config struct {
 	Server   ServerConfig   `mapstructure:"server"`
 	Runtime  RuntimeConfig  `mapstructure:"runtime"`
 	Payments PaymentsConfig `mapstructure:"payments"`
+	Sessions SessionsConfig `mapstructure:"sessions"`
 	// Environments holds the environments.* keys: each environment a
 	// request may name, by name (see EnvironmentConfig).
 	Environments map[string]EnvironmentConfig `mapstructure:"environments"`
@@ -48,6 +49,24 @@ type ServerConfig struct {
 	// CORSOrigins is server.cors_origins: the origins whose scripts may
 	// call /v1/*, or "*" for any.
 	CORSOrigins []string `mapstructure:"cors_origins"`
+	// MinBodyRate is server.min_body_rate: the slowest a request body may
+	// arrive, in bytes a second on average after BodyGrace; 0 = no rate.
+	MinBodyRate units.Bytes `mapstructure:"min_body_rate"`
+	// BodyGrace is server.body_grace: how far a body may lag behind
+	// MinBodyRate before it is cut off with a 408.
+	BodyGrace time.Duration `mapstructure:"body_grace"`
+	// MaxConnsPerClient is server.max_conns_per_client: connections one
+	// client address may hold open at once; 0 = no cap.
+	MaxConnsPerClient int64 `mapstructure:"max_conns_per_client"`
+	// MaxBodiesPerClient is server.max_bodies_per_client: request bodies
+	// one client address may be sending at once; 0 = no cap.
+	MaxBodiesPerClient int64 `mapstructure:"max_bodies_per_client"`
+	// PublicURL is server.public_url: the service's own URL, which alone
+	// names the resource a payment pays for; "" = from the request.
+	PublicURL string `mapstructure:"public_url"`
+	// TrustedProxies is server.trusted_proxies: the IPs or CIDRs of the
+	// reverse proxies whose X-Forwarded-* headers are believed.
+	TrustedProxies []string `mapstructure:"trusted_proxies"`
 }
 
 // RuntimeConfig holds the runtime.* keys: the Docker runner's own section
@@ -87,6 +106,14 @@ func defaultConfig() Config {
 			MetricsAddr:     "127.0.0.1:9090",
 			Page:            true,
 			CORSOrigins:     []string{"*"},
+			// 1 KiB/s, 4x below a poor GPRS link; 5 s covers a radio's
+			// wake-up and two lost packets' retransmissions (config.yaml).
+			MinBodyRate:        1 << 10,
+			BodyGrace:          5 * time.Second,
+			MaxConnsPerClient:  64,
+			MaxBodiesPerClient: 32,
+			PublicURL:          "",
+			TrustedProxies:     []string{},
 		},
 		Runtime: RuntimeConfig{
 			Config: runtime.Config{
@@ -132,6 +159,16 @@ func defaultConfig() Config {
 				MaxChecks:         payments.DefaultMaxChecks,
 				CheckWait:         payments.DefaultCheckWait,
 			},
+		},
+		Sessions: SessionsConfig{
+			Enabled:     true,
+			Max:         8,
+			MaxPerPayer: 2,
+			Memory:      0,
+			IdleTimeout: 5 * time.Minute,
+			MaxLifetime: 30 * time.Minute,
+			OpenPrice:   "",
+			QueueWait:   2 * time.Second,
 		},
 		// python's defaults are the runtime.* keys (resolveEnvironments).
 		Environments: map[string]EnvironmentConfig{

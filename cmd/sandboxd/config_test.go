@@ -39,7 +39,7 @@ func TestRepositoryConfigMatchesDefaults(t *testing.T) {
 }
 
 // TestRepositoryConfigDocumentsEveryKey: config.yaml is the reference of
-// the keys (the README points to it), so it sets every key Config has.
+// the keys (docs/operating.md points to it), so it sets every key Config has.
 func TestRepositoryConfigDocumentsEveryKey(t *testing.T) {
 	v := viper.New()
 	v.SetConfigFile("../../config.yaml")

@@ -40,6 +40,8 @@ func (c Config) Validate() error {
 		check(validOrigin(o), "server.cors_origins", "%q is not \"*\" or an origin such as https://docs.example.com (scheme and host, no path)", o)
 	}
 
+	errs = append(errs, s.clientErrors()...)
+
 	errs = append(errs, configErrors(rt.Config.Validate())...)
 	// runtime accepts "" as the daemon's default; the file must name one.
 	check(rt.OCIRuntime != "", "runtime.oci_runtime", "is empty; name one of runc, runsc, crun")
@@ -53,6 +55,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateEnvironments()...)
+	errs = append(errs, c.validateSessions()...)
 	if c.Payments.Enabled {
 		errs = append(errs, configErrors(c.paymentsConfig().Validate(c.runBounds()))...)
 	}

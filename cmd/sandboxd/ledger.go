@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,30 +11,43 @@ import (
 	"sandboxd/payments/ledger"
 )
 
+// ledgerUsage is what `sandboxd ledger` without a known subcommand says.
 const ledgerUsage = `usage:
   sandboxd ledger stats [--config FILE]
       counts and sums (atomic units) by day and state
   sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]
       rows, newest first, with transaction hashes; T is a date (2026-11-30),
       an RFC 3339 time, or a duration back from now (24h)
+
+example:
+  sandboxd ledger list --state settling --since 24h
+
+Each has --help. More: docs/operating.md
 `
 
 // ledgerCommand prints the configured ledger (payments.ledger, either
 // backend) for the operator.
 func ledgerCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, ledgerUsage)
+		return 0
+	}
 	if len(args) == 0 || (args[0] != "stats" && args[0] != "list") {
 		fmt.Fprint(stderr, ledgerUsage)
 		return 2
 	}
-	fs := flag.NewFlagSet("ledger "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("ledger "+args[0], stderr)
+	h := ledgerStatsHelp
+	if args[0] == "list" {
+		h = ledgerListHelp
+	}
 	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
 	state := fs.String("state", "", "only rows in this state (reserved, settling, settled, failed, released)")
 	since := fs.String("since", "", "only rows reserved at or after this time")
 	payer := fs.String("payer", "", "only rows of this payer address")
 	limit := fs.Int("limit", 0, "at most this many rows (0: all)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, h, args[1:], stdout); !ok {
+		return code
 	}
 	cfg, err := LoadConfig(*configPath)
 	if err != nil {

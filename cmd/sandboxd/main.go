@@ -6,6 +6,9 @@
 //	sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
 //	                                 pay for and run one program
 //	sandboxd ledger stats|list [...]   the payment ledger, for the operator
+//
+// Each command's --help says what it does, with an example, and names the
+// page of docs/ that says more.
 package main
 
 import (
@@ -21,17 +24,6 @@ var (
 	commit  = "unknown"
 )
 
-const usage = `usage:
-  sandboxd serve [--config FILE]     start the service (default config: ./config.yaml if present)
-  sandboxd version                   print the version
-  sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
-                                     pay for one run over x402 and print the answer
-  sandboxd ledger stats [--config FILE]
-                                     payments by day and state (counts, sums)
-  sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]
-                                     payments, newest first, with transaction hashes
-`
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -44,18 +36,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serveCommand(args[1:], stderr)
+		return serveCommand(args[1:], stdout, stderr)
 	case "call":
 		return callCommand(args[1:], stdout, stderr)
 	case "ledger":
 		return ledgerCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "sandboxd %s (commit %s, %s)\n", version, commit, goruntime.Version())
-		return 0
+		return versionCommand(args[1:], stdout, stderr)
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	fmt.Fprintf(stderr, "sandboxd: unknown command %q\n%s", args[0], usage)
 	return 2
+}
+
+// versionCommand prints the version, the commit and the Go version.
+func versionCommand(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version", stderr)
+	if code, ok := parseFlags(fs, versionHelp, args, stdout); !ok {
+		return code
+	}
+	fmt.Fprintf(stdout, "sandboxd %s (commit %s, %s)\n", version, commit, goruntime.Version())
+	return 0
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,15 +18,15 @@ import (
 	"sandboxd/internal/slots"
 	"sandboxd/metrics"
 	"sandboxd/runtime"
+	"sandboxd/sessions"
 )
 
 // serveCommand runs the service until SIGINT or SIGTERM.
-func serveCommand(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func serveCommand(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", stderr)
 	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, serveHelp, args, stdout); !ok {
+		return code
 	}
 	cfg, err := LoadConfig(*configPath)
 	if err != nil {
@@ -60,6 +59,7 @@ type Main struct {
 	Log    *slog.Logger
 
 	runner        *runtime.Environments
+	sessions      *sessions.Table
 	closer        func() error // the payment gate's
 	metrics       *metrics.Metrics
 	metricsServer *http.Server
@@ -106,11 +106,20 @@ func (m *Main) Open(ctx context.Context) error {
 	// The environments and the caps of the files (branch api reads them).
 	api.Environments = m.Config.apiEnvironments()
 	api.MaxFiles, api.MaxFilesBytes = rt.MaxFiles, int64(rt.MaxFilesBytes)
-	m.ln, err = net.Listen("tcp", m.Config.Server.Addr)
+	api.SessionSettings = m.Config.sessionSettings()
+	if m.Config.Sessions.Enabled {
+		// The runtime's Environments start the session containers.
+		m.sessions = sessions.New(runner, m.Config.sessionsConfig(m.metrics), m.Log.With("component", "sessions"))
+		api.Sessions = m.sessions
+	}
+	timeouts := m.Config.httpTimeouts()
+	m.clientLimits(api, timeouts)
+	ln, err := net.Listen("tcp", m.Config.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.addr): %w", m.Config.Server.Addr, err)
 	}
-	m.server = httpapi.NewHTTPServer(api.Handler(), m.Config.httpTimeouts(), m.Log.With("component", "http"))
+	m.ln = httpapi.LimitConns(ln, int(m.Config.Server.MaxConnsPerClient), api.TrustedProxies, m.Log.With("component", "http"))
+	m.server = httpapi.NewHTTPServer(api.Handler(), timeouts, m.Log.With("component", "http"))
 	m.served = make(chan struct{})
 	go func() {
 		defer close(m.served)
@@ -119,8 +128,19 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	m.Log.Info("listening", "addr", m.ln.Addr().String(), "payments", m.Config.Payments.Enabled,
-		"environments", runner.Names(), "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency)
+		"environments", runner.Names(), "oci_runtime", rt.OCIRuntime, "max_concurrency", rt.MaxConcurrency,
+		"sessions", m.Config.Sessions.Enabled)
 	return nil
+}
+
+// clientLimits copies into api what bounds one client's bodies and how the
+// service names itself (the server.* keys, validated by LoadConfig).
+func (m *Main) clientLimits(api *httpapi.Server, t httpapi.Timeouts) {
+	s := m.Config.Server
+	api.MinBodyRate, api.BodyGrace, api.ReadTimeout = int64(s.MinBodyRate), s.BodyGrace, t.Read
+	api.MaxBodiesPerClient = int(s.MaxBodiesPerClient)
+	api.PublicURL, _ = publicURL(s.PublicURL)
+	api.TrustedProxies, _ = trustedProxies(s.TrustedProxies)
 }
 
 // runtimeEnvironments are the runtime's environments, those turned on,
@@ -166,6 +186,13 @@ func (m *Main) Close() error {
 		if err := m.server.Shutdown(ctx); err != nil {
 			m.Log.Warn("runs still going at the end of the grace period; killing them", "err", err)
 		}
+		cancel()
+	}
+	// The sessions end before the runtime closes under them: each
+	// session's container is removed, and counted as ended at shutdown.
+	if m.sessions != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, m.sessions.Shutdown(ctx))
 		cancel()
 	}
 	if m.runner != nil {

@@ -465,6 +465,18 @@ def _restore(data, pout, perr):
                                        closefd=False)
 
 
+def _drop_handler(tb, code):
+    """The traceback tb without the runner's interrupt handler's frame, which
+    raised the KeyboardInterrupt where the program was."""
+    if tb is None or tb.tb_frame.f_code is code:
+        return None
+    last = tb
+    while last.tb_next is not None and last.tb_next.tb_frame.f_code is not code:
+        last = last.tb_next
+    last.tb_next = None
+    return tb
+
+
 def _split(src):
     """The call's code compiled as main.py: the statements to exec, and the
     last statement's expression to eval when it is one (else None)."""
@@ -525,6 +537,8 @@ def _call(call, namespace, files, figures, state, interrupt, maxout):
         tb = exc.__traceback__.tb_next if exc.__traceback__ else None
         if isinstance(exc, SyntaxError):
             tb = None
+        elif state["fired"]:
+            tb = _drop_handler(tb, interrupt.__code__)
         hook = sys.excepthook
         if hook is sys.__excepthook__:  # the C hook cannot quote main.py
             hook = traceback.print_exception

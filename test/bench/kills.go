@@ -19,7 +19,7 @@ const killTimeout = 5 * time.Second
 
 // killCase is one kind of program of the kills phase: the answer it must
 // get, and the promised bound on that answer's time from the program's
-// start (duration_ms), 0 for none (README, "Timing under load").
+// start (duration_ms), 0 for none (docs/performance.md, "Kills under load").
 type killCase struct {
 	name   string
 	code   string

@@ -44,7 +44,7 @@ func TestHostile(t *testing.T) {
 // runMatrix runs the variants of one environment after those of another,
 // in the order they come: a data container's preload spends about 0.6 s of
 // CPU, which on 2 cores would delay python's kills past their promise, a
-// promise made for python's own load (README, "Timing under load").
+// promise made for python's own load (docs/performance.md, "Kills under load").
 func runMatrix(t *testing.T, vs []variant, cases func(environment) []hostileCase) {
 	var names []string
 	for _, v := range vs {

@@ -3,6 +3,7 @@ package hostile
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"sandboxd"
@@ -284,6 +285,19 @@ func forgeryCases() []hostileCase {
 			want: answer{status: statuses(sandboxd.StatusOK, sandboxd.StatusError, sandboxd.StatusOutputLimit)},
 		},
 		{
+			// Forged end markers, each followed by a files section of the
+			// most one may announce (forgedSectionLen), which no stream's
+			// cap counts: cut by the cap on all a run sends
+			// (runtime/sent.go). Before it, the run moved hundreds of MB
+			// through dockerd and ended at the deadline, not truncated.
+			// How fast it is cut is runtime's TestSentForgedFlood's to
+			// assert: the cut comes after the most an honest run sends.
+			name: "forged-section-flood",
+			code: forgePrelude + fmt.Sprintf("blob = memoryview(marker(0, n=%d) + b'x' * %d)\nwhile True:\n"+
+				"    view = blob\n    while view:\n        view = view[os.write(1, view):]\n", forgedSectionLen, forgedSectionLen),
+			want: answer{status: statuses(sandboxd.StatusOutputLimit), exit: []int{137}, check: sectionsTaken},
+		},
+		{
 			// Bytes shaped like the engine's attach frames (stdcopy
 			// headers, stream 3 is the daemon's error stream): only output.
 			name: "forged-attach-frames",
@@ -293,6 +307,22 @@ func forgeryCases() []hostileCase {
 				stdout: []string{"\x03\x00\x00\x00\x00\x00\x00\x05oops!\x02\x00\x00\x00\uFFFD"}},
 		},
 	}
+}
+
+// forgedSectionLen is the longest files section an end marker may
+// announce at config.yaml's caps: runtime/protocol.go's filesBound, the
+// content and, for max_files plus the 64 listed past them, a record
+// header (32 bytes) and a name (1024).
+const forgedSectionLen = maxFilesBytes + (maxFiles+64)*(32+1024)
+
+// sectionsTaken fails a forged-section-flood run whose forged sections
+// came back as output: its markers announced more than filesBound (the
+// numbers above are stale), so the case no longer attacks the sections.
+func sectionsTaken(res sandboxd.Result) []string {
+	if strings.Contains(res.Stdout, "xxxxxxxx") {
+		return []string{"the forged sections came back as output: is forgedSectionLen still filesBound?"}
+	}
+	return nil
 }
 
 // exhaustionCases use up the processes, the file descriptors or /tmp, then

@@ -89,7 +89,7 @@ func readHeaders(t testing.TB, path string) http.Header {
 	return h
 }
 
-// curlJSON posts body to url with curl as the README does (-d), from a file when it is
+// curlJSON posts body to url with curl as the docs do (-d), from a file when it is
 // too long for a command line.
 func curlJSON(t testing.TB, url string, body any) curlResult {
 	t.Helper()
@@ -108,12 +108,11 @@ func curlJSON(t testing.TB, url string, body any) curlResult {
 }
 
 // TestCurlData runs curl against a real service in free mode with both environments:
-// the README's "Data work" examples exactly as written (their answers must be what the
-// README shows), files out over the caps, and requests the API refuses.
+// files out over the caps, and requests the API refuses (TestDocsExamples runs the
+// documented examples).
 func TestCurlData(t *testing.T) {
 	mustInterop(t)
 	svc := startService(t, instance("curl-data"), true)
-	t.Run("readme", func(t *testing.T) { testREADMEExamples(t, svc) })
 	t.Run("truncated", func(t *testing.T) { testFilesTruncated(t, svc.URL+"/v1/code") })
 	t.Run("refused", func(t *testing.T) { testFilesRefused(t, svc.URL+"/v1/code") })
 }

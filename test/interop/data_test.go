@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The chart example of the tests and the README ("Data work"): testdata/sales.csv in,
+// The chart example of the tests and of docs/data.md: testdata/sales.csv in,
 // testdata/chart.py reads it with pandas, saves one chart with plt.savefig and leaves a
 // second to plt.show(), which the data image saves as figure-1.png.
 const (

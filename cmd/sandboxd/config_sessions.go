@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"sandboxd/httpapi"
+	"sandboxd/internal/units"
+	"sandboxd/sessions"
+	"sandboxd/x402"
+)
+
+// SessionsConfig holds the sessions.* keys: sessions that keep one
+// interpreter across calls, with a capacity of their own.
+type SessionsConfig struct {
+	// Enabled is sessions.enabled: false turns the session routes off (404).
+	Enabled bool `mapstructure:"enabled"`
+	// Max is sessions.max, the sessions open at once.
+	Max int `mapstructure:"max"`
+	// MaxPerPayer is sessions.max_per_payer, the sessions one wallet may
+	// hold at once (paid mode); 0 means no cap of its own.
+	MaxPerPayer int `mapstructure:"max_per_payer"`
+	// Memory is sessions.memory, the memory limits of the sessions open at
+	// once in all; 0 means max × the largest environment's memory, at
+	// most the sessions' share of the host (sessionsMemory).
+	Memory units.Bytes `mapstructure:"memory"`
+	// IdleTimeout is sessions.idle_timeout, from the end of the last call.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// MaxLifetime is sessions.max_lifetime, from the start.
+	MaxLifetime time.Duration `mapstructure:"max_lifetime"`
+	// OpenPrice is sessions.open_price, the price of opening a session;
+	// "" means payments.price.
+	OpenPrice string `mapstructure:"open_price"`
+	// QueueWait is sessions.queue_wait: how long a call waits for the one
+	// running in its session, then 409.
+	QueueWait time.Duration `mapstructure:"queue_wait"`
+}
+
+// sessionMemoryShare bounds the sessions' memory budget to 1/share of the
+// host's memory, beside the warm pools' share (poolMemoryShare).
+const sessionMemoryShare = poolMemoryShare
+
+// validateSessions checks the sessions.* keys, each once.
+func (c Config) validateSessions() []error {
+	var errs []error
+	check := func(ok bool, key, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("config: %s: "+format, append([]any{key}, args...)...))
+		}
+	}
+	s := c.Sessions
+	check(s.Max >= 1 && s.Max <= 1024, "sessions.max", "%d is outside 1..1024", s.Max)
+	check(s.MaxPerPayer >= 0 && s.MaxPerPayer <= s.Max, "sessions.max_per_payer", "%d is outside 0 (no cap)..sessions.max (%d)", s.MaxPerPayer, s.Max)
+	check(s.IdleTimeout >= time.Second && s.IdleTimeout <= 24*time.Hour, "sessions.idle_timeout", "%v is outside 1s..24h", s.IdleTimeout)
+	check(s.MaxLifetime >= s.IdleTimeout && s.MaxLifetime <= 24*time.Hour, "sessions.max_lifetime",
+		"%v is outside sessions.idle_timeout (%v)..24h", s.MaxLifetime, s.IdleTimeout)
+	check(s.QueueWait >= 0 && s.QueueWait <= time.Minute, "sessions.queue_wait", "%v is outside 0s..60s", s.QueueWait)
+	if s.OpenPrice != "" {
+		_, err := x402.ParsePrice(s.OpenPrice)
+		check(err == nil, "sessions.open_price", "%q is not \"\" (payments.price) or a price in asset units such as \"0.01\": %v", s.OpenPrice, err)
+	}
+	largest := c.largestSessionMemory()
+	check(s.Memory == 0 || int64(s.Memory) >= largest, "sessions.memory",
+		"%d MiB cannot hold one session of the largest environment (%d MiB); set 0 for the default", int64(s.Memory)/mib, largest/mib)
+	if host := hostMemory(); host > 0 && s.Memory > 0 {
+		check(int64(s.Memory) <= host/sessionMemoryShare, "sessions.memory",
+			"%d MiB is more than 1/%d of this host's memory (%d MiB), the sessions' share beside the warm pools'",
+			int64(s.Memory)/mib, sessionMemoryShare, host/mib)
+	}
+	return errs
+}
+
+// largestSessionMemory is the largest memory limit of the environments
+// turned on.
+func (c Config) largestSessionMemory() int64 {
+	var largest int64
+	for _, name := range c.enabledEnvironments() {
+		largest = max(largest, int64(c.Environments[name].MemoryBytes))
+	}
+	return largest
+}
+
+// sessionsMemory is the sessions' memory budget: sessions.memory, or by
+// default max × the largest environment's memory, cut to the sessions'
+// share of the host (but never below one session of the largest).
+func (c Config) sessionsMemory() int64 {
+	if c.Sessions.Memory > 0 {
+		return int64(c.Sessions.Memory)
+	}
+	largest := c.largestSessionMemory()
+	budget := int64(c.Sessions.Max) * largest
+	if host := hostMemory(); host > 0 {
+		budget = max(min(budget, host/sessionMemoryShare), largest)
+	}
+	return budget
+}
+
+// sessionsConfig is the sessions package's configuration.
+func (c Config) sessionsConfig(observer sessions.Observer) sessions.Config {
+	s := c.Sessions
+	envs := map[string]int64{}
+	for _, name := range c.enabledEnvironments() {
+		envs[name] = int64(c.Environments[name].MemoryBytes)
+	}
+	maxPerPayer := s.MaxPerPayer
+	if !c.Payments.Enabled {
+		maxPerPayer = 0 // free sessions have no owner to count
+	}
+	return sessions.Config{Max: s.Max, MaxPerPayer: maxPerPayer, Memory: c.sessionsMemory(), Environments: envs,
+		IdleTimeout: s.IdleTimeout, MaxLifetime: s.MaxLifetime, QueueWait: s.QueueWait, Observer: observer}
+}
+
+// sessionSettings describe the sessions to the API.
+func (c Config) sessionSettings() httpapi.SessionSettings {
+	return httpapi.SessionSettings{OpenPrice: c.Sessions.OpenPrice, Max: c.Sessions.Max,
+		IdleTimeout: c.Sessions.IdleTimeout, MaxLifetime: c.Sessions.MaxLifetime}
+}
+
+// queueWait is the longest a request waits for what it needs: a sandbox
+// slot (runtime.queue_wait) or, with sessions on, its session's turn.
+func (c Config) queueWait() time.Duration {
+	if c.Sessions.Enabled {
+		return max(c.Runtime.QueueWait, c.Sessions.QueueWait)
+	}
+	return c.Runtime.QueueWait
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// commandHelp is what a subcommand's --help says: its usage line, what it does,
+// one example, and the page of docs/ that says more. A reader who typed --help
+// wants to know where to go next, so every help names its page.
+type commandHelp struct {
+	usage   string
+	what    string
+	example string
+	page    string
+}
+
+// The subcommands' helps, by the name their flag set is given.
+var (
+	serveHelp = commandHelp{
+		usage: "sandboxd serve [--config FILE]",
+		what: "Start the service: the HTTP API, the MCP tool and the try-it page, on server.addr (:8080),\n" +
+			"until SIGINT or SIGTERM. Every key of the configuration can be overridden by SANDBOX_<SECTION>_<KEY>.",
+		example: "SANDBOX_RUNTIME_TIMEOUT=3s sandboxd serve --config config.yaml",
+		page:    "docs/operating.md",
+	}
+	callHelp = commandHelp{
+		usage: "sandboxd call --key-file FILE [--url URL] [--max-amount 0.005] [--network N] [--asset ADDR]\n" +
+			"              [--pay-to ADDR] [--max-window 5m] [--timeout 2m] (-c CODE | FILE.py)",
+		what: "Pay for one run over x402 and print the answer and the settlement. It signs only within the\n" +
+			"limits of its flags, and refuses other terms with the reason, signing nothing.",
+		example: "sandboxd call --key-file payer.key --url https://sandbox.example.com/v1/code -c 'print(6*7)'",
+		page:    "docs/payments.md",
+	}
+	ledgerStatsHelp = commandHelp{
+		usage:   "sandboxd ledger stats [--config FILE]",
+		what:    "Print the payments of payments.ledger (SQLite or PostgreSQL) by day and state: counts and sums.",
+		example: "sandboxd ledger stats --config config.yaml",
+		page:    "docs/operating.md",
+	}
+	ledgerListHelp = commandHelp{
+		usage: "sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]",
+		what: "Print the payments of payments.ledger, newest first, with transaction hashes and the replica\n" +
+			"that held each. T is a date (2026-11-30), an RFC 3339 time, or a duration back from now (24h).",
+		example: "sandboxd ledger list --state settling --since 24h",
+		page:    "docs/operating.md",
+	}
+	versionHelp = commandHelp{
+		usage:   "sandboxd version",
+		what:    "Print the version, the commit and the Go version it was built with.",
+		example: "sandboxd version",
+		page:    "docs/operating.md",
+	}
+)
+
+// write prints the help to w, with the flags of fs when it has any.
+func (h commandHelp) write(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n\nexample:\n  %s\n", h.usage, h.what, h.example)
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprintln(w, "\nflags:")
+		out := fs.Output()
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(out)
+	}
+	fmt.Fprintf(w, "\nmore: %s\n", h.page)
+}
+
+// newFlagSet is a subcommand's flag set, reporting bad flags on stderr; its
+// help is printed by parseFlags.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {} // parseFlags prints the help, to the stream it belongs on
+	return fs
+}
+
+// parseFlags parses args into fs. It returns the exit code to end with and
+// false when the command must not go on: 0 after -h or --help (h printed to
+// stdout, as asked for), 2 after a bad flag (flag's message and h on stderr).
+func parseFlags(fs *flag.FlagSet, h commandHelp, args []string, stdout io.Writer) (int, bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		h.write(stdout, fs)
+		return 0, false
+	}
+	h.write(fs.Output(), fs)
+	return 2, false
+}
+
+// usage is the top-level help of sandboxd.
+const usage = `sandboxd runs short Python programs in hardened Docker containers behind an HTTP API and an MCP
+tool, free or paid per call over x402.
+
+usage:
+  sandboxd serve [--config FILE]     start the service (default config: ./config.yaml if present)
+  sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
+                                     pay for one run over x402 and print the answer
+  sandboxd ledger stats [--config FILE]
+                                     payments by day and state (counts, sums)
+  sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]
+                                     payments, newest first, with transaction hashes
+  sandboxd version                   print the version
+
+example:
+  sandboxd serve
+  curl -s localhost:8080/v1/code -d '{"code":"print(6*7)"}'
+
+Each command's --help says more. More: README.md, and docs/ (docs/api.md for the API).
+`

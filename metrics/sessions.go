@@ -1,0 +1,61 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"sandboxd"
+	"sandboxd/sessions"
+)
+
+// sessionSeries are the sessions' series.
+type sessionSeries struct {
+	open   *prometheus.GaugeVec
+	opened *prometheus.CounterVec
+	ended  *prometheus.CounterVec
+	calls  *prometheus.CounterVec
+}
+
+// registerSessions adds the sessions' series, every end reason shown
+// from the start.
+func (m *Metrics) registerSessions() {
+	m.sessions = sessionSeries{
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sandboxd_sessions_open",
+			Help: "Sessions open now, by environment."}, []string{"environment"}),
+		opened: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_sessions_opened_total",
+			Help: "Sessions opened, by environment."}, []string{"environment"}),
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_sessions_ended_total",
+			Help: "Sessions ended, by reason: closed, idle, lifetime, ended_by_program, interrupt, output_between_calls, shutdown, failed."},
+			[]string{"reason"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_session_calls_total",
+			Help: "Calls in sessions by environment and status: ok, error, timeout, oom, output_limit (delivered), or unavailable, internal, canceled (not delivered)."},
+			[]string{"environment", "status"}),
+	}
+	m.reg.MustRegister(m.sessions.open, m.sessions.opened, m.sessions.ended, m.sessions.calls)
+	for _, r := range sessions.Reasons {
+		m.sessions.ended.WithLabelValues(r)
+	}
+}
+
+var _ sessions.Observer = (*Metrics)(nil)
+
+// SessionOpened counts a session opened in environment.
+func (m *Metrics) SessionOpened(environment string) {
+	m.sessions.open.WithLabelValues(environment).Inc()
+	m.sessions.opened.WithLabelValues(environment).Inc()
+}
+
+// SessionEnded counts a session of environment ended for reason.
+func (m *Metrics) SessionEnded(environment, reason string) {
+	m.sessions.open.WithLabelValues(environment).Dec()
+	m.sessions.ended.WithLabelValues(reason).Inc()
+}
+
+// SessionCalled counts a call in environment, by its status or, when the
+// service failed to deliver it, err's.
+func (m *Metrics) SessionCalled(environment string, status sandboxd.Status, err error) {
+	label := string(status)
+	if err != nil {
+		label = errorStatus(err)
+	}
+	m.sessions.calls.WithLabelValues(environment, label).Inc()
+}
