@@ -361,3 +361,30 @@ func TestConcurrentCallsNeverOverlap(t *testing.T) {
 		t.Fatalf("%d calls ran at once in one session", most)
 	}
 }
+
+// TestSweeperRemovesExpiredWithinSeconds: with the real clock and the
+// sweeper New starts, an idle session's container is closed within a few
+// seconds of its deadline, with no lookup to prompt it.
+func TestSweeperRemovesExpiredWithinSeconds(t *testing.T) {
+	cfg := testConfig()
+	cfg.IdleTimeout, cfg.MaxLifetime = 100*time.Millisecond, time.Minute
+	engine := &fakeEngine{}
+	table := New(engine, cfg, nil)
+	t.Cleanup(func() { _ = table.Shutdown(context.Background()) })
+	hold, err := table.Hold(context.Background(), "python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hold.Release()
+	c := engine.last()
+	deadline := time.Now().Add(3 * sweepEvery)
+	for c.count(&c.closed) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an idle session still open %s after its deadline", 3*sweepEvery)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
