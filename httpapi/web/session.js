@@ -44,13 +44,19 @@ function sandboxdSession($) {
     return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
   }
 
+  /** span words a number of seconds: "45 s", "5 min". */
+  function span(s) {
+    return s < 120 ? s + " s" : Math.round(s / 60) + " min";
+  }
+
   /** show writes the live session's line; past its expiry the session is gone and the line says so. */
   function show() {
     if (!live) return;
     const now = Date.now();
     if (now >= live.expires) {
+      drop(live.id); // expires_at is in whole seconds: the server may hold it a moment longer
       end("warn", "The session " + short(live.id) + " expired at " + clock(live.expires) +
-        (live.idle ? " (" + Math.round(live.idle / 60) + " min after its last run, or at the end of its lifetime)" : "") +
+        (live.idle ? " (" + span(live.idle) + " after its last run, or at the end of its lifetime)" : "") +
         ". Its state is gone; the next run opens a new session.");
       return;
     }
@@ -120,13 +126,18 @@ function sandboxdSession($) {
     end("bad", "This server does not keep sessions: " + (why || "POST /v1/sessions was not found") + ". Each run starts afresh.");
   }
 
-  /** close ends the live session on the server (DELETE), saying why in words; keepalive lets it outlive the page. */
+  /** drop ends session id on the server (DELETE); keepalive lets the request outlive the page. */
+  function drop(id) {
+    fetch("/v1/sessions/" + encodeURIComponent(id), { method: "DELETE", cache: "no-store", credentials: "omit", keepalive: true })
+      .catch(() => {}); // gone already, or the server is away: it ends at its idle timeout
+  }
+
+  /** close ends the live session, saying why in words. */
   function close(words) {
     if (!live) return;
     const id = live.id;
     end("", words ? words.replace("{id}", short(id)) : "");
-    fetch("/v1/sessions/" + encodeURIComponent(id), { method: "DELETE", cache: "no-store", credentials: "omit", keepalive: true })
-      .catch(() => {}); // gone already, or the server is away: it ends at its idle timeout
+    drop(id);
   }
 
   function onSwitch() {

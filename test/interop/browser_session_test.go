@@ -215,3 +215,27 @@ func shownAmount(t *testing.T, terms string) int64 {
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	return n
 }
+
+// TestBrowserSessionExpiry: a session that passes its idle timeout is shown as expired
+// by the page on its own (no run needed), and the next run opens a new session in which
+// the old state is gone.
+func TestBrowserSessionExpiry(t *testing.T) {
+	mustInterop(t)
+	svc := startService(t, instance("browser-session-expiry"), true, "SANDBOX_SESSIONS_IDLE_TIMEOUT=2s")
+	p := openPage(t, svc.URL, "")
+	p.do(t, "turning the switch on", chromedp.Click(keepSwitch))
+	if a, v := p.runInSession(t, "x = 1", "session-open"); a.Status != "ok" || !strings.Contains(v.Line, "1 run") {
+		t.Fatalf("first call: %+v %+v", a, v)
+	}
+	p.do(t, "waiting for the expiry", chromedp.Poll[chromedp.Void](`document.getElementById("session").textContent.includes("expired")`,
+		chromedp.WithPollingTimeout(20*time.Second)))
+	p.shot("session-expired")
+	v := eval[sessionView](t, p, sessionJS)
+	if !strings.Contains(v.Line, "(2 s after its last run, or at the end of its lifetime). Its state is gone; the next run opens a new session.") {
+		t.Errorf("after the idle timeout the line reads %q", v.Line)
+	}
+	a, v := p.runInSession(t, "x", "session-after-expiry")
+	if a.Status != "error" || !strings.Contains(a.Stderr, "NameError") || len(p.sessionIDs()) != 2 {
+		t.Errorf("the run after the expiry: %+v %+v, sessions %v; want a NameError in a new session", a, v, p.sessionIDs())
+	}
+}
