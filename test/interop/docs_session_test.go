@@ -70,7 +70,8 @@ const sessionsDocs = "testdata/sessions.md"
 // TestDocsSessions runs the checked examples of the sessions' documentation against a
 // real service in free mode, in order, as the docs' harness does, each documented
 // session id standing for the live one: open, three calls that build on each other,
-// the session's state. Their answers must match the ones shown.
+// the session's state; then a data session whose chart, drawn from a frame an earlier
+// call loaded, comes back as a PNG. Their answers must match the ones shown.
 func TestDocsSessions(t *testing.T) {
 	mustInterop(t)
 	raw, err := os.ReadFile(filepath.Join(interopDir, sessionsDocs))
@@ -78,8 +79,9 @@ func TestDocsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	examples := parseDocExamples(t, sessionsDocs, string(raw))
-	if len(examples) != 5 {
-		t.Fatalf("%d checked examples in %s, want the open, three calls and the state", len(examples), sessionsDocs)
+	if len(examples) != 8 {
+		t.Fatalf("%d checked examples in %s, want the open, three calls and the state, then a data open, a load and a chart",
+			len(examples), sessionsDocs)
 	}
 	svc := startService(t, instance("docs-sessions"), true)
 	ids := docSessions{}
@@ -98,7 +100,7 @@ func TestDocsSessions(t *testing.T) {
 			}
 		})
 	}
-	if len(ids) != 1 {
-		t.Errorf("the examples opened %d sessions, want 1", len(ids))
+	if len(ids) != 2 {
+		t.Errorf("the examples opened %d sessions, want 2", len(ids))
 	}
 }
