@@ -14,7 +14,8 @@ import (
 func TestPageServedWithStrictHeaders(t *testing.T) {
 	s := newTestServer(&fakeRunner{}, &fakeGate{})
 	s.Page = true
-	for path, ctype := range map[string]string{"/": "text/html", "/page.js": "text/javascript", "/page.css": "text/css"} {
+	for path, ctype := range map[string]string{"/": "text/html", "/page.js": "text/javascript",
+		"/session.js": "text/javascript", "/page.css": "text/css"} {
 		rec := do(t, s.Handler(), "GET", path, "")
 		h := rec.Header()
 		if rec.Code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), ctype) {
@@ -41,7 +42,7 @@ func TestPageServedWithStrictHeaders(t *testing.T) {
 // TestPageOff: with Page off, / is the API's 404.
 func TestPageOff(t *testing.T) {
 	s := newTestServer(&fakeRunner{}, &fakeGate{})
-	for _, path := range []string{"/", "/page.js", "/page.css"} {
+	for _, path := range []string{"/", "/page.js", "/session.js", "/page.css"} {
 		if rec := do(t, s.Handler(), "GET", path, ""); rec.Code != http.StatusNotFound {
 			t.Errorf("GET %s with the page off: %d, want 404", path, rec.Code)
 		}
@@ -84,14 +85,16 @@ func TestPageAssetsNeedNoUnsafeInline(t *testing.T) {
 			t.Errorf("script %s is not loaded from this origin", tag)
 		}
 	}
-	js, _ := pageFiles.ReadFile("web/page.js")
-	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
-		if strings.Contains(string(js), sink) {
-			t.Errorf("page.js uses %s: output must go in as text", sink)
+	for _, name := range []string{"page.js", "session.js"} {
+		js, _ := pageFiles.ReadFile("web/" + name)
+		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
+			if strings.Contains(string(js), sink) {
+				t.Errorf("%s uses %s: output must go in as text", name, sink)
+			}
 		}
-	}
-	if strings.Contains(strings.ToLower(string(js)), "image/svg") {
-		t.Error("page.js mentions SVG: a run's SVG file may hold script and is never shown as an image")
+		if strings.Contains(strings.ToLower(string(js)), "image/svg") {
+			t.Errorf("%s mentions SVG: a run's SVG file may hold script and is never shown as an image", name)
+		}
 	}
 }
 

@@ -1,5 +1,6 @@
 // page.js runs the try-it page of sandboxd: it posts the program to
-// POST /v1/code and shows the answer; when the server asks for payment
+// POST /v1/code (or, with "keep state between runs" on, to the session that
+// session.js keeps) and shows the answer; when the server asks for payment
 // (x402 v2, HTTP 402) it shows the terms, has the visitor's own wallet
 // (EIP-1193, found through EIP-6963) sign an EIP-3009 authorization for
 // exactly those terms, and retries with PAYMENT-SIGNATURE. Everything a
@@ -44,8 +45,11 @@
     ],
   };
 
-  /** state is what a paid run needs between the 402 and the signature. */
-  const state = { running: false, quote: null, body: null, wallets: [], imageURLs: [] };
+  /** state is what a paid run needs between the 402 and the signature: step is the request to pay for (session.js). */
+  const state = { running: false, quote: null, step: null, wallets: [], imageURLs: [] };
+
+  /** session keeps the session of "keep state between runs" (session.js). */
+  const session = sandboxdSession($);
 
   // ---- the editor ----
 
@@ -115,6 +119,8 @@
     for (const id of ["exit", "duration", "cpu", "rss"]) setText(id, "–");
     setText("stdout", "");
     setText("stderr", "");
+    setText("value", "");
+    $("value-box").hidden = true;
     $("settlement").hidden = true;
     showFiles([]);
   }
@@ -173,13 +179,24 @@
     if (r.truncated && r.status !== "output_limit") message("warn", "The output was cut at the limit.");
   }
 
-  function showFailure(res, data) {
+  /** showValue shows a session call's result: the repr of its last expression, or null for none. */
+  function showValue(v) {
+    const none = v === null || v === undefined;
+    $("value").className = "out" + (none ? " none" : "");
+    setText("value", none ? "no value (the last statement is not an expression, or it is None)" : String(v));
+    $("value-box").hidden = false;
+  }
+
+  function showFailure(res, data, kind) {
     const why = data && typeof data.error === "string" ? data.error : "";
+    const full = kind === "open" ? "Every session this server keeps is in use. " : "Every sandbox is busy. ";
     const words = {
       400: ["bad", "rejected", "The request was refused: " + why],
+      403: ["bad", "forbidden", "Refused: " + why + " Nothing was charged."],
       404: ["bad", "not found", why],
+      409: ["warn", "session busy", "Another run is still going in this session: " + why + " Nothing was charged; run again when it ends."],
       413: ["bad", "too large", "Too large: " + why],
-      429: ["warn", "busy", "Every sandbox is busy. " + retryWords(res) + (why ? " (" + why + ")" : "")],
+      429: ["warn", "busy", full + retryWords(res) + (why ? " (" + why + ")" : "")],
       503: ["bad", "unavailable", "The service cannot run programs right now: " + why],
     }[res.status] || ["bad", "HTTP " + res.status, why || "The server answered " + res.status + "."];
     setStatus(words[0], words[1]);
@@ -193,10 +210,11 @@
 
   // ---- the wire ----
 
-  function post(body, payment) {
+  /** send posts step (session.js: a run, a session's open or one of its calls), paid when payment is set. */
+  function send(step, payment) {
     const headers = { "Content-Type": "application/json" };
     if (payment) headers["PAYMENT-SIGNATURE"] = payment;
-    return fetch("/v1/code", { method: "POST", headers, body: JSON.stringify(body), cache: "no-store", credentials: "omit" });
+    return fetch(step.url, { method: "POST", headers, body: JSON.stringify(step.body), cache: "no-store", credentials: "omit" });
   }
 
   async function readJSON(res) {
@@ -239,8 +257,8 @@
     clearResult();
     setBusy(true);
     try {
-      const res = await post(body, null);
-      await answer(res, body, false);
+      const step = session.target(body);
+      await answer(await send(step, null), step, false);
     } catch (e) {
       setStatus("bad", "no answer");
       message("bad", "The server could not be reached: " + e.message);
@@ -249,14 +267,31 @@
     }
   }
 
-  /** answer shows the server's answer to a run, paid or not. */
-  async function answer(res, body, paid) {
+  /** answer shows the server's answer to step, paid or not; a session's open goes on to its first call. */
+  async function answer(res, step, paid) {
     const data = await readJSON(res);
     const settle = unb64JSON(res.headers.get("PAYMENT-RESPONSE"));
-    if (res.status === 200) {
-      showRun(data);
-      if (settle) showSettlement(settle, false);
+    if (res.status === 200 || (res.status === 201 && step.kind === "open")) {
+      if (settle) showSettlement(settle, false, step.kind === "open" ? " for opening the session" : "");
       else if (!paid) setText("price", "free on this server");
+      if (step.kind === "open") {
+        const next = session.opened(data, step);
+        await answer(await send(next, null), next, false);
+        return;
+      }
+      showRun(data);
+      if (step.kind === "call") {
+        if (!data.session_ended) showValue(data.result);
+        session.called(data);
+      }
+      return;
+    }
+    if (res.status === 404 && step.kind !== "run") {
+      if (step.kind === "open") session.refused(data.error);
+      else session.lost(data.error);
+      setStatus("warn", step.kind === "open" ? "no sessions" : "session gone");
+      message("warn", step.kind === "open" ? "This server keeps no sessions; turn the switch off to run afresh."
+        : "The session is gone, and nothing ran. Run again to open a new one.");
       return;
     }
     if (res.status === 202 && paid) {
@@ -282,13 +317,13 @@
         return;
       }
       state.quote = quote;
-      state.body = body;
-      showPay(quote);
+      state.step = step;
+      showPay(quote, step.kind);
       setStatus("warn", "payment required");
       message("", "");
       return;
     }
-    showFailure(res, data);
+    showFailure(res, data, step.kind);
   }
 
   // ---- the terms ----
@@ -326,9 +361,19 @@
     return Math.min(quoted, MAX_WINDOW_S);
   }
 
-  function showPay(q) {
+  /** PAY_FOR titles the terms by what they buy, and words the price. */
+  const PAY_FOR = {
+    run: ["This server charges per run", " per run"],
+    open: ["Opening a session is paid, then each run in it", " to open a session"],
+    call: ["This server charges per run in the session", " per run"],
+  };
+
+  function showPay(q, kind) {
     const o = q.offer;
-    setText("price", priceWords(o) + " per run");
+    const [title, per] = PAY_FOR[kind] || PAY_FOR.run;
+    setText("pay-title", title);
+    setText("pay-wallet", kind === "open" ? "Sign with wallet and open the session" : "Sign with wallet and run");
+    setText("price", priceWords(o) + per);
     setText("t-price", priceWords(o) + " (" + o.amount + " atomic units)");
     setText("t-asset", o.extra.name + " · " + o.asset);
     setText("t-network", networkName(o.network));
@@ -460,9 +505,9 @@
       const header = await sign(provider, q);
       note("ok", "Signed. Sending the paid run…");
       setStatus("idle", "running…");
-      const res = await post(state.body, header);
+      const res = await send(state.step, header);
       $("pay").hidden = true;
-      await answer(res, state.body, true);
+      await answer(res, state.step, true);
     } catch (e) {
       if (e && e.code === 4001) note("bad", "You rejected the signature. Nothing was signed, nothing was sent, and nothing was charged.");
       else if (e && e.code === 4100) note("bad", "The wallet refused: this page is not allowed to use that account. Nothing was sent.");
@@ -496,10 +541,11 @@
 
   // ---- the settlement ----
 
-  function showSettlement(s, pending) {
+  /** showSettlement shows a payment's settlement; what says what it bought when that is not this answer's run. */
+  function showSettlement(s, pending, what = "") {
     const box = $("settlement");
     box.className = "settlement " + (pending ? "warn" : s.success ? "ok" : "bad");
-    setText("settle-label", pending ? "Settlement pending:" : s.success ? "Paid, settled on chain:" : "Settlement failed:");
+    setText("settle-label", (pending ? "Settlement pending" : s.success ? "Paid, settled on chain" : "Settlement failed") + what + ":");
     const tx = $("settle-tx");
     tx.replaceChildren();
     const hash = typeof s.transaction === "string" ? s.transaction : "";
@@ -523,6 +569,11 @@
     const origin = location.origin;
     setText("snip-curl", "curl -s " + origin + "/v1/code \\\n  -H 'Content-Type: application/json' \\\n" +
       "  -d '{\"language\":\"python\",\"code\":\"print(6*7)\"}'");
+    setText("snip-session", "curl -s -X POST " + origin + "/v1/sessions\n" +
+      "# {\"session_id\":\"ses_…\", …}: then, as often as you like,\n" +
+      "curl -s " + origin + "/v1/sessions/ses_…/code \\\n  -H 'Content-Type: application/json' \\\n" +
+      "  -d '{\"code\":\"x = 41\\nx + 1\"}'\n" +
+      "# … \"result\":\"42\" …; end it with curl -s -X DELETE " + origin + "/v1/sessions/ses_…");
     setText("snip-call", "sandboxd call --key-file payer.key --url " + origin + "/v1/code -c 'print(6*7)'");
     setText("snip-mcp", JSON.stringify({ mcpServers: { sandboxd: { type: "http", url: origin + "/mcp" } } }, null, 2));
   }
@@ -579,6 +630,7 @@
     $("code").addEventListener("keydown", onCodeKey);
     $("run").addEventListener("click", run);
     $("pay-wallet").addEventListener("click", pay);
+    session.start();
     $("pay-cancel").addEventListener("click", () => {
       hidePay();
       setStatus("idle", "not run");

@@ -23,15 +23,7 @@ func dataTable(w io.Writer, o options, r dataReport) {
 		"measured right before saturation. The runtime runs in the bench's process (\"bench client\" below). "+
 		"Saturation: %d callers, closed loop, %v.\n\n",
 		o.dataImage, pandasVersion, r.version, o.dataGap, o.dataImage, o.gap, o.conc, o.ceiling, o.conc, o.window)
-	fmt.Fprintln(w, "| measure | figure | target | |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	row := func(what, figure, target string, ok bool) {
-		verdict := map[bool]string{true: "PASS", false: "MISS"}[ok]
-		if target == "" {
-			verdict = ""
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", what, figure, target, verdict)
-	}
+	row := newTable(w)
 	base, warm := r.dockerRun.pct(50), r.warm.pct(50)
 	row("`docker run --rm`, pandas import", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d runs)", ms(base), ms(r.dockerRun.pct(99)), len(r.dockerRun)), "", true)
 	row("data, warm, pandas import", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d runs); %.0f× faster than `docker run --rm`",

@@ -20,7 +20,11 @@
 //   - the data environment (issue 20; -data-only runs just this): its
 //     engine ceiling, `docker run --rm` of the data image against the warm
 //     runtime for a pandas import, a chart's answer time, and saturation
-//     against that ceiling with the host's CPU by process.
+//     against that ceiling with the host's CPU by process;
+//   - sessions (issue 26; -sessions-only runs just this): `x += 1; x` in a
+//     warm session beside a one-shot call, sparse and at 40 % load, the
+//     open with a warm container idle, and a five-step pandas analysis in
+//     a session against one-shot calls that each reload the data.
 //
 // Run it with `make bench` (which builds the binary and the image first).
 // It takes about eight minutes (the data phase about three of them).
@@ -56,6 +60,10 @@ type options struct {
 	dataImage  string
 	dataGap    time.Duration
 	dataOnly   bool
+	// sessionRounds is how many times the sessions phase runs its pandas
+	// analysis each way; sessionsOnly runs only that phase.
+	sessionRounds int
+	sessionsOnly  bool
 }
 
 func main() {
@@ -74,6 +82,8 @@ func main() {
 	flag.StringVar(&o.dataImage, "data-image", "sandbox-python-data:3.11", "the data environment's image")
 	flag.DurationVar(&o.dataGap, "data-gap", time.Second, "pause, once the data pool has an idle container, before each sparse data run")
 	flag.BoolVar(&o.dataOnly, "data-only", false, "run only the data phase")
+	flag.IntVar(&o.sessionRounds, "session-rounds", 3, "rounds of the sessions phase's pandas analysis, each way")
+	flag.BoolVar(&o.sessionsOnly, "sessions-only", false, "run only the sessions phase")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -96,6 +106,7 @@ type report struct {
 	poisson70           phase
 	kills               []killsPhase
 	data                dataReport
+	sessions            sessionsReport
 }
 
 func run(ctx context.Context, o *options) error {
@@ -108,6 +119,9 @@ func run(ctx context.Context, o *options) error {
 	case o.dataOnly:
 		return runOnly("data", func() (err error) { r.data, err = measureData(ctx, o); return err },
 			func(w io.Writer) { dataTable(w, *o, r.data) })
+	case o.sessionsOnly:
+		return runOnly("sessions", func() (err error) { r.sessions, err = measureSessions(ctx, o, 0); return err },
+			func(w io.Writer) { sessionsTable(w, *o, r.sessions) })
 	}
 	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
 	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
@@ -152,6 +166,9 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	if r.data, err = measureData(ctx, o); err != nil {
+		return err
+	}
+	if r.sessions, err = measureSessions(ctx, o, r.ceiling); err != nil {
 		return err
 	}
 	printReport(os.Stdout, *o, r)

@@ -17,18 +17,7 @@ func printReport(w io.Writer, o options, r report) {
 		"of the service's own container spec, %d at once, %v. Saturation: %d callers, closed loop, %v. "+
 		"Poisson: open loop, %v each. Sparse: one call every %v; baseline `docker run --rm %s python3 -c 'print(1)'` "+
 		"at the same pace.\n\n", o.conc, o.ceiling, o.conc, o.window, o.poisson, o.gap, o.image)
-	fmt.Fprintln(w, "| measure | figure | target | |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	row := func(what, figure, target string, ok bool) {
-		verdict := "PASS"
-		if !ok {
-			verdict = "MISS"
-		}
-		if target == "" {
-			verdict = ""
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", what, figure, target, verdict)
-	}
+	row := newTable(w)
 	ab := r.ceiling / r.ceilingNet
 	row("engine ceiling (NetworkDisabled, as the service)", fmt.Sprintf("%.1f cycles/s", r.ceiling), "", true)
 	row("engine ceiling, NetworkDisabled off", fmt.Sprintf("%.1f cycles/s (A/B: %.2f×)", r.ceilingNet, ab), "ceiling ≥ 1.8× this", ab >= 1.8)
@@ -47,6 +36,7 @@ func printReport(w io.Writer, o options, r report) {
 	cpuTable(w, r.cpu, r.saturation.ok)
 	killsTable(w, o, r.kills)
 	dataTable(w, o, r.data)
+	sessionsTable(w, o, r.sessions)
 }
 
 // poissonRow writes the row of one Poisson run against its targets.
@@ -92,4 +82,18 @@ func failures(status map[string]int64) string {
 	}
 	sort.Strings(parts)
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// newTable writes the head of a table of measures against targets and
+// returns its row writer: PASS or MISS by ok, nothing without a target.
+func newTable(w io.Writer) func(what, figure, target string, ok bool) {
+	fmt.Fprintln(w, "| measure | figure | target | |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	return func(what, figure, target string, ok bool) {
+		verdict := map[bool]string{true: "PASS", false: "MISS"}[ok]
+		if target == "" {
+			verdict = ""
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", what, figure, target, verdict)
+	}
 }

@@ -203,7 +203,7 @@ func (p *page) pay(t *testing.T, state string) answer {
 	return p.waitAnswer(t, state)
 }
 
-// expectSent checks that the page sent n paid requests to /v1/code.
+// expectSent checks that the page sent n paid requests (to /v1/code or /v1/sessions).
 func (p *page) expectSent(t *testing.T, n int) {
 	t.Helper()
 	paid := 0

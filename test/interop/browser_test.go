@@ -48,13 +48,14 @@ type page struct {
 	url string
 
 	mu       sync.Mutex
-	requests []sentRequest // the calls of /v1/code the page made
+	requests []sentRequest // the calls of /v1/code and /v1/sessions the page made
 	shots    []shot
 }
 
-// sentRequest is one request of the page to /v1/code.
+// sentRequest is one request of the page to /v1/code or /v1/sessions.
 type sentRequest struct {
 	method  string
+	url     string
 	paid    bool   // it carried PAYMENT-SIGNATURE
 	payment string // its value
 }
@@ -129,14 +130,15 @@ func startBrowser(t *testing.T, base string) *page {
 	return p
 }
 
-// watchRequests records each request of the page to /v1/code and whether it paid.
+// watchRequests records each request of the page to /v1/code or /v1/sessions and
+// whether it paid.
 func (p *page) watchRequests() {
 	err := chromedp.Listen(p.ctx, func(ev any) {
 		e, ok := ev.(*network.EventRequestWillBeSent)
-		if !ok || !strings.HasSuffix(e.Request.URL, "/v1/code") {
+		if !ok || !strings.HasSuffix(e.Request.URL, "/v1/code") && !strings.Contains(e.Request.URL, "/v1/sessions") {
 			return
 		}
-		r := sentRequest{method: e.Request.Method}
+		r := sentRequest{method: e.Request.Method, url: e.Request.URL}
 		for k, v := range e.Request.Headers {
 			if strings.EqualFold(k, "PAYMENT-SIGNATURE") {
 				r.paid, r.payment = true, fmt.Sprint(v)
@@ -154,7 +156,7 @@ func (p *page) watchRequests() {
 	}
 }
 
-// sent returns the requests of the page to /v1/code so far.
+// sent returns the requests of the page to /v1/code and /v1/sessions so far.
 func (p *page) sent() []sentRequest {
 	p.mu.Lock()
 	defer p.mu.Unlock()

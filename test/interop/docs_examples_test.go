@@ -186,8 +186,9 @@ func TestDocsExamples(t *testing.T) {
 		t.Run(page, func(t *testing.T) {
 			kinds := map[string]bool{}
 			examples := docExamples(t, page)
+			ids := docSessions{} // a page's session ids, documented -> live (docs_session_test.go)
 			for _, ex := range examples {
-				t.Run(fmt.Sprint(ex.line), func(t *testing.T) { kinds[runDocExample(t, svc, ex)] = true })
+				t.Run(fmt.Sprint(ex.line), func(t *testing.T) { kinds[runDocExample(t, svc, ex, ids)] = true })
 			}
 			if page == "README.md" && len(examples) < 3 {
 				t.Errorf("README.md has %d checked examples, want its three calls", len(examples))
@@ -204,12 +205,14 @@ func TestDocsExamples(t *testing.T) {
 }
 
 // runDocExample runs one example against svc, matches its answer and names its kind.
-func runDocExample(t *testing.T, svc *service, ex docExample) string {
+func runDocExample(t *testing.T, svc *service, ex docExample, ids docSessions) string {
+	ids.before(&ex)
 	args, path, body := docRequest(t, ex, svc.URL)
 	waitWarm(t, svc)
 	r := runCurl(t, args...)
 	var got any
 	r.decode(t, &got)
+	ids.after(&ex, got)
 	var diffs []string
 	matchJSON("", "", ex.answer, got, &diffs)
 	for _, d := range diffs {
