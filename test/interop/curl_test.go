@@ -167,7 +167,7 @@ func testFilesRefused(t *testing.T, url string) {
 		{"parent", files(one("../escape.txt", 3)), 400, []string{"../escape.txt", `".." part`}},
 		{"nested parent", files(one("a/../../escape.txt", 3)), 400, []string{"a/../../escape.txt", `".." part`}},
 		{"absolute", files(one("/etc/passwd", 3)), 400, []string{"/etc/passwd", "absolute"}},
-		{"over max_files", files(many...), 413, []string{"17 files", "16 files (max_files)"}},
+		{"over max_files", files(many...), 413, []string{`"files" holds more than 16 items (max_files)`}},
 		{"over max_files_bytes", files(one("a.bin", half), one("b.bin", half)), 413, []string{"8388612 bytes", "(max_files_bytes)"}},
 		{"unknown environment", map[string]any{"environment": "r", "code": "print(1)"}, 400, []string{`"r" is not configured`, "python", "data"}},
 	}
