@@ -31,7 +31,7 @@ var (
 			"              [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [--timeout 2m] (-c CODE | FILE.py)",
 		what: "Pay for one run over x402 and print the answer and the settlement. It signs only within the\n" +
 			"limits of its flags, and refuses other terms with the reason, signing nothing. With --session ID\n" +
-			"the program runs in that session (sandboxd session open; docs/api.md), at .../v1/sessions/ID/code\n" +
+			"the program runs in that session (sandboxd session open; docs/sessions.md), at .../v1/sessions/ID/code\n" +
 			"beside --url, and its answer adds result and session.",
 		example: "sandboxd call --key-file payer.key --url https://sandbox.example.com/v1/code -c 'print(6*7)'",
 		page:    "docs/payments.md",

@@ -24,26 +24,26 @@ var (
 			"globals, imports and /tmp between calls (`sandboxd call --session ID`). It signs only within the\n" +
 			"limits of its flags, and refuses other terms with the reason, signing nothing.",
 		example: "sandboxd session open --key-file payer.key --url https://sandbox.example.com/v1/sessions --environment data",
-		page:    "docs/api.md",
+		page:    "docs/sessions.md",
 	}
 	sessionShowHelp = commandHelp{
 		usage:   "sandboxd session show [--url URL] ID",
 		what:    "Print a session's state: its environment, calls, last call, when it expires, and whether a call runs.",
 		example: "sandboxd session show ses_8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e",
-		page:    "docs/api.md",
+		page:    "docs/sessions.md",
 	}
 	sessionCloseHelp = commandHelp{
 		usage:   "sandboxd session close [--url URL] ID",
 		what:    "End a session: its container is removed and its state lost. Free: the id is the capability.",
 		example: "sandboxd session close ses_8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e",
-		page:    "docs/api.md",
+		page:    "docs/sessions.md",
 	}
 	sessionHelp = commandHelp{
 		usage: "sandboxd session open|show|close [flags]",
 		what: "Open a session (paid), look at it, or end it; run programs in it with `sandboxd call --session ID`.\n" +
 			"Each subcommand's --help says more.",
 		example: "sandboxd session open --key-file payer.key",
-		page:    "docs/api.md",
+		page:    "docs/sessions.md",
 	}
 )
 

@@ -190,8 +190,13 @@ func TestDocsExamples(t *testing.T) {
 			for _, ex := range examples {
 				t.Run(fmt.Sprint(ex.line), func(t *testing.T) { kinds[runDocExample(t, svc, ex, ids)] = true })
 			}
-			if page == "README.md" && len(examples) < 3 {
-				t.Errorf("README.md has %d checked examples, want its three calls", len(examples))
+			if page == "README.md" && (len(examples) < 7 || len(ids) != 1) {
+				t.Errorf("README.md has %d checked examples opening %d sessions, want its three calls, then a session "+
+					"opened and three calls in it", len(examples), len(ids))
+			}
+			if page == filepath.Join("docs", "sessions.md") && (len(examples) != 8 || len(ids) != 2) {
+				t.Errorf("%s has %d checked examples opening %d sessions, want a python session (open, three calls "+
+					"that build on each other, its state), then a data one (open, a load, a chart)", page, len(examples), len(ids))
 			}
 			if page == filepath.Join("docs", "data.md") {
 				for _, kind := range []string{"http chart", "http python files", "mcp chart"} {

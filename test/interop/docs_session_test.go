@@ -2,11 +2,7 @@ package interop
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
-	"testing"
 )
 
 // docSessions carries the documentation's session ids over to a live service: a
@@ -60,47 +56,5 @@ func (d docSessions) rewriteAnswer(ex *docExample) {
 	var a any
 	if json.Unmarshal([]byte(d.replace(string(raw))), &a) == nil {
 		ex.answer = a
-	}
-}
-
-// sessionsDocs is the sessions' documentation handed to the docs (README and
-// docs/api.md): its examples, run here as the docs' harness runs a page's.
-const sessionsDocs = "testdata/sessions.md"
-
-// TestDocsSessions runs the checked examples of the sessions' documentation against a
-// real service in free mode, in order, as the docs' harness does, each documented
-// session id standing for the live one: open, three calls that build on each other,
-// the session's state; then a data session whose chart, drawn from a frame an earlier
-// call loaded, comes back as a PNG. Their answers must match the ones shown.
-func TestDocsSessions(t *testing.T) {
-	mustInterop(t)
-	raw, err := os.ReadFile(filepath.Join(interopDir, sessionsDocs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples := parseDocExamples(t, sessionsDocs, string(raw))
-	if len(examples) != 8 {
-		t.Fatalf("%d checked examples in %s, want the open, three calls and the state, then a data open, a load and a chart",
-			len(examples), sessionsDocs)
-	}
-	svc := startService(t, instance("docs-sessions"), true)
-	ids := docSessions{}
-	for _, ex := range examples {
-		t.Run(fmt.Sprint(ex.line), func(t *testing.T) {
-			ids.before(&ex)
-			args, _, _ := docRequest(t, ex, svc.URL)
-			r := runCurl(t, args...)
-			var got any
-			r.decode(t, &got)
-			ids.after(&ex, got)
-			var diffs []string
-			matchJSON("", "", ex.answer, got, &diffs)
-			for _, d := range diffs {
-				t.Errorf("%s: the answer shown differs: %s", ex, d)
-			}
-		})
-	}
-	if len(ids) != 2 {
-		t.Errorf("the examples opened %d sessions, want 2", len(ids))
 	}
 }
