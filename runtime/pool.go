@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"sandboxd"
 )
 
 // poolJob is the job label of a container started for the pool, before any
@@ -115,7 +117,12 @@ func (p *pool) startLocked() {
 // starting is promised to an earlier run already, or the pool is closed or
 // backing off after failures (a start that fails also sends the runs
 // waiting on their own). It returns ctx's error when ctx ends first.
+//
+// A take served records its time in ctx's phases (sandboxd.PhaseTake, or
+// PhaseTakeWait when it waited for a start in flight); one not served
+// records nothing, as the caller's own start counts it.
 func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
+	began := time.Now()
 	p.mu.Lock()
 	p.startLocked()
 	p.sizer.arrive(p.now())
@@ -135,6 +142,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 		p.hits.Add(1)
 		p.refillLater()
 		p.mu.Unlock()
+		sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseTake, began)
 		return b, true, nil
 	}
 	// Wait for a box that is starting and not promised to an earlier run;
@@ -156,6 +164,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 			return nil, false, nil
 		}
 		p.waits.Add(1)
+		sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseTakeWait, began)
 		return b, true, nil
 	case <-ctx.Done():
 		p.mu.Lock()
