@@ -63,7 +63,9 @@ type pool struct {
 	closed   bool
 	idle     []*box // ready, oldest first
 	starting int
-	waiters  []chan *box // runs waiting for the next ready box, first first
+	waiters  []chan *box // runs waiting for the next ready box, first first; set by setWaitersLocked
+	// calmC, while a run waits, is closed once none does (poolcalm.go).
+	calmC    chan struct{}
 	failures int         // failed starts and deaths since the last good start
 	retry    *time.Timer // set while backing off
 	// work counts the start and watch goroutines; it is only added to
@@ -155,7 +157,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 		return nil, false, nil
 	}
 	w := make(chan *box, 1)
-	p.waiters = append(p.waiters, w)
+	p.setWaitersLocked(append(p.waiters, w))
 	p.mu.Unlock()
 	select {
 	case b := <-w:
@@ -168,7 +170,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 		return b, true, nil
 	case <-ctx.Done():
 		p.mu.Lock()
-		p.waiters = slices.DeleteFunc(p.waiters, func(x chan *box) bool { return x == w })
+		p.setWaitersLocked(slices.DeleteFunc(p.waiters, func(x chan *box) bool { return x == w }))
 		p.mu.Unlock()
 		select {
 		case b := <-w:
@@ -279,7 +281,7 @@ func (p *pool) warm() {
 		for _, w := range p.waiters {
 			w <- nil
 		}
-		p.waiters = nil
+		p.setWaitersLocked(nil)
 	default:
 		if p.failures > 0 {
 			p.log.Info("warm containers start again", "after_failures", p.failures)
@@ -299,7 +301,7 @@ func (p *pool) offerLocked(b *box) {
 	}
 	if len(p.waiters) > 0 {
 		w := p.waiters[0]
-		p.waiters = slices.Delete(p.waiters, 0, 1)
+		p.setWaitersLocked(slices.Delete(p.waiters, 0, 1))
 		w <- b
 		return
 	}
@@ -417,7 +419,7 @@ func (p *pool) close(ctx context.Context) error {
 	for _, w := range p.waiters {
 		w <- nil
 	}
-	p.waiters = nil
+	p.setWaitersLocked(nil)
 	if p.retry != nil {
 		p.retry.Stop()
 		p.retry = nil
@@ -436,40 +438,4 @@ func (p *pool) close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("runtime: waiting for the pool's starts: %w", ctx.Err())
 	}
-}
-
-// PoolStats is a snapshot of the warm pool, for metrics.
-type PoolStats struct {
-	// Target is the number of containers, idle and starting, the pool
-	// holds now (it follows the load between pool_size and pool_max).
-	Target int
-	// Idle containers wait for a program; Starting ones are being made.
-	Idle, Starting int
-	// Hits count runs served by a warm container (idle, or still starting
-	// when the run came); Misses the runs that started their own.
-	Hits, Misses int64
-}
-
-// PoolStats returns a snapshot of the warm pool; all zero without one.
-func (d *Docker) PoolStats() PoolStats {
-	if d.pool == nil {
-		return PoolStats{}
-	}
-	st := d.pool.stats()
-	return PoolStats{Target: st.target, Idle: st.idle, Starting: st.starting, Hits: st.hits + st.waits, Misses: st.misses}
-}
-
-// poolStats is a snapshot of the pool, for tests and logs.
-type poolStats struct {
-	idle, starting, waiting int
-	target                  int
-	hits, waits, misses     int64
-}
-
-// stats returns a snapshot of the pool.
-func (p *pool) stats() poolStats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return poolStats{idle: len(p.idle), starting: p.starting, waiting: len(p.waiters),
-		target: p.targetLocked(), hits: p.hits.Load(), waits: p.waits.Load(), misses: p.misses.Load()}
 }
