@@ -75,12 +75,14 @@ func (s *sizer) inFlight(now time.Time) int {
 }
 
 // target is how many containers the pool should hold (idle and starting)
-// at now, between least and most: the starts in flight that keep up with
-// the arrivals (inFlight), and an idle depth the arrivals during one start
-// exceed less than poolMissRate of the time (poissonDepth).
+// at now, between least and most: an idle depth the arrivals during one
+// start exceed less than poolMissRate of the time (poissonDepth), and the
+// starts in flight on average that replace the taken (the arrivals during
+// one start, rounded down: below one, the idle depth covers them; rounded
+// up, a pool that has idled would keep one more than its least for good).
 func (s *sizer) target(now time.Time) int {
 	expected := s.rateAt(now) * s.latency.Seconds()
-	want := float64(s.inFlight(now) + poissonDepth(expected, poolMissRate))
+	want := math.Floor(expected) + float64(poissonDepth(expected, poolMissRate))
 	return int(min(max(want, float64(s.least)), float64(s.most)))
 }
 

@@ -46,15 +46,15 @@ func TestSizerFollowsRateTimesLatency(t *testing.T) {
 		min, max int
 	}{
 		// 10 a second, 300 ms a start: 3 arrive during a start on
-		// average, so 3 or 4 starting, and 10 idle, which 3 a start
+		// average, so 3 starting, and 9 or 10 idle, which 3 a start
 		// (Poisson) exceed once in a thousand.
 		{"10/s at 300 ms", 100 * time.Millisecond, 300 * time.Millisecond, 12, 14},
-		// 20 a second, 200 ms: 4 (or 5) starting, 10 idle.
+		// 20 a second, 200 ms: 4 starting, 10 or 11 idle.
 		{"20/s at 200 ms", 50 * time.Millisecond, 200 * time.Millisecond, 14, 16},
 		// 100 a second: far past the most.
 		{"100/s at 300 ms", 10 * time.Millisecond, 300 * time.Millisecond, 16, 16},
-		// Fast starts need few: half an arrival a start, 1 starting,
-		// 4 idle.
+		// Fast starts need few: half an arrival a start, none counted
+		// starting, 4 idle.
 		{"10/s at 50 ms", 100 * time.Millisecond, 50 * time.Millisecond, 4, 5},
 	}
 	for _, tt := range tests {
