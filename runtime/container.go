@@ -166,9 +166,7 @@ func (d *Docker) retire(b *box) <-chan struct{} {
 const removeRetryFor = 2 * time.Minute
 
 // removeLater force-removes a container in the background, after wait is
-// closed (when not nil) and no run waits for a warm container (for up to
-// removalHold: the start it waits for comes first), then calls after (when
-// not nil). While the daemon
+// closed (when not nil), then calls after (when not nil). While the daemon
 // is unreachable (a restart) it tries again, for up to removeRetryFor; a
 // removal that still fails is logged and counted (Config.Observe, op
 // runtime.remove), and Reap removes the container at the next start. One
@@ -184,7 +182,6 @@ func (d *Docker) removeLater(id string, log *slog.Logger, wait <-chan struct{}, 
 		if wait != nil {
 			<-wait
 		}
-		d.holdRemoval()
 		err := d.removeRetrying(id)
 		took := time.Since(began)
 		switch {

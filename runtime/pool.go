@@ -63,9 +63,7 @@ type pool struct {
 	closed   bool
 	idle     []*box // ready, oldest first
 	starting int
-	waiters  []chan *box // runs waiting for the next ready box, first first; set by setWaitersLocked
-	// calmC, while a run waits, is closed once none does (poolcalm.go).
-	calmC    chan struct{}
+	waiters  []chan *box // runs waiting for the next ready box, first first
 	failures int         // failed starts and deaths since the last good start
 	retry    *time.Timer // set while backing off
 	// work counts the start and watch goroutines; it is only added to
@@ -157,7 +155,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 		return nil, false, nil
 	}
 	w := make(chan *box, 1)
-	p.setWaitersLocked(append(p.waiters, w))
+	p.waiters = append(p.waiters, w)
 	p.mu.Unlock()
 	select {
 	case b := <-w:
@@ -170,7 +168,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 		return b, true, nil
 	case <-ctx.Done():
 		p.mu.Lock()
-		p.setWaitersLocked(slices.DeleteFunc(p.waiters, func(x chan *box) bool { return x == w }))
+		p.waiters = slices.DeleteFunc(p.waiters, func(x chan *box) bool { return x == w })
 		p.mu.Unlock()
 		select {
 		case b := <-w:
@@ -281,7 +279,7 @@ func (p *pool) warm() {
 		for _, w := range p.waiters {
 			w <- nil
 		}
-		p.setWaitersLocked(nil)
+		p.waiters = nil
 	default:
 		if p.failures > 0 {
 			p.log.Info("warm containers start again", "after_failures", p.failures)
@@ -301,7 +299,7 @@ func (p *pool) offerLocked(b *box) {
 	}
 	if len(p.waiters) > 0 {
 		w := p.waiters[0]
-		p.setWaitersLocked(slices.Delete(p.waiters, 0, 1))
+		p.waiters = slices.Delete(p.waiters, 0, 1)
 		w <- b
 		return
 	}
@@ -419,7 +417,7 @@ func (p *pool) close(ctx context.Context) error {
 	for _, w := range p.waiters {
 		w <- nil
 	}
-	p.setWaitersLocked(nil)
+	p.waiters = nil
 	if p.retry != nil {
 		p.retry.Stop()
 		p.retry = nil
