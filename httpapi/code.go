@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
+	"time"
 
 	"sandboxd"
 	"sandboxd/x402"
@@ -95,8 +96,12 @@ func newCodeResponse(job sandboxd.Job, res sandboxd.Result) CodeResponse {
 // handleCode runs one program through the paid flow (execute) and answers
 // its result with the settlement's report.
 func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
+	ctx, phases := s.withPhases(r.Context())
+	r = r.WithContext(ctx)
 	job, hold, err := s.parseJob(w, r)
 	defer hold.release()
+	phases.Since(sandboxd.PhaseRead, began)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -105,12 +110,15 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	out, err := s.execute(withBodyHold(r.Context(), hold), job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
 		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment), Extensions: ext,
 		Environment: job.Environment})
+	addServerTiming(w.Header(), phases)
 	if err != nil {
 		s.writeError(w, r, withExtensions(err, ext))
 		return
 	}
 	addSettlement(w.Header(), out.Settlement)
+	began = time.Now()
 	writeJSON(w, http.StatusOK, newCodeResponse(job, out.Result))
+	phases.Since(sandboxd.PhaseWrite, began)
 }
 
 // parseJob reads and decodes the request, then validates it into a Job.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"time"
 
 	"sandboxd"
 )
@@ -30,11 +31,15 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	if err := s.refuseBuilding(ctx, job.Environment); err != nil {
 		return outcome{}, err
 	}
+	phases := sandboxd.PhasesFrom(ctx)
+	began := time.Now()
 	auth, err := s.Gate.Check(ctx, pay)
+	began = phases.Since(sandboxd.PhasePayment, began)
 	if err != nil {
 		return outcome{}, err
 	}
 	release, err := s.Admitter.Admit(ctx)
+	phases.Since(sandboxd.PhaseAdmit, began)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -80,6 +85,8 @@ func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization,
 		charge.Release(ctx)
 		return nil, err
 	}
+	began := time.Now()
+	defer sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseSettle, began)
 	return charge.Settle(ctx, res)
 }
 

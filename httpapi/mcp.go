@@ -107,7 +107,8 @@ func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return s.toolError(toolName, err), nil
 	}
-	run, err := s.execute(ctx, job, pay)
+	phased, _ := s.withPhases(ctx)
+	run, err := s.execute(phased, job, pay)
 	if err != nil {
 		return s.toolFailure(ctx, toolName, err)
 	}

@@ -60,6 +60,10 @@ type Server struct {
 	Sessions sandboxd.Sessions
 	// SessionSettings describe the sessions, and price their opening.
 	SessionSettings SessionSettings
+	// ObservePhase, when set, is handed every phase of every answer of
+	// POST /v1/code and of the MCP tool as it is recorded (the metrics'
+	// phase histogram); the Server-Timing header lists them either way.
+	ObservePhase func(sandboxd.Phase, time.Duration)
 	// MaxFiles caps the files of a request (over it, 413) and of an
 	// answer (the runtime enforces that side); 0 accepts no files in.
 	MaxFiles int

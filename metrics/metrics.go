@@ -38,6 +38,7 @@ type Metrics struct {
 	settleLatency prometheus.Histogram
 	ledgerLatency *prometheus.HistogramVec
 	settledAmount prometheus.Counter
+	phases        *prometheus.HistogramVec
 	sessions      sessionSeries
 }
 
@@ -51,6 +52,12 @@ type PoolStats struct {
 
 // runBuckets cover a warm start (ms) to the longest allowed run (5 m).
 var runBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+// phaseBuckets resolve the phases of an answer from a fraction of a
+// millisecond to half a second finely (the tail under load, issue 28), and
+// a start of a busy engine beyond.
+var phaseBuckets = []float64{.0005, .001, .002, .003, .005, .0075, .01, .015, .02, .03, .05, .075,
+	.1, .15, .2, .3, .5, 1, 2.5, 5, 10, 30}
 
 // New registers every series, with the pool read through pool (nil: no
 // pool series) and the Go and process collectors.
@@ -79,8 +86,12 @@ func New(pool func() PoolStats) *Metrics {
 		Help: "Time of one ledger write, by operation.", Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 10)}, []string{"op"})
 	m.settledAmount = prometheus.NewCounter(prometheus.CounterOpts{Name: "sandboxd_settled_amount_atomic_total",
 		Help: "Sum of settled payments in the asset's atomic units (1e-6 USDC)."})
+	m.phases = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sandboxd_phase_seconds",
+		Help: "Time answers of POST /v1/code and the MCP tool spent in each phase: read, payment, admit, " +
+			"take (an idle warm container), take_wait (one already starting), start (one of the run's own), " +
+			"handover, program, demux, settle, write (HTTP only).", Buckets: phaseBuckets}, []string{"phase"})
 	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.queueWait, m.busy, m.engineErrors,
-		m.engineStart, m.payments, m.settleLatency, m.ledgerLatency, m.settledAmount,
+		m.engineStart, m.payments, m.settleLatency, m.ledgerLatency, m.settledAmount, m.phases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

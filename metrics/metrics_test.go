@@ -230,3 +230,38 @@ func TestSessionSeries(t *testing.T) {
 		t.Fatal("no ended series")
 	}
 }
+
+// TestPhaseHistogram: every phase handed to Phase is a sample of
+// sandboxd_phase_seconds under its phase label, in buckets fine enough to
+// tell 1 ms from 2 ms and 250 ms from 500 ms.
+func TestPhaseHistogram(t *testing.T) {
+	m := New(nil)
+	m.Phase(sandboxd.PhaseTakeWait, 40*time.Millisecond)
+	m.Phase(sandboxd.PhaseTakeWait, 300*time.Millisecond)
+	m.Phase(sandboxd.PhaseProgram, 3*time.Millisecond)
+	fams := scrape(t, m)
+	if got := value(fams, "sandboxd_phase_seconds", map[string]string{"phase": "take_wait"}); got != 2 {
+		t.Errorf("take_wait samples = %v, want 2", got)
+	}
+	if got := value(fams, "sandboxd_phase_seconds", map[string]string{"phase": "program"}); got != 1 {
+		t.Errorf("program samples = %v, want 1", got)
+	}
+	var bounds []float64
+	for _, b := range fams["sandboxd_phase_seconds"].GetMetric()[0].GetHistogram().GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+	}
+	for _, want := range []float64{.001, .002, .01, .1, .25, .5} {
+		lo, hi := -1.0, -1.0
+		for _, b := range bounds {
+			if b <= want {
+				lo = b
+			}
+			if b >= want && hi < 0 {
+				hi = b
+			}
+		}
+		if lo < 0 || hi < 0 || hi > 2*want || lo < want/2 {
+			t.Errorf("no bucket bound within 2× of %v s: %v", want, bounds)
+		}
+	}
+}

@@ -43,6 +43,12 @@ func errorStatus(err error) string {
 	return "internal"
 }
 
+// Phase records that an answer spent d in ph: the observer of the
+// answers' phase recorders (sandboxd.NewPhases).
+func (m *Metrics) Phase(ph sandboxd.Phase, d time.Duration) {
+	m.phases.WithLabelValues(string(ph)).Observe(d.Seconds())
+}
+
 // Admitter times the queue wait of the Admitter it wraps and counts 429s.
 type Admitter struct {
 	sandboxd.Admitter

@@ -21,6 +21,8 @@ type deadline struct {
 	mu   sync.Mutex
 	// start is when the limit began to count: the hand-over, or a late ack.
 	start time.Time
+	// handover is when the program was handed over (the deadline made).
+	handover time.Time
 }
 
 // ackGrace is how much longer than the program's own limit a runner may
@@ -34,7 +36,7 @@ const ackGrace = 10 * time.Second
 func newDeadline(limit, ackWait time.Duration, ack <-chan bool) *deadline {
 	c := make(chan time.Time, 1)
 	handover := time.Now()
-	d := &deadline{C: c, stop: make(chan struct{}), start: handover}
+	d := &deadline{C: c, stop: make(chan struct{}), start: handover, handover: handover}
 	timer := time.NewTimer(ackWait)
 	go func() {
 		defer timer.Stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // The stream IDs in the first byte of an attach frame header (Docker's
@@ -107,6 +108,10 @@ type output struct {
 	// the whole ack has been seen; it must have room for that value.
 	ackC    chan bool
 	ackTold bool
+	// ackAt is when the whole ack was seen, endAt when the end marker
+	// (and the files section after it) was: the phases of the run
+	// (phases.go). Read only once reading has ended.
+	ackAt, endAt time.Time
 	// sent counts every byte of both streams read so far, the ack, the
 	// markers and the files sections included (a forged section is as
 	// costly to move as output); past sentMax the run is over its cap.
@@ -220,6 +225,9 @@ func (o *output) takeAck(p []byte) []byte {
 		}
 		o.ackSeen++
 		p = p[1:]
+	}
+	if o.ackSeen == len(o.proto.ack) && o.ackAt.IsZero() {
+		o.ackAt = time.Now()
 	}
 	if o.ackSeen == len(o.proto.ack) && o.ackC != nil && !o.ackTold {
 		o.ackTold = true
@@ -363,6 +371,7 @@ func demux(r io.Reader, o *output, onCap func()) error {
 			}
 		}
 		if _, ok := o.ended(); ok {
+			o.endAt = time.Now()
 			return nil
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"sandboxd"
 )
 
 // poolJob is the job label of a container started for the pool, before any
@@ -115,7 +117,12 @@ func (p *pool) startLocked() {
 // starting is promised to an earlier run already, or the pool is closed or
 // backing off after failures (a start that fails also sends the runs
 // waiting on their own). It returns ctx's error when ctx ends first.
+//
+// A take served records its time in ctx's phases (sandboxd.PhaseTake, or
+// PhaseTakeWait when it waited for a start in flight); one not served
+// records nothing, as the caller's own start counts it.
 func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
+	began := time.Now()
 	p.mu.Lock()
 	p.startLocked()
 	p.sizer.arrive(p.now())
@@ -135,6 +142,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 		p.hits.Add(1)
 		p.refillLater()
 		p.mu.Unlock()
+		sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseTake, began)
 		return b, true, nil
 	}
 	// Wait for a box that is starting and not promised to an earlier run;
@@ -156,6 +164,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 			return nil, false, nil
 		}
 		p.waits.Add(1)
+		sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseTakeWait, began)
 		return b, true, nil
 	case <-ctx.Done():
 		p.mu.Lock()
@@ -427,40 +436,4 @@ func (p *pool) close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("runtime: waiting for the pool's starts: %w", ctx.Err())
 	}
-}
-
-// PoolStats is a snapshot of the warm pool, for metrics.
-type PoolStats struct {
-	// Target is the number of containers, idle and starting, the pool
-	// holds now (it follows the load between pool_size and pool_max).
-	Target int
-	// Idle containers wait for a program; Starting ones are being made.
-	Idle, Starting int
-	// Hits count runs served by a warm container (idle, or still starting
-	// when the run came); Misses the runs that started their own.
-	Hits, Misses int64
-}
-
-// PoolStats returns a snapshot of the warm pool; all zero without one.
-func (d *Docker) PoolStats() PoolStats {
-	if d.pool == nil {
-		return PoolStats{}
-	}
-	st := d.pool.stats()
-	return PoolStats{Target: st.target, Idle: st.idle, Starting: st.starting, Hits: st.hits + st.waits, Misses: st.misses}
-}
-
-// poolStats is a snapshot of the pool, for tests and logs.
-type poolStats struct {
-	idle, starting, waiting int
-	target                  int
-	hits, waits, misses     int64
-}
-
-// stats returns a snapshot of the pool.
-func (p *pool) stats() poolStats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return poolStats{idle: len(p.idle), starting: p.starting, waiting: len(p.waiters),
-		target: p.targetLocked(), hits: p.hits.Load(), waits: p.waits.Load(), misses: p.misses.Load()}
 }

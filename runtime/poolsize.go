@@ -5,14 +5,15 @@ import (
 	"time"
 )
 
-// The sizing of the warm pool: enough containers idle or starting to
-// cover the runs that arrive while one container starts, with headroom for
-// bursts, between the configured least and most.
+// The sizing of the warm pool: enough containers starting to keep up with
+// the arrivals, and enough idle that the runs arriving at random (Poisson)
+// during one start find one idle but once in a thousand, between the
+// configured least and most.
 const (
-	// poolHeadroom multiplies the expected arrivals during one start:
-	// arrivals at random bunch up, and a run that finds the pool empty
-	// pays a whole start.
-	poolHeadroom = 2.0
+	// poolMissRate is how often the arrivals during one start may exceed
+	// the idle depth: a run that finds the pool empty waits for a start
+	// in flight, the slowest 1 % of the answers under load (issue 28).
+	poolMissRate = 0.001
 	// poolRateWindow is the time constant of the arrival rate's moving
 	// average: a burst raises the pool within a second or two, and an idle
 	// pool is back at its least within a few windows.
@@ -74,9 +75,30 @@ func (s *sizer) inFlight(now time.Time) int {
 }
 
 // target is how many containers the pool should hold (idle and starting)
-// at now: the arrivals expected during one start, with headroom, between
-// least and most.
+// at now, between least and most: an idle depth the arrivals during one
+// start exceed less than poolMissRate of the time (poissonDepth), and the
+// starts in flight on average that replace the taken (the arrivals during
+// one start, rounded down: below one, the idle depth covers them; rounded
+// up, a pool that has idled would keep one more than its least for good).
 func (s *sizer) target(now time.Time) int {
-	want := math.Ceil(poolHeadroom * s.rateAt(now) * s.latency.Seconds())
+	expected := s.rateAt(now) * s.latency.Seconds()
+	want := math.Floor(expected) + float64(poissonDepth(expected, poolMissRate))
 	return int(min(max(want, float64(s.least)), float64(s.most)))
+}
+
+// poissonDepth is the least k such that a Poisson count of mean expected
+// exceeds k with a probability below miss: the idle containers that cover
+// the arrivals during one start but that often.
+func poissonDepth(expected, miss float64) int {
+	if expected <= 0 {
+		return 0
+	}
+	p := math.Exp(-expected) // P(N = k)
+	cdf, k := p, 0
+	for 1-cdf >= miss && k < 1000 {
+		k++
+		p *= expected / float64(k)
+		cdf += p
+	}
+	return k
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -44,15 +45,17 @@ func TestSizerFollowsRateTimesLatency(t *testing.T) {
 		latency  time.Duration
 		min, max int
 	}{
-		// 10 a second, 300 ms a start: 3 arrive during a start, 6 with
-		// headroom (7 just after an arrival).
-		{"10/s at 300 ms", 100 * time.Millisecond, 300 * time.Millisecond, 6, 7},
-		// 20 a second, 200 ms: 4, 8 with headroom.
-		{"20/s at 200 ms", 50 * time.Millisecond, 200 * time.Millisecond, 8, 9},
+		// 10 a second, 300 ms a start: 3 arrive during a start on
+		// average, so 3 starting, and 9 or 10 idle, which 3 a start
+		// (Poisson) exceed once in a thousand.
+		{"10/s at 300 ms", 100 * time.Millisecond, 300 * time.Millisecond, 12, 14},
+		// 20 a second, 200 ms: 4 starting, 10 or 11 idle.
+		{"20/s at 200 ms", 50 * time.Millisecond, 200 * time.Millisecond, 14, 16},
 		// 100 a second: far past the most.
 		{"100/s at 300 ms", 10 * time.Millisecond, 300 * time.Millisecond, 16, 16},
-		// Fast starts need few.
-		{"10/s at 50 ms", 100 * time.Millisecond, 50 * time.Millisecond, 2, 2},
+		// Fast starts need few: half an arrival a start, none counted
+		// starting, 4 idle.
+		{"10/s at 50 ms", 100 * time.Millisecond, 50 * time.Millisecond, 4, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,5 +123,35 @@ func TestSizerStartsInFlightKeepUpWithArrivals(t *testing.T) {
 	}
 	if got := s.inFlight(last.Add(time.Minute)); got > 1 {
 		t.Errorf("starts in flight after a minute idle = %d, want at most 1", got)
+	}
+}
+
+// TestPoissonDepthCoversBurstsButOnceInAThousand: the idle depth is the
+// least that the arrivals during one start (a Poisson count) exceed less
+// than 0.1 % of the time, checked against the distribution summed apart.
+func TestPoissonDepthCoversBurstsButOnceInAThousand(t *testing.T) {
+	// over is P(N > k) for a Poisson N of mean m.
+	over := func(m float64, k int) float64 {
+		cdf := 0.0
+		for i := 0; i <= k; i++ {
+			lg, _ := math.Lgamma(float64(i + 1))
+			cdf += math.Exp(float64(i)*math.Log(m) - m - lg)
+		}
+		return 1 - cdf
+	}
+	if got := poissonDepth(0, poolMissRate); got != 0 {
+		t.Errorf("depth with no arrivals = %d, want 0", got)
+	}
+	for _, m := range []float64{0.05, 0.5, 0.8, 1, 1.2, 2, 3, 6} {
+		k := poissonDepth(m, poolMissRate)
+		if over(m, k) >= poolMissRate || (k > 0 && over(m, k-1) < poolMissRate) {
+			t.Errorf("depth for %.2f arrivals a start = %d: P(N > %d) = %.5f, P(N > %d) = %.5f; want the least k below %v",
+				m, k, k, over(m, k), k-1, over(m, k-1), poolMissRate)
+		}
+	}
+	// At 40 % of a 7 cycles/s ceiling with 300 ms starts (0.84 a start),
+	// 5 idle; 4 would be exceeded 0.11 % of the time.
+	if got := poissonDepth(0.84, poolMissRate); got != 5 {
+		t.Errorf("depth for 0.84 arrivals a start = %d, want 5", got)
 	}
 }

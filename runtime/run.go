@@ -93,15 +93,21 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 
 // acquire returns a box for the job: from the pool when pooled and the pool
 // has or is starting one, else a fresh one.
+// The pool records its take in ctx's phases; a start of the run's own is
+// recorded here (sandboxd.PhaseStart), the pool's miss included.
 func (d *Docker) acquire(ctx context.Context, jobID string, pooled bool, log *slog.Logger) (*box, error) {
+	began := time.Now()
 	if pooled {
 		if b, ok, err := d.pool.take(ctx); ok || err != nil {
 			return b, err
 		}
 	}
 	b, err := d.prepare(ctx, jobID, log)
-	if err == nil && d.pool != nil {
-		d.pool.kick() // the engine works again: the pool need not wait out its backoff
+	if err == nil {
+		sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseStart, began)
+		if d.pool != nil {
+			d.pool.kick() // the engine works again: the pool need not wait out its backoff
+		}
 	}
 	return b, err
 }
@@ -146,6 +152,7 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	r.res.Stdout = decode(out.stdout.buf)
 	r.res.Stderr = decode(out.stderr.buf)
 	r.res.Classify()
+	out.addPhases(sandboxd.PhasesFrom(ctx), deadline.handover)
 	return r.res, nil
 }
 

@@ -102,6 +102,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Version:       httpapi.VersionInfo{Version: version, Commit: commit, GoVersion: goruntime.Version()},
 		Page:          m.Config.Server.Page,
 		CORSOrigins:   m.Config.Server.CORSOrigins,
+		ObservePhase:  m.metrics.Phase,
 	}
 	// The environments and the caps of the files (branch api reads them).
 	api.Environments = m.Config.apiEnvironments()

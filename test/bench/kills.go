@@ -126,26 +126,32 @@ func (k *killStats) add(c killCase, a servicetest.Answer, wall time.Duration) {
 
 // run posts a program and returns the service's answer and the call's time.
 func (s *service) run(code string) (servicetest.Answer, time.Duration, error) {
+	a, sm, err := s.post(code)
+	return a, sm.wall, err
+}
+
+// post is run, with the phases the answer's Server-Timing lists.
+func (s *service) post(code string) (servicetest.Answer, sample, error) {
 	body, _ := json.Marshal(map[string]string{"language": "python", "code": code})
 	start := time.Now()
 	resp, err := s.client.Post(s.url, "application/json", strings.NewReader(string(body)))
 	if err != nil {
-		return servicetest.Answer{}, 0, err
+		return servicetest.Answer{}, sample{}, err
 	}
 	raw, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	wall := time.Since(start)
+	sm := sample{wall: time.Since(start), phases: parseServerTiming(resp.Header.Get("Server-Timing"))}
 	if err != nil {
-		return servicetest.Answer{}, 0, err
+		return servicetest.Answer{}, sample{}, err
 	}
 	if resp.StatusCode != 200 {
-		return servicetest.Answer{}, 0, fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
+		return servicetest.Answer{}, sample{}, fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
 	}
 	var a servicetest.Answer
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return servicetest.Answer{}, 0, fmt.Errorf("undecodable answer: %w", err)
+		return servicetest.Answer{}, sample{}, fmt.Errorf("undecodable answer: %w", err)
 	}
-	return a, wall, nil
+	return a, sm, nil
 }
 
 // cpuHog keeps one CPU busy, as `stress-ng --cpu 1` would, until stopped.

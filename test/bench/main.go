@@ -7,8 +7,12 @@
 //     same with NetworkDisabled off, for the A/B of that field;
 //   - saturation: the service (its default configuration) under 8 callers
 //     in a closed loop, as a ratio to the ceiling, with failures counted;
-//   - open-loop Poisson arrivals at 40 % and 70 % of the ceiling: p50, p95,
-//     p99, the pool's hit ratio and failures;
+//   - open-loop Poisson arrivals at 40 % and 60 % of the ceiling (issue
+//     28), 400 arrivals each: p50, p90, p99, max, answers over 100 ms, the
+//     p99 against the sparse p50, the pool's hit ratio, failures, and the
+//     phases (Server-Timing) the slowest 1 % spent their time in; with
+//     -compare, the same for a second binary right after, for an A/B;
+//     -tail-only runs just these and what they compare with;
 //   - sparse sequential calls against `docker run --rm`;
 //   - host CPU per answer at saturation (/proc/stat), split by process
 //     (/proc/<pid>/stat for those alive, process accounting for those that
@@ -40,8 +44,6 @@ import (
 	goruntime "runtime"
 	"strings"
 	"time"
-
-	"github.com/docker/docker/api/types/container"
 )
 
 // options are the knobs of a bench run.
@@ -64,6 +66,13 @@ type options struct {
 	// analysis each way; sessionsOnly runs only that phase.
 	sessionRounds int
 	sessionsOnly  bool
+	// arrivals is the length of each Poisson phase of the tail, in
+	// arrivals; tailOnly runs only what the tail's targets need; compare,
+	// when set, is a second binary whose Poisson phases run right after
+	// binary's, for an A/B in one run.
+	arrivals int
+	tailOnly bool
+	compare  string
 }
 
 func main() {
@@ -75,7 +84,10 @@ func main() {
 	flag.DurationVar(&o.gap, "gap", 500*time.Millisecond, "pause before each sparse call and each `docker run`")
 	flag.DurationVar(&o.ceiling, "ceiling-window", 15*time.Second, "length of each engine-ceiling run")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "length of the saturation run")
-	flag.DurationVar(&o.poisson, "poisson-window", 30*time.Second, "length of each Poisson run")
+	flag.DurationVar(&o.poisson, "poisson-window", 30*time.Second, "length of the sessions phase's Poisson load")
+	flag.IntVar(&o.arrivals, "poisson-arrivals", 400, "arrivals of each Poisson phase of the tail (40 % and 60 % of the ceiling)")
+	flag.BoolVar(&o.tailOnly, "tail-only", false, "run only the tail's phases: ceiling, docker run, sparse, saturation, Poisson at 40 % and 60 %")
+	flag.StringVar(&o.compare, "compare", "", "a second sandboxd binary, run in each Poisson phase right after -binary (A/B)")
 	flag.IntVar(&o.conc, "concurrency", 8, "callers of the ceiling, saturation and kills runs")
 	flag.IntVar(&o.killRounds, "kill-rounds", 12, "rounds of the kills phase, per pool setting (each round is one of every kill case)")
 	flag.BoolVar(&o.killsOnly, "kills-only", false, "run only the kills phase")
@@ -102,11 +114,12 @@ type report struct {
 	sparse              phase
 	saturation          phase
 	cpu                 cpuSplit
-	poisson40           phase
-	poisson70           phase
-	kills               []killsPhase
-	data                dataReport
-	sessions            sessionsReport
+	// poisson holds, for each of tailShares, the Poisson phase of each
+	// binary measured (-binary, then -compare).
+	poisson  [][]phase
+	kills    []killsPhase
+	data     dataReport
+	sessions sessionsReport
 }
 
 func run(ctx context.Context, o *options) error {
@@ -119,48 +132,15 @@ func run(ctx context.Context, o *options) error {
 	case o.dataOnly:
 		return runOnly("data", func() (err error) { r.data, err = measureData(ctx, o); return err },
 			func(w io.Writer) { dataTable(w, *o, r.data) })
+	case o.tailOnly:
+		return runOnly("tail", func() error { return measureTail(ctx, o, &r, true) },
+			func(w io.Writer) { tailTable(w, *o, r) })
 	case o.sessionsOnly:
 		return runOnly("sessions", func() (err error) { r.sessions, err = measureSessions(ctx, o, 0); return err },
 			func(w io.Writer) { sessionsTable(w, *o, r.sessions) })
 	}
-	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
-	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
+	if err := measureTail(ctx, o, &r, false); err != nil {
 		return err
-	}
-	progress("engine ceiling, NetworkDisabled off, concurrency %d, %v", o.conc, o.ceiling)
-	netOn := func(c *container.Config) { c.NetworkDisabled = false }
-	if r.ceilingNet, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, netOn); err != nil {
-		return err
-	}
-	progress("docker run --rm x%d, %v apart", o.dockerRuns, o.gap)
-	var one string
-	if r.dockerRun, one, err = measureDockerRun(ctx, o.image, "print(1)", o.dockerRuns, o.gap); err != nil {
-		return err
-	} else if one != "1" {
-		return fmt.Errorf("docker run printed %q, want 1", one)
-	}
-	progress("service: %d sparse calls, %v apart", o.sparse, o.gap)
-	if r.sparse, err = withService(ctx, o, func(s *service) phase { return s.sequential(ctx, o.sparse, o.gap) }); err != nil {
-		return err
-	}
-	progress("service: saturation, %d callers, %v, with CPU accounting", o.conc, o.window)
-	if r.saturation, err = withService(ctx, o, func(s *service) phase {
-		acc := startCPU()
-		p := s.closedLoop(ctx, o.conc, o.window)
-		r.cpu = acc.stop()
-		return p
-	}); err != nil {
-		return err
-	}
-	for _, share := range []struct {
-		pct float64
-		out *phase
-	}{{0.4, &r.poisson40}, {0.7, &r.poisson70}} {
-		rate := share.pct * r.ceiling
-		progress("service: Poisson arrivals at %.0f %% of the ceiling (%.1f/s), %v", 100*share.pct, rate, o.poisson)
-		if *share.out, err = withService(ctx, o, func(s *service) phase { return s.poisson(ctx, rate, o.poisson) }); err != nil {
-			return err
-		}
 	}
 	if r.kills, err = measureAllKills(ctx, o); err != nil {
 		return err

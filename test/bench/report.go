@@ -9,28 +9,15 @@ import (
 )
 
 // printReport writes the Markdown table of one bench run, each figure
-// with its target from issue 9 and whether it is met.
+// with its target from issue 9 (or issue 28, the tail) and whether it is met.
 func printReport(w io.Writer, o options, r report) {
 	fmt.Fprintf(w, "## make bench, %s\n\n", machine())
-	fmt.Fprintf(w, "Program: `print('hello')` through `POST /v1/code`, the service in free mode with its default "+
-		"configuration (runc, pool_size 4, pool_max 16, max_concurrency 8). Ceiling: create+start+wait+remove "+
-		"of the service's own container spec, %d at once, %v. Saturation: %d callers, closed loop, %v. "+
-		"Poisson: open loop, %v each. Sparse: one call every %v; baseline `docker run --rm %s python3 -c 'print(1)'` "+
-		"at the same pace.\n\n", o.conc, o.ceiling, o.conc, o.window, o.poisson, o.gap, o.image)
+	tailTable(w, o, r)
 	row := newTable(w)
 	ab := r.ceiling / r.ceilingNet
-	row("engine ceiling (NetworkDisabled, as the service)", fmt.Sprintf("%.1f cycles/s", r.ceiling), "", true)
 	row("engine ceiling, NetworkDisabled off", fmt.Sprintf("%.1f cycles/s (A/B: %.2f×)", r.ceilingNet, ab), "ceiling ≥ 1.8× this", ab >= 1.8)
-	sat := r.saturation.perSec / r.ceiling
-	row(fmt.Sprintf("saturation, %d callers", o.conc), fmt.Sprintf("%.1f answers/s = %.2f× ceiling, %d failed%s, idle warm container found %.0f %%",
-		r.saturation.perSec, sat, r.saturation.failures(), failures(r.saturation.failed), 100*r.saturation.hitRatio()),
-		"≥ 0.9× ceiling, 0 failed", sat >= 0.9 && r.saturation.failures() == 0)
-	poissonRow(row, "40", r.poisson40, r.ceiling*0.4, 10, 100)
-	poissonRow(row, "70", r.poisson70, r.ceiling*0.7, 15, 250)
 	base, seq := r.dockerRun.pct(50), r.sparse.latency.pct(50)
-	row("`docker run --rm`, sparse", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d runs)", ms(base), ms(r.dockerRun.pct(99)), len(r.dockerRun)), "", true)
-	row("service, sparse sequential", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, %d failed (%d calls); %.0f× faster than `docker run --rm`",
-		ms(seq), ms(r.sparse.latency.pct(99)), r.sparse.failures(), r.sparse.ok+r.sparse.failures(), float64(base)/float64(max(seq, 1))),
+	row("service, sparse sequential (issue 9)", fmt.Sprintf("p50 %.1f ms, %.0f× faster than `docker run --rm`", ms(seq), float64(base)/float64(max(seq, 1))),
 		"p50 ≤ 6 ms, ≥ 40× `docker run --rm`", seq > 0 && seq <= 6*time.Millisecond && float64(base) >= 40*float64(seq) && r.sparse.failures() == 0)
 	fmt.Fprintln(w)
 	cpuTable(w, r.cpu, r.saturation.ok)
@@ -39,14 +26,130 @@ func printReport(w io.Writer, o options, r report) {
 	sessionsTable(w, o, r.sessions)
 }
 
-// poissonRow writes the row of one Poisson run against its targets.
-func poissonRow(row func(what, figure, target string, ok bool), pct string, p phase, rate, p50, p99 float64) {
-	row(fmt.Sprintf("Poisson at %s %% of the ceiling (%.1f/s)", pct, rate),
-		fmt.Sprintf("p50 %.1f ms, p95 %.1f ms, p99 %.1f ms; %d answers, %d failed%s; idle warm container found %.0f %% (%d waited for one starting, %d started their own); at most %d in flight",
-			ms(p.latency.pct(50)), ms(p.latency.pct(95)), ms(p.latency.pct(99)), p.ok, p.failures(), failures(p.failed),
-			100*p.hitRatio(), p.waits, p.misses, p.inFlight),
-		fmt.Sprintf("p50 ≤ %.0f ms, p99 ≤ %.0f ms", p50, p99),
-		p.ok > 0 && ms(p.latency.pct(50)) <= p50 && ms(p.latency.pct(99)) <= p99 && p.failures() == 0)
+// tailTable writes the tail's figures (issue 28) against its targets, the
+// exact command, and where the slowest 1 % of each Poisson phase spent
+// their time.
+func tailTable(w io.Writer, o options, r report) {
+	fmt.Fprintf(w, "Command: `%s`. Program: `print('hello')` through `POST /v1/code`, the service in free mode with its default "+
+		"configuration (runc, pool_size 4, pool_max 16, max_concurrency 8). Ceiling: create+start+wait+remove "+
+		"of the service's own container spec, %d at once, %v. Saturation: %d callers, closed loop, %v. "+
+		"Poisson: open loop, %d arrivals each. Sparse: one call every %v; baseline `docker run --rm %s python3 -c 'print(1)'` "+
+		"at the same pace. Load is the host's 1-minute load average at the end of each phase.\n\n",
+		command(), o.conc, o.ceiling, o.conc, o.window, o.arrivals, o.gap, o.image)
+	row := newTable(w)
+	row("engine ceiling (NetworkDisabled, as the service)", fmt.Sprintf("%.1f cycles/s", r.ceiling), "", true)
+	sat := r.saturation.perSec / r.ceiling
+	row(fmt.Sprintf("saturation, %d callers", o.conc), fmt.Sprintf("%.1f answers/s = %.2f× ceiling, %d failed%s, idle warm container found %.0f %%; load %s",
+		r.saturation.perSec, sat, r.saturation.failures(), failures(r.saturation.failed), 100*r.saturation.hitRatio(), r.saturation.load),
+		"≥ 0.9× ceiling, 0 failed", sat >= 0.9 && r.saturation.failures() == 0)
+	sparse := r.sparse.latency.pct(50)
+	for i, share := range tailShares {
+		for j, p := range r.poisson[i] {
+			poissonRow(row, share.pct, p, r.ceiling*share.pct, share.p50, share.p99, sparse, binaryName(o, j))
+		}
+	}
+	base := r.dockerRun.pct(50)
+	row("`docker run --rm`, sparse", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d runs)", ms(base), ms(r.dockerRun.pct(99)), len(r.dockerRun)), "", true)
+	row("service, sparse sequential", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, %d failed (%d calls); %.0f× faster than `docker run --rm`",
+		ms(sparse), ms(r.sparse.latency.pct(99)), r.sparse.failures(), r.sparse.ok+r.sparse.failures(), float64(base)/float64(max(sparse, 1))),
+		"≥ 20× `docker run --rm`", sparse > 0 && float64(base) >= 20*float64(sparse) && r.sparse.failures() == 0)
+	fmt.Fprintln(w)
+	for i, share := range tailShares {
+		for j, p := range r.poisson[i] {
+			slowTable(w, fmt.Sprintf("Poisson at %.0f %%%s", 100*share.pct, binaryName(o, j)), p)
+		}
+	}
+}
+
+// binaryName names the j-th binary of a Poisson phase in a row's title:
+// nothing without -compare.
+func binaryName(o options, j int) string {
+	switch {
+	case o.compare == "":
+		return ""
+	case j == 0:
+		return ", " + o.binary
+	default:
+		return ", " + o.compare
+	}
+}
+
+// poissonRow writes the row of one Poisson run against its targets (0: none).
+func poissonRow(row func(what, figure, target string, ok bool), share float64, p phase, rate, p50, p99 float64, sparse time.Duration, bin string) {
+	l := p.latency
+	var over int
+	for _, d := range l {
+		if d > 100*time.Millisecond {
+			over++
+		}
+	}
+	var targets []string
+	ok := p.ok > 0 && p.failures() == 0
+	if p50 > 0 {
+		targets = append(targets, fmt.Sprintf("p50 ≤ %.0f ms", p50))
+		ok = ok && ms(l.pct(50)) <= p50
+	}
+	targets = append(targets, fmt.Sprintf("p99 ≤ %.0f ms", p99))
+	ok = ok && ms(l.pct(99)) <= p99
+	row(fmt.Sprintf("Poisson at %.0f %% of the ceiling (%.1f/s)%s", 100*share, rate, bin),
+		fmt.Sprintf("p50 %.1f ms, p90 %.1f ms, p99 %.1f ms (%.0f× the sparse p50), max %.1f ms; %d over 100 ms; %d answers, %d failed%s; "+
+			"idle warm container found %.0f %% (%d waited for one starting, %d started their own); at most %d in flight; load %s",
+			ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)), float64(l.pct(99))/float64(max(sparse, 1)), ms(l.pct(100)), over,
+			p.ok, p.failures(), failures(p.failed), 100*p.hitRatio(), p.waits, p.misses, p.inFlight, p.load),
+		strings.Join(targets, ", "), ok)
+}
+
+// slowTable writes where the slowest 1 % of a phase's answers spent their
+// time, phase by phase, beside the median answer's: the mean time in each,
+// and how many of them had it. "outside" is the wall time at the caller
+// less the phases the service listed: the HTTP exchange and the encoding.
+func slowTable(w io.Writer, title string, p phase) {
+	if len(p.samples) == 0 {
+		return
+	}
+	byWall := append([]sample(nil), p.samples...)
+	sort.Slice(byWall, func(i, j int) bool { return byWall[i].wall < byWall[j].wall })
+	k := max(1, (len(byWall)+99)/100)
+	slow := byWall[len(byWall)-k:]
+	mid := byWall[len(byWall)/2]
+	fmt.Fprintf(w, "%s: the slowest 1 %% (%d answers, %.1f to %.1f ms) against the median answer (%.1f ms), by phase (Server-Timing):\n\n",
+		title, k, ms(slow[0].wall), ms(slow[k-1].wall), ms(mid.wall))
+	fmt.Fprintln(w, "| phase | slowest 1 %: mean ms | of them, had it | median answer: ms |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, ph := range append(phaseOrder, "outside") {
+		var sum time.Duration
+		had := 0
+		for _, sm := range slow {
+			if d, ok := phaseOf(sm, ph); ok {
+				sum += d
+				had++
+			}
+		}
+		md, _ := phaseOf(mid, ph)
+		if had == 0 && md == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %d | %.1f |\n", ph, ms(sum)/float64(k), had, ms(md))
+	}
+	fmt.Fprintln(w)
+}
+
+// phaseOrder is the order of the service's phases (sandboxd.Phase) in the
+// slow table.
+var phaseOrder = []string{"read", "payment", "admit", "take", "take_wait", "start", "handover", "program", "demux", "settle"}
+
+// phaseOf is the time sm spent in ph ("outside": the wall time less every
+// phase listed), and whether it had that phase.
+func phaseOf(sm sample, ph string) (time.Duration, bool) {
+	if ph != "outside" {
+		d, ok := sm.phases[ph]
+		return d, ok
+	}
+	in := time.Duration(0)
+	for _, d := range sm.phases {
+		in += d
+	}
+	return sm.wall - in, true
 }
 
 // cpuTable writes the host's CPU per answer at saturation, by process.

@@ -34,6 +34,10 @@ type phase struct {
 	waits    int64
 	misses   int64
 	inFlight int // the most calls in flight at once (open loop)
+	// samples are the answers with their phases (Server-Timing).
+	samples []sample
+	// load is the host's load average (1 min) at the phase's end.
+	load string
 }
 
 // failures counts the failed calls.
@@ -79,6 +83,7 @@ func withService(ctx context.Context, o *options, f func(*service) phase, env ..
 	}
 	time.Sleep(2 * time.Second)
 	p := f(s)
+	p.load = loadAverage()
 	s.stop()
 	p.hits, p.waits, p.misses = s.pool[0], s.pool[1], s.pool[2]
 	return p, nil
@@ -119,14 +124,20 @@ func (s *service) stop() { _ = s.Stop(60 * time.Second) }
 
 // call posts hello world and checks the answer.
 func (s *service) call() (time.Duration, error) {
-	a, d, err := s.run(hello)
+	sm, err := s.callTimed()
+	return sm.wall, err
+}
+
+// callTimed is call, with the phases the answer's Server-Timing lists.
+func (s *service) callTimed() (sample, error) {
+	a, sm, err := s.post(hello)
 	if err != nil {
-		return 0, err
+		return sample{}, err
 	}
 	if a.Stdout != "hello\n" || a.Status != "ok" {
-		return 0, fmt.Errorf("wrong answer: status %q stdout %q", a.Status, a.Stdout)
+		return sample{}, fmt.Errorf("wrong answer: status %q stdout %q", a.Status, a.Stdout)
 	}
-	return d, nil
+	return sm, nil
 }
 
 // recorder gathers the outcome of calls made from many goroutines.
@@ -137,6 +148,11 @@ type recorder struct {
 
 // record adds one call's outcome.
 func (r *recorder) record(d time.Duration, err error) {
+	r.recordSample(sample{wall: d}, err)
+}
+
+// recordSample adds one call's outcome, its phases kept when it has them.
+func (r *recorder) recordSample(sm sample, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -147,7 +163,10 @@ func (r *recorder) record(d time.Duration, err error) {
 		return
 	}
 	r.p.ok++
-	r.p.latency = append(r.p.latency, d)
+	r.p.latency = append(r.p.latency, sm.wall)
+	if sm.phases != nil {
+		r.p.samples = append(r.p.samples, sm)
+	}
 }
 
 // done closes the phase begun at start.
@@ -165,7 +184,7 @@ func (s *service) sequential(ctx context.Context, n int, gap time.Duration) phas
 	start := time.Now()
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		time.Sleep(gap)
-		r.record(s.call())
+		r.recordSample(s.callTimed())
 	}
 	return r.done(start)
 }
@@ -175,25 +194,26 @@ func (s *service) closedLoop(ctx context.Context, conc int, window time.Duration
 	var r recorder
 	start := time.Now()
 	load.Closed(ctx, conc, window, func() bool {
-		r.record(s.call())
+		r.recordSample(s.callTimed())
 		return true
 	})
 	return r.done(start)
 }
 
 // poisson makes calls at random (exponential gaps) at rate a second for
-// the window, each on its own, whether or not the earlier ones answered
-// (open loop), and waits for the last.
-func (s *service) poisson(ctx context.Context, rate float64, window time.Duration) phase {
+// the window (0: no bound) or the first arrivals calls (0: no bound),
+// whichever ends first, each on its own, whether or not the earlier ones
+// answered (open loop), and waits for the last.
+func (s *service) poisson(ctx context.Context, rate float64, window time.Duration, arrivals int) phase {
 	var r recorder
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	inFlight, most := 0, 0
 	start := time.Now()
 	next := start
-	for ctx.Err() == nil {
+	for n := 0; ctx.Err() == nil && (arrivals == 0 || n < arrivals); n++ {
 		next = next.Add(time.Duration(rand.ExpFloat64() / rate * float64(time.Second)))
-		if next.Sub(start) > window {
+		if window > 0 && next.Sub(start) > window {
 			break
 		}
 		time.Sleep(time.Until(next))
@@ -202,7 +222,7 @@ func (s *service) poisson(ctx context.Context, rate float64, window time.Duratio
 			inFlight++
 			most = max(most, inFlight)
 			mu.Unlock()
-			r.record(s.call())
+			r.recordSample(s.callTimed())
 			mu.Lock()
 			inFlight--
 			mu.Unlock()

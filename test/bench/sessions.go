@@ -114,7 +114,7 @@ func (r *sessionsReport) underLoad(ctx context.Context, s *service, window time.
 	}
 	defer s.closeSession(st.id)
 	var wg sync.WaitGroup
-	wg.Go(func() { r.loaded = s.poisson(ctx, r.loadRate, window) })
+	wg.Go(func() { r.loaded = s.poisson(ctx, r.loadRate, window, 0) })
 	for end := time.Now().Add(window); time.Now().Before(end) && ctx.Err() == nil; {
 		time.Sleep(100 * time.Millisecond)
 		d, err := st.step()

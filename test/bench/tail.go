@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+)
+
+// sample is one answer's wall time at the caller and the time it spent in
+// each of the service's phases, from its Server-Timing header (nil when the
+// answer had none).
+type sample struct {
+	wall   time.Duration
+	phases map[string]time.Duration
+}
+
+// parseServerTiming reads a Server-Timing header (name;dur=ms, ...) into
+// the time by phase, a phase listed twice summed; nil for an empty header.
+func parseServerTiming(h string) map[string]time.Duration {
+	if h == "" {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, part := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "dur="); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					out[name] += time.Duration(f * float64(time.Millisecond))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// tailShares are the Poisson loads of the tail (issue 28), as shares of
+// the ceiling, with their targets.
+var tailShares = []struct {
+	pct      float64
+	p50, p99 float64 // ms; 0 for no target
+}{{0.4, 10, 100}, {0.6, 0, 250}}
+
+// measureTail takes what the tail's targets (issue 28) compare, in one
+// run: the engine's ceiling (with NetworkDisabled off too, for the A/B of
+// that field, unless tailOnly), `docker run --rm`, sparse calls,
+// saturation with the host's CPU, and the Poisson loads of tailShares,
+// each with the -compare binary too when one is given, back to back.
+func measureTail(ctx context.Context, o *options, r *report, tailOnly bool) error {
+	var err error
+	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
+	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
+		return err
+	}
+	if !tailOnly {
+		progress("engine ceiling, NetworkDisabled off, concurrency %d, %v", o.conc, o.ceiling)
+		netOn := func(c *container.Config) { c.NetworkDisabled = false }
+		if r.ceilingNet, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, netOn); err != nil {
+			return err
+		}
+	}
+	progress("docker run --rm x%d, %v apart", o.dockerRuns, o.gap)
+	var one string
+	if r.dockerRun, one, err = measureDockerRun(ctx, o.image, "print(1)", o.dockerRuns, o.gap); err != nil {
+		return err
+	} else if one != "1" {
+		return fmt.Errorf("docker run printed %q, want 1", one)
+	}
+	progress("service: %d sparse calls, %v apart", o.sparse, o.gap)
+	if r.sparse, err = withService(ctx, o, func(s *service) phase { return s.sequential(ctx, o.sparse, o.gap) }); err != nil {
+		return err
+	}
+	progress("service: saturation, %d callers, %v, with CPU accounting", o.conc, o.window)
+	if r.saturation, err = withService(ctx, o, func(s *service) phase {
+		acc := startCPU()
+		p := s.closedLoop(ctx, o.conc, o.window)
+		r.cpu = acc.stop()
+		return p
+	}); err != nil {
+		return err
+	}
+	binaries := []string{o.binary}
+	if o.compare != "" {
+		binaries = append(binaries, o.compare)
+	}
+	r.poisson = make([][]phase, len(tailShares))
+	for i, share := range tailShares {
+		rate := share.pct * r.ceiling
+		for _, bin := range binaries {
+			progress("service %s: Poisson arrivals at %.0f %% of the ceiling (%.1f/s), %d arrivals", bin, 100*share.pct, rate, o.arrivals)
+			ob := *o
+			ob.binary = bin
+			p, err := withService(ctx, &ob, func(s *service) phase { return s.poisson(ctx, rate, 0, o.arrivals) })
+			if err != nil {
+				return err
+			}
+			r.poisson[i] = append(r.poisson[i], p)
+		}
+	}
+	return nil
+}
+
+// loadAverage is the host's load average over the last minute.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// command is the command line that ran this bench.
+func command() string {
+	return strings.Join(append([]string{"go run ./test/bench"}, os.Args[1:]...), " ")
+}
