@@ -8,7 +8,9 @@ package runtime
 
 // sentBound is the most a run may send on stdout and stderr together,
 // every byte counted: 2 x (max x 2 streams), plus, with the protocol, the
-// ack, an end marker on each stream and one files section of filesBound.
+// ack, an end marker on each stream and one files section of filesBound
+// (and, in a session's call, its value of at most maxValue: a call is
+// bounded as a run is, session_reader.go).
 // A run that is not cut sends at most its output (max a stream), the
 // runner's lines and one section, so half the 4 x max is never reached by
 // it; the other half lets reading go on past one stream's cap (discarding
@@ -18,7 +20,7 @@ package runtime
 func sentBound(max int, proto *protocol) int64 {
 	bound := 4 * int64(max)
 	if proto != nil {
-		bound += int64(len(proto.ack)) + 2*int64(proto.markerLen()) + proto.filesBound()
+		bound += int64(len(proto.ack)) + 2*int64(proto.markerLen()) + proto.filesBound() + proto.maxValue
 	}
 	return bound
 }

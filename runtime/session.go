@@ -37,9 +37,10 @@ type Session struct {
 	// cur is cleared), so the monitor leaves its end to Run.
 	cur  *call
 	busy bool
-	// between counts the bytes drained since the last call began.
-	between int64
-	reason  string
+	// between counts the bytes drained since the last call began; read
+	// counts every payload byte the reader has read in the session's life.
+	between, read int64
+	reason        string
 	// ended is closed once the session has ended; gone once its container
 	// is removed.
 	ended   chan struct{}
@@ -84,7 +85,7 @@ func (s *Session) endLocked(reason string) {
 		close(s.ended)
 		s.gone = s.d.retire(s.b)
 		s.d.sessions.remove(s)
-		s.log.Info("session ended", "reason", reason)
+		s.log.Info("session ended", "reason", reason, "read_bytes", s.read)
 	})
 }
 

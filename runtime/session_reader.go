@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -68,32 +69,76 @@ func (s *Session) readLoop() {
 			return
 		}
 		for size > 0 {
-			n, err := io.ReadFull(r, chunk[:min(size, len(chunk))])
+			n, err := io.ReadFull(r, chunk[:min(size, len(chunk), s.room(stream))])
 			s.deliver(stream, chunk[:n])
 			size -= n
 			if err != nil {
 				s.readErr = unexpected(err)
 				return
 			}
+			if s.overSent() {
+				// The call sent more than sentBound: nothing more is read
+				// (dockerd's copy waits) until the call's watch, told by
+				// capHit, ends the session, which closes the stream.
+				<-s.ended
+				s.readErr = errOverSent
+				return
+			}
 		}
 	}
 }
 
+// errOverSent is why the reader stopped at a call that sent more than
+// sentBound.
+var errOverSent = errors.New("runtime: a session call sent more than its bound")
+
+// room is the most the reader may read next from stream: up to one byte
+// past the call's sentBound once the call's ack has come on stream (so the
+// read that crosses it is the last), else a whole chunk (what comes
+// between calls has its own cap, drainLocked).
+func (s *Session) room(stream int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.cur; c != nil && c.stage[stream] != stageBefore {
+		return c.out.room()
+	}
+	return readChunk
+}
+
+// overSent reports whether the call under way has sent more than its
+// sentBound.
+func (s *Session) overSent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur != nil && s.cur.out.overSent()
+}
+
 // deliver hands p, read from stream (0 stdout, 1 stderr), to the call under
 // way, up to the byte where its part of the stream ends; the rest, and all
-// of it between calls, is drained.
+// of it between calls, is drained. Issue 24's cap on all a run sends
+// bounds each call as it bounds a run: every byte from the call's ack on,
+// the output, the markers, the files section, the value and whatever
+// follows one stream's end while the other's is still to come (a program
+// that forged its end floods on), counts in the call's sent bytes; past
+// sentBound the call is truncated and capped (output_limit, and the
+// session ends). What comes before a stream's ack was written between
+// calls, and counts against that cap instead (drainLocked).
 func (s *Session) deliver(stream int, p []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.read += int64(len(p))
 	c := s.cur
+	if c == nil || c.stage == [2]int{stageOver, stageOver} {
+		s.drainLocked(len(p))
+		return
+	}
 	for len(p) > 0 {
-		if c == nil || c.stage[stream] == stageOver {
-			s.drainLocked(len(p))
-			return
+		if c.stage[stream] == stageOver {
+			c.out.sent += int64(len(p))
+			p = nil
+		} else {
+			p = c.take(stream, p, s.drainLocked)
 		}
-		// Issue 24's cap on all a run sends (output.sent, once merged)
-		// counts here: every byte handed to c.out below.
-		p = c.take(stream, p, s.drainLocked)
 		if c.out.truncated() {
 			c.capOnce.Do(func() { close(c.capHit) })
 		}
@@ -101,7 +146,9 @@ func (s *Session) deliver(stream int, p []byte) {
 }
 
 // take hands the call what p holds of its part of stream and returns the
-// rest; bytes before the ack go to drop.
+// rest; bytes before the ack go to drop. What it hands over counts in the
+// call's sent bytes (sent.go), as a one-shot run's are counted: the stdout
+// ack, the output, the markers, the files section and the value.
 func (c *call) take(stream int, p []byte, drop func(int)) []byte {
 	switch c.stage[stream] {
 	case stageBefore:
@@ -112,6 +159,7 @@ func (c *call) take(stream int, p []byte, drop func(int)) []byte {
 		}
 		c.stage[stream] = stageIn
 		if stream == 0 {
+			c.out.sent += int64(len(c.proto.ack))
 			c.out.writeStdout(c.proto.ack)
 			close(c.acked)
 		}
@@ -120,23 +168,32 @@ func (c *call) take(stream int, p []byte, drop func(int)) []byte {
 		}
 		return rest
 	case stageIn:
-		if stream == 0 {
-			n := c.out.stdoutUntilSection(p)
-			if c.out.files.complete() {
-				c.over(0)
-			}
-			return p[n:]
-		}
-		end := c.out.stderr.markerEnd(p)
-		if end < 0 {
-			c.out.stderr.write(p)
-			return nil
-		}
-		c.out.stderr.write(p[:end])
-		c.over(1)
-		return p[end:]
+		rest := c.takeOutput(stream, p)
+		c.out.sent += int64(len(p) - len(rest))
+		return rest
 	}
 	return p
+}
+
+// takeOutput hands the call what p holds of its output on stream, up to
+// the stream's end (its marker, and on stdout the section and value after
+// it), and returns the rest.
+func (c *call) takeOutput(stream int, p []byte) []byte {
+	if stream == 0 {
+		n := c.out.stdoutUntilSection(p)
+		if c.out.files.complete() {
+			c.over(0)
+		}
+		return p[n:]
+	}
+	end := c.out.stderr.markerEnd(p)
+	if end < 0 {
+		c.out.stderr.write(p)
+		return nil
+	}
+	c.out.stderr.write(p[:end])
+	c.over(1)
+	return p[end:]
 }
 
 // ackOnly reports whether the call waits for the loop's ack alone.
