@@ -134,12 +134,7 @@ func sessionCases(e environment) []sessionCase {
 			{code: "b = b'x' * (1 << 40)", want: memoryErrorOrOOMEnd, mayEnd: " "},
 			{code: "x", want: result("7")},
 			{code: "l = []\nwhile True:\n    l.append(bytearray(1 << 20))", want: aliveOrEnded(sandboxd.StatusError, sandboxd.StatusOOM, timeout), mayEnd: " "},
-			{code: "del l\nx", want: func(a callAnswer) []string {
-				if a.gone() || a.SessionEnded {
-					return nil
-				}
-				return result("7")(a)
-			}, mayEnd: " "}}},
+			{code: "del l\nx", want: resultUnlessEnded("7"), mayEnd: " "}}},
 		{"closed and replaced streams", []sessionStep{
 			{code: "import os\nos.close(0)"}, {code: "print('one')", want: ok("one\n")},
 			{code: "import os\nos.close(1)"}, {code: "print('two')", want: ok("two\n")},
@@ -148,12 +143,7 @@ func sessionCases(e environment) []sessionCase {
 			{code: "import builtins\nbuiltins.print = lambda *a, **k: None"},
 			{code: "import sys\nsys.stdout.write('four\\n')\n1 + 1", want: func(a callAnswer) []string { return append(ok("four\n")(a), result("2")(a)...) }},
 			{code: "import os\nos.closerange(0, 1024)", want: aliveOrEnded(sandboxd.StatusOK, sandboxd.StatusError), mayEnd: " "},
-			{code: "1", want: func(a callAnswer) []string {
-				if a.gone() || a.SessionEnded {
-					return nil
-				}
-				return result("1")(a)
-			}, mayEnd: " "}}},
+			{code: "1", want: resultUnlessEnded("1"), mayEnd: " "}}},
 		{"SIGINT ignored", []sessionStep{
 			{code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass", want: endedTimeout, mayEnd: "interrupt"}}},
 		{"KeyboardInterrupt caught", []sessionStep{
@@ -251,4 +241,15 @@ func memoryErrorOrOOMEnd(a callAnswer) []string {
 		return nil
 	}
 	return stderrHas("MemoryError")(a)
+}
+
+// resultUnlessEnded accepts a session that has ended (an earlier step's
+// bomb may end it cleanly), else wants the call's result to be want.
+func resultUnlessEnded(want string) func(callAnswer) []string {
+	return func(a callAnswer) []string {
+		if a.gone() || a.SessionEnded {
+			return nil
+		}
+		return result(want)(a)
+	}
 }
