@@ -48,7 +48,13 @@ func (s *Server) fromTrustedProxy(r *http.Request) bool {
 // is a trusted proxy, the last address of X-Forwarded-For that is not a
 // trusted proxy (the nearest hop no proxy of ours can vouch for; the ones
 // before it are the client's to write).
+//
+// A call another replica of the fleet forwarded is the caller's its signed
+// hop names (fleet_hop.go).
 func (s *Server) clientAddr(r *http.Request) (netip.Addr, bool) {
+	if a, ok := hopClient(r.Context()); ok {
+		return a, true
+	}
 	a, ok := peerAddr(r.RemoteAddr)
 	if !ok || !trusted(s.TrustedProxies, a) {
 		return a, ok

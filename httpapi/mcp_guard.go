@@ -39,6 +39,9 @@ func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 		if err == nil {
 			err = checkRPC(body, s.rpcLimits())
 		}
+		if err == nil && s.mcpLocated(w, r, body) {
+			return
+		}
 		var args []byte
 		if err == nil {
 			body, args, err = liftArguments(body)

@@ -91,6 +91,9 @@ type Server struct {
 	// optional path prefix, no trailing slash): the resource a payment pays
 	// for is named from it alone (meta.go).
 	PublicURL string
+	// Fleet, when set, finds the sessions other replicas hold and forwards
+	// their calls (fleet.go); nil on a single host.
+	Fleet *Fleet
 
 	engine  engineCache
 	bodies  bodyBudgetOnce
@@ -99,9 +102,10 @@ type Server struct {
 
 // Handler returns the routes of the API and the page, CORS around them
 // and, inside CORS (so a refused page can read why), the refusal of a
-// browser's body that is not application/json (browserJSON).
+// browser's body that is not application/json (browserJSON); around
+// them all, the check of a call forwarded by another replica (fleetHops).
 func (s *Server) Handler() http.Handler {
-	return s.cors(s.browserJSON(s.router()))
+	return s.fleetHops(s.cors(s.browserJSON(s.router())))
 }
 
 // router routes each path and method to its handler.

@@ -85,9 +85,9 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // registerSessions adds the session routes to r.
 func (s *Server) registerSessions(r *mux.Router) {
 	r.HandleFunc(sessionsPath, s.sessionsOn(s.handleOpenSession)).Methods(http.MethodPost)
-	r.HandleFunc(sessionsPath+"/{id}/code", s.sessionsOn(s.handleSessionCode)).Methods(http.MethodPost)
-	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.handleGetSession)).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.handleCloseSession)).Methods(http.MethodDelete)
+	r.HandleFunc(sessionsPath+"/{id}/code", s.sessionsOn(s.located(s.handleSessionCode))).Methods(http.MethodPost)
+	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.located(s.handleGetSession))).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.located(s.handleCloseSession))).Methods(http.MethodDelete)
 }
 
 // sessionsOn answers 404 for every session route when sessions are off.

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sandboxd"
+	"sandboxd/payments/ledger"
 	"sandboxd/sessions"
 )
 
@@ -13,6 +14,8 @@ type sessionSeries struct {
 	opened *prometheus.CounterVec
 	ended  *prometheus.CounterVec
 	calls  *prometheus.CounterVec
+	// fleet is the fleet's open sessions by replica, from the registry.
+	fleet *prometheus.GaugeVec
 }
 
 // registerSessions adds the sessions' series, every end reason shown
@@ -29,8 +32,11 @@ func (m *Metrics) registerSessions() {
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_session_calls_total",
 			Help: "Calls in sessions by environment and status: ok, error, timeout, oom, output_limit (delivered), or unavailable, internal, canceled (not delivered)."},
 			[]string{"environment", "status"}),
+		fleet: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sandboxd_fleet_sessions",
+			Help: "Sessions open in the whole fleet, by the replica that holds them and environment, from the ledger's registry (refreshed every lease/3; absent on a single host)."},
+			[]string{"replica", "environment"}),
 	}
-	m.reg.MustRegister(m.sessions.open, m.sessions.opened, m.sessions.ended, m.sessions.calls)
+	m.reg.MustRegister(m.sessions.open, m.sessions.opened, m.sessions.ended, m.sessions.calls, m.sessions.fleet)
 	for _, r := range sessions.Reasons {
 		m.sessions.ended.WithLabelValues(r)
 	}
@@ -58,4 +64,13 @@ func (m *Metrics) SessionCalled(environment string, status sandboxd.Status, err 
 		label = errorStatus(err)
 	}
 	m.sessions.calls.WithLabelValues(environment, label).Inc()
+}
+
+// FleetSessions shows the fleet's open sessions, as the registry lists
+// them; a replica with none left drops out.
+func (m *Metrics) FleetSessions(open []ledger.ReplicaSessions) {
+	m.sessions.fleet.Reset()
+	for _, o := range open {
+		m.sessions.fleet.WithLabelValues(o.Replica, o.Environment).Set(float64(o.Open))
+	}
 }

@@ -39,7 +39,14 @@ type Gate struct {
 	window time.Duration
 	// drain bounds how long Close waits for the charges in flight.
 	drain time.Duration
+	// sql is the ledger NewGate opened (Ledger).
+	sql *ledger.SQL
 }
+
+// Ledger returns the ledger NewGate opened, which the fleet's session
+// registry shares (ledger.SQL.Registry); nil for a gate built from parts.
+// The gate closes it.
+func (g *Gate) Ledger() *ledger.SQL { return g.sql }
 
 var _ sandboxd.PaymentGate = (*Gate)(nil)
 
@@ -206,6 +213,7 @@ func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (
 	if err != nil {
 		return fail(err)
 	}
+	g.sql = led
 	rep, err := Recover(ctx, led, settler, log)
 	if err != nil {
 		return fail(err)

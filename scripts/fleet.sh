@@ -12,6 +12,10 @@ port=${FLEET_PG_PORT:-55432}
 mkdir -p "$state"
 
 url=$("$root/scripts/pg.sh" start "$state/pg" "$port")
+# The fleet secret signs the calls one replica forwards to the replica that holds their session.
+secret="$state/fleet.secret"
+[ -s "$secret" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$secret")
+chmod 600 "$secret"
 pids=()
 stop() {
   trap - INT TERM EXIT
@@ -25,6 +29,8 @@ trap stop INT TERM EXIT
 
 for i in 1 2 3; do
   SANDBOX_SERVER_ADDR="127.0.0.1:808$i" \
+  SANDBOX_SERVER_ADVERTISE_URL="http://127.0.0.1:808$i" \
+  SANDBOX_SERVER_FLEET_SECRET_FILE="$secret" \
   SANDBOX_SERVER_METRICS_ADDR="127.0.0.1:909$i" \
   SANDBOX_RUNTIME_INSTANCE="fleet$i" \
   SANDBOX_RUNTIME_POOL_SIZE="${FLEET_POOL_SIZE:-2}" \
@@ -40,6 +46,10 @@ cat >&2 <<MSG
 fleet: three replicas on http://127.0.0.1:8081 :8082 :8083 (logs in .fleet/replica*.log),
        metrics on http://127.0.0.1:9091/metrics :9092 :9093, ledger $(printf '%s' "$url" | sed 's/:[^:@]*@/:xxxxx@/')
        try:  curl -s 127.0.0.1:8082/v1/code -d '{"code":"print(6*7)"}'
+             id=\$(curl -s -X POST 127.0.0.1:8081/v1/sessions | sed 's/.*"session_id":"\\([^"]*\\)".*/\\1/')
+             curl -s 127.0.0.1:8082/v1/sessions/\$id/code -d '{"code":"x = 41"}'   # forwarded to :8081
+             curl -s 127.0.0.1:8083/v1/sessions/\$id/code -d '{"code":"x + 1"}'
+             SANDBOX_PAYMENTS_LEDGER='$url' bin/sandboxd ledger sessions
              SANDBOX_PAYMENTS_LEDGER='$url' bin/sandboxd ledger stats
        a load balancer in front: deploy/nginx.conf, then FLEET_PUBLIC_URL=<its URL> names the resource
        payers pay for on every replica, and FLEET_TRUSTED_PROXIES=<its address> (default 127.0.0.1)

@@ -33,6 +33,9 @@ type Config struct {
 	// Observer, when set, is told of sessions opened and ended and of
 	// calls (the metrics).
 	Observer Observer
+	// Registry, when set, records each session for the fleet (registry.go):
+	// a session it cannot record is not opened.
+	Registry sandboxd.SessionRegistry
 }
 
 // Observer is told what the table does, for the metrics. Its methods must

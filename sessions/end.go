@@ -49,6 +49,7 @@ func (t *Table) finish(ctx context.Context, s *session, reason string) error {
 	t.memory -= s.memory
 	t.unclaimLocked(s.owner)
 	t.mu.Unlock()
+	t.recordEnd(s, t.why(reason, s))
 	if t.cfg.Observer != nil {
 		t.cfg.Observer.SessionEnded(s.env, reason)
 	}

@@ -122,6 +122,9 @@ func (h *hold) Start(ctx context.Context) (sandboxd.SessionInfo, error) {
 	if t.cfg.Observer != nil {
 		t.cfg.Observer.SessionOpened(h.env)
 	}
+	if err := t.register(ctx, s, info); err != nil {
+		return sandboxd.SessionInfo{}, err
+	}
 	t.log.Info("session opened", "session", s.short, "environment", h.env, "owner", h.owner)
 	return info, nil
 }

@@ -100,6 +100,8 @@ func (u *turn) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionResul
 	t.mu.Unlock()
 	if res.Ended {
 		t.end(s, endReason(res.EndReason))
+	} else {
+		t.recordCall(ctx, s, res.Session.LastCall, res.Session.Expires)
 	}
 	t.log.Debug("session call", "session", s.short, "job", job.ID, "status", res.Status, "ended", res.Ended)
 	return res, nil

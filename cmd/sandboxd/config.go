@@ -68,6 +68,14 @@ type ServerConfig struct {
 	// TrustedProxies is server.trusted_proxies: the IPs or CIDRs of the
 	// reverse proxies whose X-Forwarded-* headers are believed.
 	TrustedProxies []string `mapstructure:"trusted_proxies"`
+	// AdvertiseURL is server.advertise_url: this replica's internal
+	// address, where the other replicas of a fleet forward the calls of
+	// its sessions; required in a fleet with sessions on.
+	AdvertiseURL string `mapstructure:"advertise_url"`
+	// FleetSecretFile is server.fleet_secret_file: the file (mode 600) of
+	// the secret the replicas sign their forwarded calls with; required
+	// with AdvertiseURL.
+	FleetSecretFile string `mapstructure:"fleet_secret_file"`
 }
 
 // RuntimeConfig holds the runtime.* keys: the Docker runner's own section
@@ -115,6 +123,8 @@ func defaultConfig() Config {
 			MaxBodiesPerClient: 32,
 			PublicURL:          "",
 			TrustedProxies:     []string{},
+			AdvertiseURL:       "",
+			FleetSecretFile:    "",
 		},
 		Runtime: RuntimeConfig{
 			Config: runtime.Config{

@@ -56,6 +56,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateEnvironments()...)
 	errs = append(errs, c.validateSessions()...)
+	errs = append(errs, c.fleetErrors()...)
 	if c.Payments.Enabled {
 		errs = append(errs, configErrors(c.paymentsConfig().Validate(c.runBounds()))...)
 	}

@@ -49,6 +49,13 @@ var (
 		example: "sandboxd ledger list --state settling --since 24h",
 		page:    "docs/operating.md",
 	}
+	ledgerSessionsHelp = commandHelp{
+		usage: "sandboxd ledger sessions [--config FILE]",
+		what: "Print the open sessions of a fleet (the registry in payments.ledger) by replica and environment:\n" +
+			"how many, the oldest, the replica's server.advertise_url and whether its lease holds. Ids are never stored.",
+		example: "sandboxd ledger sessions --config config.yaml",
+		page:    "docs/operating.md",
+	}
 	versionHelp = commandHelp{
 		usage:   "sandboxd version",
 		what:    "Print the version, the commit and the Go version it was built with.",

@@ -18,6 +18,8 @@ const ledgerUsage = `usage:
   sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]
       rows, newest first, with transaction hashes; T is a date (2026-11-30),
       an RFC 3339 time, or a duration back from now (24h)
+  sandboxd ledger sessions [--config FILE]
+      a fleet's open sessions by replica and environment (never their ids)
 
 example:
   sandboxd ledger list --state settling --since 24h
@@ -32,15 +34,12 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, ledgerUsage)
 		return 0
 	}
-	if len(args) == 0 || (args[0] != "stats" && args[0] != "list") {
+	if len(args) == 0 || (args[0] != "stats" && args[0] != "list" && args[0] != "sessions") {
 		fmt.Fprint(stderr, ledgerUsage)
 		return 2
 	}
 	fs := newFlagSet("ledger "+args[0], stderr)
-	h := ledgerStatsHelp
-	if args[0] == "list" {
-		h = ledgerListHelp
-	}
+	h := map[string]commandHelp{"stats": ledgerStatsHelp, "list": ledgerListHelp, "sessions": ledgerSessionsHelp}[args[0]]
 	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
 	state := fs.String("state", "", "only rows in this state (reserved, settling, settled, failed, released)")
 	since := fs.String("since", "", "only rows reserved at or after this time")
@@ -65,7 +64,7 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd: --since: %v\n", err)
 		return 2
 	}
-	if err := printLedger(context.Background(), cfg.Payments.Ledger, args[0], f, stdout); err != nil {
+	if err := printLedger(context.Background(), cfg.Payments.Ledger, args[0], f, cfg.Payments.Lease, stdout); err != nil {
 		fmt.Fprintf(stderr, "sandboxd: ledger %s: %v\n", ledger.Redact(cfg.Payments.Ledger), err)
 		return 1
 	}
@@ -73,7 +72,7 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 // printLedger opens the ledger at location and prints its stats or rows.
-func printLedger(ctx context.Context, location, what string, f ledger.Filter, w io.Writer) error {
+func printLedger(ctx context.Context, location, what string, f ledger.Filter, lease time.Duration, w io.Writer) error {
 	if !ledger.IsPostgresURL(location) {
 		if _, err := os.Stat(location); err != nil {
 			return fmt.Errorf("no ledger file: %w", err)
@@ -85,6 +84,9 @@ func printLedger(ctx context.Context, location, what string, f ledger.Filter, w 
 	}
 	defer l.Close()
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if what == "sessions" {
+		return printSessions(ctx, l, lease, tw)
+	}
 	if what == "stats" {
 		rows, err := l.Stats(ctx)
 		if err != nil {
@@ -104,6 +106,22 @@ func printLedger(ctx context.Context, location, what string, f ledger.Filter, w 
 	for _, e := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Status,
 			e.Payer, e.Nonce, e.Amount, dash(e.TxHash), dash(e.RunStatus), dash(e.Reason), dash(e.Replica))
+	}
+	return tw.Flush()
+}
+
+// printSessions prints the open sessions of the fleet by replica: how many
+// in each environment, the oldest, the replica's address and whether its
+// lease holds (a replica past it has its sessions ended by the others).
+func printSessions(ctx context.Context, l *ledger.SQL, lease time.Duration, tw *tabwriter.Writer) error {
+	rows, err := l.OpenSessions(ctx, lease)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(tw, "REPLICA\tADDRESS\tENVIRONMENT\tOPEN\tOLDEST\tALIVE")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%t\n", dash(r.Replica), dash(r.URL), dash(r.Environment), r.Open,
+			r.Oldest.UTC().Format(time.RFC3339), r.Alive)
 	}
 	return tw.Flush()
 }

@@ -61,6 +61,8 @@ type Main struct {
 	runner        *runtime.Environments
 	sessions      *sessions.Table
 	closer        func() error // the payment gate's
+	fleetLoop     *registryLoop
+	fleetClose    func() error // the registry's own ledger, when payments are off
 	metrics       *metrics.Metrics
 	metricsServer *http.Server
 	server        *http.Server
@@ -85,6 +87,10 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.closer = closer
+	reg, fleet, err := m.openFleet(ctx, gate)
+	if err != nil {
+		return err
+	}
 	if err := m.serveMetrics(); err != nil {
 		return err
 	}
@@ -110,8 +116,13 @@ func (m *Main) Open(ctx context.Context) error {
 	api.SessionSettings = m.Config.sessionSettings()
 	if m.Config.Sessions.Enabled {
 		// The runtime's Environments start the session containers.
-		m.sessions = sessions.New(runner, m.Config.sessionsConfig(m.metrics), m.Log.With("component", "sessions"))
+		sc := m.Config.sessionsConfig(m.metrics)
+		if reg != nil {
+			sc.Registry = reg
+		}
+		m.sessions = sessions.New(runner, sc, m.Log.With("component", "sessions"))
 		api.Sessions = m.sessions
+		api.Fleet = fleet
 	}
 	timeouts := m.Config.httpTimeouts()
 	m.clientLimits(api, timeouts)
@@ -200,6 +211,12 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		errs = append(errs, m.runner.Close(ctx))
 		cancel()
+	}
+	// The registry's loop, and its own ledger, after the sessions have
+	// recorded their ends.
+	m.fleetLoop.Close()
+	if m.fleetClose != nil {
+		errs = append(errs, m.fleetClose())
 	}
 	// Before the connections close: the gate waits for settlements in
 	// flight, and their handlers still answer their payers.

@@ -9,7 +9,7 @@ import (
 
 // schemaVersion is the ledger schema this build writes. A database at a
 // newer version was written by a newer release and is refused.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // migration brings the schema from version-1 to version, in the open
 // transaction.
@@ -27,6 +27,25 @@ var replicaSchema = []string{
 	`CREATE INDEX payments_created ON payments (created_at)`,
 }
 
+// sessionSchema adds the fleet's session registry (version 3): where each
+// session lives, keyed by the hash of its id (registry.go).
+var sessionSchema = []string{
+	`CREATE TABLE sessions (
+	id_hash TEXT PRIMARY KEY,
+	replica TEXT NOT NULL,
+	url TEXT NOT NULL,
+	owner TEXT NOT NULL,
+	environment TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	last_call_at TEXT NOT NULL DEFAULT '',
+	expires_at TEXT NOT NULL,
+	state TEXT NOT NULL CHECK (state IN ('open', 'ended')),
+	why TEXT NOT NULL DEFAULT '',
+	ended_at TEXT NOT NULL DEFAULT ''
+)`,
+	`CREATE INDEX sessions_state ON sessions (state, replica)`,
+}
+
 // migrations lists every schema step, in order.
 var migrations = []migration{
 	{version: 1, sqlite: sqliteSettling, pg: []string{
@@ -34,6 +53,7 @@ var migrations = []migration{
 		ledgerIndex,
 	}},
 	{version: 2, sqlite: execAll(replicaSchema), pg: replicaSchema},
+	{version: 3, sqlite: execAll(sessionSchema), pg: sessionSchema},
 }
 
 // migrate brings the database to schemaVersion in one transaction, or

@@ -118,3 +118,7 @@ func Validate(s string) error {
 	}
 	return nil
 }
+
+// Lease returns how long a replica may be silent before the others resolve
+// its open rows and end its sessions (payments.lease).
+func (l *SQL) Lease() time.Duration { return l.lease }

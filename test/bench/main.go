@@ -25,6 +25,9 @@
 //     engine ceiling, `docker run --rm` of the data image against the warm
 //     runtime for a pandas import, a chart's answer time, and saturation
 //     against that ceiling with the host's CPU by process;
+//   - the fleet (issue 27; only with -fleet-only, which needs PostgreSQL):
+//     a session's call direct to the replica that holds it against the
+//     same call forwarded by another replica;
 //   - sessions (issue 26; -sessions-only runs just this): `x += 1; x` in a
 //     warm session beside a one-shot call, sparse and at 40 % load, the
 //     open with a warm container idle, and a five-step pandas analysis in
@@ -73,6 +76,9 @@ type options struct {
 	arrivals int
 	tailOnly bool
 	compare  string
+	// fleetOnly runs only the fleet phase, fleetCalls calls each way.
+	fleetOnly  bool
+	fleetCalls int
 }
 
 func main() {
@@ -96,6 +102,8 @@ func main() {
 	flag.BoolVar(&o.dataOnly, "data-only", false, "run only the data phase")
 	flag.IntVar(&o.sessionRounds, "session-rounds", 3, "rounds of the sessions phase's pandas analysis, each way")
 	flag.BoolVar(&o.sessionsOnly, "sessions-only", false, "run only the sessions phase")
+	flag.BoolVar(&o.fleetOnly, "fleet-only", false, "run only the fleet phase: a session's call direct and forwarded by another replica (needs PostgreSQL: make postgres)")
+	flag.IntVar(&o.fleetCalls, "fleet-calls", 200, "calls of the fleet phase, each way")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -135,6 +143,10 @@ func run(ctx context.Context, o *options) error {
 	case o.tailOnly:
 		return runOnly("tail", func() error { return measureTail(ctx, o, &r, true) },
 			func(w io.Writer) { tailTable(w, *o, r) })
+	case o.fleetOnly:
+		var fr fleetReport
+		return runOnly("fleet", func() (err error) { fr, err = measureFleet(ctx, o, o.fleetCalls); return err },
+			func(w io.Writer) { fleetTable(w, fr) })
 	case o.sessionsOnly:
 		return runOnly("sessions", func() (err error) { r.sessions, err = measureSessions(ctx, o, 0); return err },
 			func(w io.Writer) { sessionsTable(w, *o, r.sessions) })

@@ -3,7 +3,10 @@
 // wrapFetchWithPayment, @x402/evm's exact scheme, a viem account) and prints one JSON
 // line per scenario on stdout for the Go interop test to assert on:
 //
-//   node client.mjs SCENARIO --url URL/v1/code [--key-file FILE] [--code SRC] [--n N] [--free-url URL] [--also URL]...
+//   node client.mjs SCENARIO --url URL/v1/code [--key-file FILE] [--code SRC] [--body JSON] [--n N] [--free-url URL] [--also URL]...
+//
+// --body sends that JSON as the paid call's body instead of a program of --code (pay: {} opens
+// a session at URL/v1/sessions).
 //
 // Scenarios:
 //   terms       an unpaid call: the 402 and the terms the official client parses from it
@@ -20,12 +23,13 @@ import { bodyOf, codeRequest, signPayment, termsOf, timedFetch, unpaidTerms, v2C
 import { runScenario } from "./scenario.mjs";
 
 function parseArgs(argv) {
-  const out = { scenario: argv[0], url: "", keyFile: "", code: "print(6*7)", n: 10, freeUrl: "", also: [] };
+  const out = { scenario: argv[0], url: "", keyFile: "", code: "print(6*7)", body: "", n: 10, freeUrl: "", also: [] };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--url") out.url = argv[++i];
     else if (a === "--key-file") out.keyFile = argv[++i];
     else if (a === "--code") out.code = argv[++i];
+    else if (a === "--body") out.body = argv[++i];
     else if (a === "--n") out.n = Number(argv[++i]);
     else if (a === "--free-url") out.freeUrl = argv[++i];
     else if (a === "--also") out.also.push(argv[++i]);
@@ -89,7 +93,7 @@ async function paidCall(args, client, transform) {
   const rec = recordingFetch(transform);
   const paidFetch = wrapFetchWithPayment(rec.fetch, httpClient);
   const started = performance.now();
-  const res = await paidFetch(args.url, codeRequest(args.code));
+  const res = await paidFetch(args.url, requestOf(args));
   const ms = performance.now() - started;
   return {
     status: res.status,
@@ -99,6 +103,13 @@ async function paidCall(args, client, transform) {
     ms,
     requestMs: rec.times,
   };
+}
+
+// requestOf is the request a paid call sends: --body as it is (opening a session sends {}),
+// else a program of --code.
+function requestOf(args) {
+  if (!args.body) return codeRequest(args.code);
+  return { method: "POST", headers: { "Content-Type": "application/json" }, body: args.body };
 }
 
 async function pay(args, account) {

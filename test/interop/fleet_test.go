@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,9 @@ var fleetRelayers = []account{
 // fleet is three sandboxd replicas sharing one PostgreSQL ledger and the
 // Docker daemon, each with its own runtime.instance and replica id.
 type fleet struct {
+	// t is the test that started the fleet: a replica restarted in a
+	// subtest lives on for the next one.
+	t     *testing.T
 	mode  string
 	db    string
 	env   [][]string
@@ -41,22 +45,40 @@ type fleet struct {
 // configuration of replica i.
 func startFleet(t *testing.T, mode string, modeEnv func(i int) []string) *fleet {
 	t.Helper()
-	f := &fleet{mode: mode, db: pgtest.NewDatabase(t)}
+	f := &fleet{t: t, mode: mode, db: pgtest.NewDatabase(t)}
+	secret := writeKey(t, "fleet.secret", strings.Repeat("5f", 32))
 	for i := range 3 {
+		// Each replica listens where it advertises, the same across its
+		// restarts: the others forward its sessions' calls there.
+		addr := freeAddr(t)
 		env := append(paymentEnv(modeEnv(i)),
 			"SANDBOX_PAYMENTS_LEDGER="+f.db,
 			fmt.Sprintf("SANDBOX_PAYMENTS_REPLICA_ID=%s-%d", mode, i),
 			"SANDBOX_PAYMENTS_LEASE="+fleetLease.String(),
-			"SANDBOX_RUNTIME_POOL_SIZE=1")
+			"SANDBOX_RUNTIME_POOL_SIZE=1",
+			"SANDBOX_SERVER_ADDR="+addr,
+			"SANDBOX_SERVER_ADVERTISE_URL=http://"+addr,
+			"SANDBOX_SERVER_FLEET_SECRET_FILE="+secret)
 		f.env = append(f.env, env)
 		f.nodes = append(f.nodes, f.start(t, i))
 	}
 	return f
 }
 
-// start starts (or restarts) replica i.
-func (f *fleet) start(t *testing.T, i int) *service {
-	return startService(t, instance(fmt.Sprintf("%s-fleet%d", f.mode, i)), true, f.env[i]...)
+// freeAddr is a loopback address with a port free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start starts (or restarts) replica i, stopped when the fleet's test ends.
+func (f *fleet) start(_ *testing.T, i int) *service {
+	return startService(f.t, instance(fmt.Sprintf("%s-fleet%d", f.mode, i)), true, f.env[i]...)
 }
 
 // url is replica i's /v1/code.
@@ -110,6 +132,10 @@ func runFleetScenarios(t *testing.T, c *chain, f *fleet) {
 	payerKey := writeKey(t, "payer.key", payer.key)
 	t.Run("same-payment-everywhere", func(t *testing.T) { testFleetSamePayment(t, c, f, payerKey) })
 	t.Run("replica-killed", func(t *testing.T) { testFleetKill(t, c, f, payerKey) })
+	if f.mode == "onchain" {
+		t.Run("sessions", func(t *testing.T) { testFleetSessions(t, c, f, payerKey) })
+		t.Run("sessions-replica-killed", func(t *testing.T) { testFleetSessionKill(t, c, f, payerKey) })
+	}
 }
 
 // testFleetSamePayment: one payment sent to the three replicas at once (four

@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"sandboxd"
+)
+
+// Fleet is what a replica of a fleet needs to answer for sessions held by
+// the others: the registry that says where each lives, and the secret that
+// signs a forwarded call. A call for a session this replica does not hold
+// is forwarded, whole and before anything of it is read or paid, to the
+// replica that holds it; that replica checks the payment, runs the call
+// and settles it, as if it had been called itself. A session whose replica
+// is gone is a 404 that says so, and nothing is charged.
+type Fleet struct {
+	// Registry locates sessions (the ledger's sessions table).
+	Registry sandboxd.SessionRegistry
+	// Replica is this replica's id (payments.replica_id).
+	Replica string
+	// Secret signs and verifies the hops (server.fleet_secret_file).
+	Secret []byte
+	// Limit bounds a forwarded call of a session in environment: the
+	// environment's timeout plus the paid flow's budget around it.
+	Limit func(environment string) time.Duration
+	// Transport carries the hops; nil means a transport of its own.
+	Transport http.RoundTripper
+
+	once      sync.Once
+	transport http.RoundTripper
+	lookups   chan struct{}
+}
+
+// maxLookups bounds the registry lookups in flight on one replica: a
+// flood of calls for ids nobody holds costs each one a query of the shared
+// database, and must not take it from the paid calls.
+const maxLookups = 32
+
+// lookupWait is how long a lookup waits for its turn before the call is
+// refused as busy.
+const lookupWait = time.Second
+
+// init fills in the defaults.
+func (f *Fleet) init() {
+	f.once.Do(func() {
+		f.lookups = make(chan struct{}, maxLookups)
+		f.transport = f.Transport
+		if f.transport == nil {
+			f.transport = newHopTransport()
+		}
+	})
+}
+
+// locate says where session id lives, as the registry knows it; a lookup
+// that cannot have its turn is CodeBusy.
+func (f *Fleet) locate(ctx context.Context, id string) (sandboxd.SessionPlace, error) {
+	f.init()
+	timer := time.NewTimer(lookupWait)
+	defer timer.Stop()
+	select {
+	case f.lookups <- struct{}{}:
+	case <-timer.C:
+		return sandboxd.SessionPlace{}, &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "httpapi.fleet", RetryAfter: time.Second,
+			Message: "too many calls for sessions are being looked up at once; nothing was charged, retry after the time in Retry-After"}
+	case <-ctx.Done():
+		return sandboxd.SessionPlace{}, ctx.Err()
+	}
+	defer func() { <-f.lookups }()
+	return f.Registry.Locate(ctx, sandboxd.SessionHash(id))
+}
+
+// placement is what a replica does with a call for a session.
+type placement int
+
+const (
+	// serveHere: this replica holds the session, or nobody does (the
+	// local table answers its own 404).
+	serveHere placement = iota
+	// forwardThere: another live replica holds it.
+	forwardThere
+)
+
+// place decides where the call r for session id is served: here, or at
+// the replica of the place returned. A session whose replica is gone, or
+// that ended elsewhere, is the CodeNotFound error that says so. A call
+// another replica forwarded is always served here.
+func (s *Server) place(r *http.Request, id string) (placement, sandboxd.SessionPlace, error) {
+	var none sandboxd.SessionPlace
+	if s.Fleet == nil || s.Sessions == nil {
+		return serveHere, none, nil
+	}
+	if _, forwarded := hopClient(r.Context()); forwarded {
+		return serveHere, none, nil
+	}
+	_, err := s.Sessions.Get(r.Context(), id)
+	if sandboxd.ErrorCode(err) != sandboxd.CodeNotFound {
+		return serveHere, none, nil
+	}
+	p, err := s.Fleet.locate(r.Context(), id)
+	switch {
+	case sandboxd.ErrorCode(err) == sandboxd.CodeNotFound:
+		return serveHere, none, nil
+	case err != nil:
+		return serveHere, none, err
+	case p.Ended:
+		return serveHere, none, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.fleet", "%s; open a new one with POST /v1/sessions", p.Why)
+	case p.Here:
+		return serveHere, none, nil
+	}
+	return forwardThere, p, nil
+}
+
+// located serves a session's route here, or forwards it to the replica
+// that holds the session (place).
+func (s *Server) located(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		where, p, err := s.place(r, mux.Vars(r)["id"])
+		switch {
+		case err != nil:
+			s.writeError(w, r, err)
+		case where == forwardThere:
+			s.forward(w, r, p, nil)
+		default:
+			h(w, r)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"sandboxd"
+)
+
+// The hop between two replicas of a fleet. A replica that forwards a call
+// to the session's own replica signs it with the fleet secret
+// (server.fleet_secret_file): HMAC-SHA256 over the version, the time, the
+// method, the path, the caller's address and the forwarding replica. The
+// owner believes a signed hop's caller address (its per-client caps count
+// the caller, not the forwarding replica) and never forwards it again. A
+// hop that does not verify is refused with 403, so no outsider can pose as
+// a replica.
+
+// hopHeader carries the signed hop: "v1;<unix seconds>;<client>;<from>;<hex mac>".
+const hopHeader = "Sandboxd-Fleet-Hop"
+
+// hopSkew is how far a hop's time may be from the owner's clock: the
+// replicas' clocks differ a little, and a replayed hop is good only this
+// long (for its one method and path, and the same caller address).
+const hopSkew = 30 * time.Second
+
+// hopVersion begins every hop.
+const hopVersion = "v1"
+
+// hopMAC is the hop's MAC over its fields.
+func hopMAC(secret []byte, unix int64, method, path, client, from string) string {
+	m := hmac.New(sha256.New, secret)
+	fmt.Fprintf(m, "%s\n%d\n%s\n%s\n%s\n%s", hopVersion, unix, method, path, client, from)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// signHop is the hop header of a request forwarded by replica from for the
+// caller at client.
+func signHop(secret []byte, now time.Time, method, path string, client netip.Addr, from string) string {
+	unix := now.Unix()
+	c := client.String()
+	return strings.Join([]string{hopVersion, strconv.FormatInt(unix, 10), c, from,
+		hopMAC(secret, unix, method, path, c, from)}, ";")
+}
+
+// verifyHop checks a hop header of r against secret at now and returns the
+// caller's address it vouches for.
+func verifyHop(secret []byte, now time.Time, value string, r *http.Request) (netip.Addr, error) {
+	const op = "httpapi.hop"
+	refuse := func(why string) (netip.Addr, error) {
+		return netip.Addr{}, sandboxd.Errorf(sandboxd.CodeForbidden, op,
+			"%s header refused: %s; this header is for the replicas of a fleet alone, leave it out", hopHeader, why)
+	}
+	if len(secret) == 0 {
+		return refuse("this replica takes no forwarded calls (server.fleet_secret_file is not set)")
+	}
+	parts := strings.Split(value, ";")
+	if len(parts) != 5 || parts[0] != hopVersion {
+		return refuse("it is not v1;<time>;<client>;<replica>;<mac>")
+	}
+	unix, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return refuse("its time is not a number")
+	}
+	client, err := netip.ParseAddr(parts[2])
+	if err != nil {
+		return refuse("its client is not an address")
+	}
+	want := hopMAC(secret, unix, r.Method, r.URL.EscapedPath(), parts[2], parts[3])
+	if !hmac.Equal([]byte(want), []byte(parts[4])) {
+		return refuse("its signature does not match (the replicas must share one fleet secret)")
+	}
+	if d := now.Sub(time.Unix(unix, 0)); d > hopSkew || d < -hopSkew {
+		return refuse(fmt.Sprintf("its time is %s from this replica's clock, more than %s", d.Round(time.Second), hopSkew))
+	}
+	return client, nil
+}
+
+// hopKey is the context key of a verified hop's caller address.
+type hopKey struct{}
+
+// hopClient returns the caller's address of a request forwarded by another
+// replica, verified; ok is false for a request that came straight in.
+func hopClient(ctx context.Context) (netip.Addr, bool) {
+	a, ok := ctx.Value(hopKey{}).(netip.Addr)
+	return a, ok
+}
+
+// fleetHops verifies the hop header of every request that carries one:
+// 403 when it does not verify, else the request goes on marked forwarded
+// (hopClient), never to be forwarded again.
+func (s *Server) fleetHops(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		value := r.Header.Get(hopHeader)
+		if value == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var secret []byte
+		if s.Fleet != nil {
+			secret = s.Fleet.Secret
+		}
+		client, err := verifyHop(secret, time.Now(), value, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		r.Header.Del(hopHeader)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hopKey{}, client)))
+	})
+}
