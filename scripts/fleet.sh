@@ -27,7 +27,9 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-for i in 1 2 3; do
+# start_replica I starts replica I in the background; its pid goes in pids[I].
+start_replica() {
+  local i=$1
   SANDBOX_SERVER_ADDR="127.0.0.1:808$i" \
   SANDBOX_SERVER_ADVERTISE_URL="http://127.0.0.1:808$i" \
   SANDBOX_SERVER_FLEET_SECRET_FILE="$secret" \
@@ -38,9 +40,10 @@ for i in 1 2 3; do
   SANDBOX_PAYMENTS_REPLICA_ID="$(hostname)/fleet$i" \
   SANDBOX_SERVER_PUBLIC_URL="${FLEET_PUBLIC_URL:-http://127.0.0.1:808$i}" \
   SANDBOX_SERVER_TRUSTED_PROXIES="${FLEET_TRUSTED_PROXIES:-127.0.0.1}" \
-    "$root/bin/sandboxd" serve --config "$root/config.yaml" 2>"$state/replica$i.log" &
-  pids+=($!)
-done
+    "$root/bin/sandboxd" serve --config "$root/config.yaml" 2>>"$state/replica$i.log" &
+  pids[$i]=$!
+}
+for i in 1 2 3; do start_replica "$i"; done
 
 cat >&2 <<MSG
 fleet: three replicas on http://127.0.0.1:8081 :8082 :8083 (logs in .fleet/replica*.log),
@@ -55,5 +58,17 @@ fleet: three replicas on http://127.0.0.1:8081 :8082 :8083 (logs in .fleet/repli
        payers pay for on every replica, and FLEET_TRUSTED_PROXIES=<its address> (default 127.0.0.1)
        the peers whose X-Forwarded-* are read. Ctrl-C stops the fleet and PostgreSQL.
 MSG
-wait -n "${pids[@]}" || true
-echo "fleet: a replica exited; see .fleet/replica*.log" >&2
+# A replica that dies (try kill -9 on one) is restarted after FLEET_RESTART_AFTER seconds
+# (default 45, past the 30 s lease): meanwhile the others end its sessions once its lease
+# runs out, and on its return it reaps its containers.
+restart_after=${FLEET_RESTART_AFTER:-45}
+while true; do
+  sleep 1
+  for i in 1 2 3; do
+    if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+      wait "${pids[$i]}" 2>/dev/null || true
+      echo "fleet: replica $i exited (see .fleet/replica$i.log); restarting it in ${restart_after}s" >&2
+      (sleep "$restart_after") && start_replica "$i" && echo "fleet: replica $i restarted" >&2
+    fi
+  done
+done
