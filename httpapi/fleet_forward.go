@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -53,6 +54,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p sandboxd.Sess
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 	client, _ := s.clientAddr(r)
+	// The holder's answer is the answer, headers and all: what this replica
+	// set already (CORS, nosniff) would be sent twice, and a browser refuses
+	// an Access-Control-Allow-Origin twice. They are kept for an answer of
+	// this replica's own (the holder did not answer).
+	own := w.Header().Clone()
+	clear(w.Header())
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -64,6 +71,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p sandboxd.Sess
 			if r.Context().Err() != nil && ctx.Err() == nil {
 				return // the caller hung up
 			}
+			maps.Copy(w.Header(), own)
 			s.writeError(w, r, &sandboxd.Error{Code: sandboxd.CodeUnavailable, Op: "httpapi.forward", Err: err, RetryAfter: 2 * time.Second,
 				Message: "the replica that holds this session (" + p.Replica + ") did not answer; retry after the time in Retry-After " +
 					"(a payment sent with this call is settled or released by that replica, never twice); " +

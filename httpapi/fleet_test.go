@@ -278,3 +278,30 @@ func TestFleetForwardsMCP(t *testing.T) {
 		t.Errorf("b checked %d payments", n)
 	}
 }
+
+// TestFleetForwardKeepsOneCORSAnswer: a browser's call through another
+// replica gets the holder's CORS headers once (a browser refuses an
+// Access-Control-Allow-Origin sent twice), and an answer of the forwarding
+// replica's own (the holder is down) still carries them.
+func TestFleetForwardKeepsOneCORSAnswer(t *testing.T) {
+	reg := &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}
+	a, b := newFleetReplica(t, reg, "a"), newFleetReplica(t, reg, "b")
+	a.srv.CORSOrigins, b.srv.CORSOrigins = []string{"*"}, []string{"*"}
+	status, _, body := sendPaid(t, "POST", a.ts.URL+"/v1/sessions", "", nil)
+	if status != http.StatusCreated {
+		t.Fatal(status, body)
+	}
+	var open SessionResponse
+	_ = json.Unmarshal([]byte(body), &open)
+	browser := http.Header{"Origin": {"https://page.example"}, "Content-Type": {"application/json"}}
+	status, hdr, body := sendPaid(t, "POST", b.ts.URL+"/v1/sessions/"+open.SessionID+"/code", `{"code":"1"}`, browser)
+	if status != http.StatusOK || len(hdr.Values("Access-Control-Allow-Origin")) != 1 || len(hdr.Values("X-Content-Type-Options")) != 1 {
+		t.Errorf("forwarded: %d, Access-Control-Allow-Origin %q, nosniff %q: %s", status,
+			hdr.Values("Access-Control-Allow-Origin"), hdr.Values("X-Content-Type-Options"), body)
+	}
+	a.ts.Close()
+	status, hdr, _ = sendPaid(t, "POST", b.ts.URL+"/v1/sessions/"+open.SessionID+"/code", `{"code":"1"}`, browser)
+	if status != http.StatusServiceUnavailable || len(hdr.Values("Access-Control-Allow-Origin")) != 1 {
+		t.Errorf("holder down: %d, Access-Control-Allow-Origin %q", status, hdr.Values("Access-Control-Allow-Origin"))
+	}
+}
