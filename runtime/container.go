@@ -8,7 +8,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
 
 	"sandboxd"
 )
@@ -206,7 +205,7 @@ func (d *Docker) removeRetrying(id string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		err := d.remove(ctx, id)
 		cancel()
-		if err == nil || !client.IsErrConnectionFailed(err) || time.Now().After(giveUp) {
+		if err == nil || !dialFailed(err) || time.Now().After(giveUp) {
 			return err
 		}
 		time.Sleep(pause)

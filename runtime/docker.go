@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"time"
 
@@ -206,13 +207,23 @@ func (d *Docker) fail(ctx context.Context, op string, err error) error {
 	if d.cfg.Observe != nil {
 		d.cfg.Observe(op, 0, err)
 	}
-	if client.IsErrConnectionFailed(err) || !d.answers(ctx) {
+	if dialFailed(err) || !d.answers(ctx) {
 		// The message reaches callers, so it names no socket or host; the
 		// cause, for the operator's log, does.
 		return sandboxd.Wrap(sandboxd.CodeUnavailable, op, fmt.Errorf("docker at %s: %w", d.cli.DaemonHost(), err),
 			"Docker is unreachable; try again later")
 	}
 	return sandboxd.Wrap(sandboxd.CodeInternal, op, err, "Docker Engine API call failed")
+}
+
+// dialFailed reports whether err says the daemon could not be reached at
+// all. The client marks most such failures, but not a hijacked call's
+// (attach), which wraps the dial's own error. The ping that answers would
+// ask next is no proof: it may reuse a kept-alive connection to a daemon
+// that is shutting down and has already removed its socket.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return client.IsErrConnectionFailed(err) || (errors.As(err, &op) && op.Op == "dial")
 }
 
 // answers reports whether the daemon answers a ping. A call that failed

@@ -2,9 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 
 	"sandboxd"
 )
@@ -35,5 +39,28 @@ func TestUnreachableEngineNamesNoHost(t *testing.T) {
 			t.Errorf("%s: the cause %q does not name the host for the operator", host, err)
 		}
 		_ = d.Close(context.Background())
+	}
+}
+
+// TestAttachToAGoneDaemonIsUnavailable: an attach that cannot dial the
+// daemon (its socket removed, as while dockerd stops) is a daemon gone,
+// whatever a ping over a kept-alive connection says. The hijacked attach is
+// the call the client does not mark as a failed connection. No daemon is
+// contacted: the socket does not exist.
+func TestAttachToAGoneDaemonIsUnavailable(t *testing.T) {
+	cli, err := client.NewClientWithOpts(client.WithHost("unix:///nonexistent/docker.sock"), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	_, err = cli.ContainerAttach(context.Background(), "c", container.AttachOptions{Stream: true, Stdin: true})
+	if err == nil {
+		t.Fatal("attach to a missing socket succeeded")
+	}
+	if !dialFailed(err) {
+		t.Errorf("dialFailed(%v) = false; an attach that cannot dial is a daemon gone", err)
+	}
+	if dialFailed(errors.New("Error response from daemon: No such container: c")) {
+		t.Error("an answer from the daemon counted as a failed dial")
 	}
 }
