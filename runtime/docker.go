@@ -233,7 +233,14 @@ func dialFailed(err error) bool {
 func (d *Docker) answers(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pingTimeout)
 	defer cancel()
-	_, err := d.cli.Ping(ctx)
+	// A fresh dial first: the ping alone may go over a kept-alive
+	// connection that a stopping daemon still serves.
+	conn, err := d.cli.Dialer()(ctx)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	_, err = d.cli.Ping(ctx)
 	return err == nil
 }
 
