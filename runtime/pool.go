@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,16 +17,19 @@ import (
 // job is known.
 const poolJob = "pool"
 
-// How many containers the pool starts at once: few while no run waits and
-// calls are sparse, as each start competes for the CPU with the programs
-// running; as many as keep up with the arrivals while they come fast; the
-// most while runs wait, when the engine's throughput is what counts (on dockerd 20.10 with 2
-// cores, create+start+wait+remove cycles still grow a little from 4 to 8 at
-// once).
-const (
-	fillConcurrency     = 2
-	fillConcurrencyBusy = 8
-)
+// How many containers the pool starts at once: as many as keep up with the
+// arrivals (Little's law), at least fillConcurrency, and never more than
+// the cores, even while runs wait. A start keeps a core busy (dockerd,
+// containerd, runc, the runner's Python); more of them at once than the
+// cores crowd out the programs already handed over, whose answers then
+// wait (issue 28: with up to 8 at once, the host's run queue reached 18 and
+// every answer in flight waited hundreds of milliseconds). A run that finds
+// every start promised starts its own, bounded by the admission slots.
+const fillConcurrency = 2
+
+// fillConcurrencyMost is the most starts at once: the cores (a variable for
+// the tests).
+var fillConcurrencyMost = max(fillConcurrency, goruntime.NumCPU())
 
 // trimEvery is how often the pool compares what it holds with its target
 // and retires idle containers beyond it.
@@ -148,7 +152,7 @@ func (p *pool) take(ctx context.Context) (b *box, ok bool, err error) {
 	// Wait for a box that is starting and not promised to an earlier run;
 	// when there is none (full, backing off, closed), starting one's own is
 	// no slower, and keeps the engine as busy as it can be.
-	p.fillBusyLocked(true)
+	p.fillLocked()
 	if p.closed || len(p.waiters) >= p.starting {
 		p.misses.Add(1)
 		p.mu.Unlock()
@@ -235,17 +239,9 @@ func (p *pool) refillLater() {
 // fillLocked starts containers until the pool is full or enough are
 // starting, unless it is closed or backing off.
 func (p *pool) fillLocked() {
-	p.fillBusyLocked(false)
-}
-
-// fillBusyLocked is fillLocked, with more starts at once when a run is
-// about to wait (busy) or waits already.
-func (p *pool) fillBusyLocked(busy bool) {
-	// Enough starts at once to keep up with the arrivals, at least a few.
-	limit := min(max(fillConcurrency, p.sizer.inFlight(p.now())+1), fillConcurrencyBusy)
-	if busy || len(p.waiters) > 0 {
-		limit = fillConcurrencyBusy
-	}
+	// Enough starts at once to keep up with the arrivals, at least a few,
+	// never more than the cores.
+	limit := min(max(fillConcurrency, p.sizer.inFlight(p.now())+1), fillConcurrencyMost)
 	if !p.started || p.closed || p.retry != nil {
 		return
 	}

@@ -115,12 +115,40 @@ func budgetedPool(t *testing.T, release func(), budget *memoryBudget, memory int
 	return d.pool
 }
 
+// setFillConcurrency sets the most starts at once for the test.
+func setFillConcurrency(t *testing.T, n int) {
+	was := fillConcurrencyMost
+	fillConcurrencyMost = n
+	t.Cleanup(func() { fillConcurrencyMost = was })
+}
+
+// TestPoolStartsNoMoreThanTheCores (issue 28): however many runs wait, the
+// pool starts no more containers at once than the cores, so the starts
+// never crowd out the programs that run (each run that finds every start
+// promised starts its own, bounded by the admission slots).
+func TestPoolStartsNoMoreThanTheCores(t *testing.T) {
+	setFillConcurrency(t, 2)
+	release := hangingEngine(t)
+	p := budgetedPool(t, release, nil, 128<<20, 16)
+	p.mu.Lock()
+	p.waiters = make([]chan *box, 10)
+	p.mu.Unlock()
+	if n := fill(p); n != 2 {
+		t.Errorf("with 10 runs waiting the pool starts %d at once, want the cores, 2", n)
+	}
+	p.mu.Lock()
+	p.waiters = nil
+	p.mu.Unlock()
+}
+
 // fill starts what the pool may start now and returns how many it holds.
 func fill(p *pool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.started = true
-	p.fillBusyLocked(true)
+	// Arrivals fast enough that the starts at once are the most.
+	p.sizer.rate, p.sizer.fast, p.sizer.last = 100, 100, p.now()
+	p.fillLocked()
 	return len(p.idle) + p.starting
 }
 
@@ -129,6 +157,7 @@ func fill(p *pool) int {
 // limit until measured; a measured resident size lets more start; a pool
 // that closes gives its share back.
 func TestPoolsFillWithinTheMemoryBudget(t *testing.T) {
+	setFillConcurrency(t, 8) // more starts at once than the budget holds
 	release := hangingEngine(t)
 	budget := newMemoryBudget(384 << 20)
 	py := budgetedPool(t, release, budget, 128<<20, 4)

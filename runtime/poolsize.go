@@ -18,6 +18,10 @@ const (
 	// average: a burst raises the pool within a second or two, and an idle
 	// pool is back at its least within a few windows.
 	poolRateWindow = 5 * time.Second
+	// poolRiseWindow is the time constant of a second, faster average,
+	// which the rate follows when it is the higher: a rise in the arrivals
+	// grows the pool within a second.
+	poolRiseWindow = time.Second
 	// poolFirstLatency is the start latency assumed before one is measured.
 	poolFirstLatency = 200 * time.Millisecond
 	// latencyWeight is the weight of a new start in the latency's moving
@@ -32,9 +36,10 @@ const (
 type sizer struct {
 	least, most int
 	window      time.Duration
-	// rate is the arrival rate (a second) at last, decaying since.
-	rate float64
-	last time.Time
+	// rate and fast are the arrival rate (a second) at last, decaying
+	// since, over window and over poolRiseWindow.
+	rate, fast float64
+	last       time.Time
 	// latency is the moving average of the start latency.
 	latency time.Duration
 }
@@ -47,20 +52,29 @@ func newSizer(least, most int) *sizer {
 
 // arrive counts a run arriving at now.
 func (s *sizer) arrive(now time.Time) {
-	s.rate = s.rateAt(now) + 1/s.window.Seconds()
+	s.rate = decay(s.rate, s.last, now, s.window) + 1/s.window.Seconds()
+	s.fast = decay(s.fast, s.last, now, poolRiseWindow) + 1/poolRiseWindow.Seconds()
 	s.last = now
 }
 
-// rateAt is the arrival rate (a second) as of now.
+// rateAt is the arrival rate (a second) as of now: the faster of the two
+// averages, so that a burst raises it within a second and a lull lowers
+// it only over the slow window.
 func (s *sizer) rateAt(now time.Time) float64 {
 	if s.last.IsZero() {
 		return 0
 	}
-	dt := now.Sub(s.last).Seconds()
-	if dt <= 0 {
-		return s.rate
+	return max(decay(s.rate, s.last, now, s.window), decay(s.fast, s.last, now, poolRiseWindow))
+}
+
+// decay is an exponential moving average of rate, of time constant
+// window, as it was at last, decayed to now.
+func decay(rate float64, last, now time.Time, window time.Duration) float64 {
+	dt := now.Sub(last).Seconds()
+	if last.IsZero() || dt <= 0 {
+		return rate
 	}
-	return s.rate * math.Exp(-dt/s.window.Seconds())
+	return rate * math.Exp(-dt/window.Seconds())
 }
 
 // started records how long a container took to start.
@@ -81,7 +95,12 @@ func (s *sizer) inFlight(now time.Time) int {
 // one start, rounded down: below one, the idle depth covers them; rounded
 // up, a pool that has idled would keep one more than its least for good).
 func (s *sizer) target(now time.Time) int {
-	expected := s.rateAt(now) * s.latency.Seconds()
+	return s.targetAt(s.rateAt(now))
+}
+
+// targetAt is the target at an arrival rate (a second).
+func (s *sizer) targetAt(rate float64) int {
+	expected := rate * s.latency.Seconds()
 	want := math.Floor(expected) + float64(poissonDepth(expected, poolMissRate))
 	return int(min(max(want, float64(s.least)), float64(s.most)))
 }

@@ -155,3 +155,21 @@ func TestPoissonDepthCoversBurstsButOnceInAThousand(t *testing.T) {
 		t.Errorf("depth for 0.84 arrivals a start = %d, want 5", got)
 	}
 }
+
+// TestSizerRisesWithinASecond (issue 28): after a minute of nothing, one
+// second of arrivals at 5 a second raises the rate to most of it, so the
+// pool grows before a burst drains it; a lull then lowers it only over the
+// slow window.
+func TestSizerRisesWithinASecond(t *testing.T) {
+	s := newSizer(4, 16)
+	t0 := time.Unix(1000, 0)
+	s.arrive(t0)
+	last := arrivals(s, t0.Add(time.Minute), 200*time.Millisecond, time.Second)
+	if got := s.rateAt(last); got < 3 {
+		t.Errorf("rate after 1 s at 5/s = %.2f/s, want ≥ 3 (the rise window)", got)
+	}
+	slow := decay(s.rate, s.last, last.Add(3*time.Second), s.window)
+	if got := s.rateAt(last.Add(3 * time.Second)); got < slow || got <= 0 {
+		t.Errorf("rate 3 s into a lull = %.2f/s, below the slow average's %.2f/s", got, slow)
+	}
+}

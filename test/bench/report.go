@@ -131,7 +131,14 @@ func slowTable(w io.Writer, title string, p phase) {
 		}
 		fmt.Fprintf(w, "| %s | %.1f | %d | %.1f |\n", ph, ms(sum)/float64(k), had, ms(md))
 	}
-	fmt.Fprintln(w)
+	var ats []string
+	for _, sm := range p.samples {
+		if sm.wall > 100*time.Millisecond {
+			ats = append(ats, fmt.Sprintf("%.1f", sm.at.Seconds()))
+		}
+	}
+	fmt.Fprintf(w, "\nThe answers over 100 ms arrived at (s into the phase, which began at %s UTC): %s.\n\n",
+		p.began.UTC().Format("15:04:05.000"), strings.Join(ats, ", "))
 }
 
 // phaseOrder is the order of the service's phases (sandboxd.Phase) in the

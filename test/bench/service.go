@@ -23,6 +23,8 @@ var poolLine = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) m
 
 // phase is what one load run of the service gave.
 type phase struct {
+	// began is when the phase began.
+	began time.Time
 	latency latencies
 	ok      int64
 	failed  map[string]int64
@@ -173,6 +175,7 @@ func (r *recorder) recordSample(sm sample, err error) {
 func (r *recorder) done(start time.Time) phase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.p.began = start
 	r.p.elapsed = time.Since(start)
 	r.p.perSec = float64(r.p.ok) / r.p.elapsed.Seconds()
 	return r.p
@@ -217,12 +220,15 @@ func (s *service) poisson(ctx context.Context, rate float64, window time.Duratio
 			break
 		}
 		time.Sleep(time.Until(next))
+		at := next.Sub(start)
 		wg.Go(func() {
 			mu.Lock()
 			inFlight++
 			most = max(most, inFlight)
 			mu.Unlock()
-			r.recordSample(s.callTimed())
+			sm, err := s.callTimed()
+			sm.at = at
+			r.recordSample(sm, err)
 			mu.Lock()
 			inFlight--
 			mu.Unlock()

@@ -17,6 +17,9 @@ import (
 type sample struct {
 	wall   time.Duration
 	phases map[string]time.Duration
+	// at is when the call arrived, from the start of its phase (Poisson
+	// phases only).
+	at time.Duration
 }
 
 // parseServerTiming reads a Server-Timing header (name;dur=ms, ...) into
