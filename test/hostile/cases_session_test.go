@@ -235,9 +235,13 @@ func forgedOrMine(a callAnswer) []string {
 const forgedEnd = " "
 
 // memoryErrorOrOOMEnd accepts a MemoryError in a living session, or the
-// session ended by the kernel's (or gVisor's) OOM kill.
+// session ended by the kernel's (or gVisor's) OOM kill: reported as oom, or,
+// when the call's deadline came as the kernel killed it (gVisor, which
+// grants the allocation, fills the cgroup for seconds on a loaded host), as a
+// timeout that says oom_killed.
 func memoryErrorOrOOMEnd(a callAnswer) []string {
-	if (a.gone() || a.SessionEnded) && a.Status == string(sandboxd.StatusOOM) {
+	ended := a.gone() || a.SessionEnded
+	if ended && (a.Status == string(sandboxd.StatusOOM) || (a.Status == string(sandboxd.StatusTimeout) && a.OOMKilled)) {
 		return nil
 	}
 	return stderrHas("MemoryError")(a)
