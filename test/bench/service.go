@@ -24,7 +24,7 @@ var poolLine = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) m
 // phase is what one load run of the service gave.
 type phase struct {
 	// began is when the phase began.
-	began time.Time
+	began   time.Time
 	latency latencies
 	ok      int64
 	failed  map[string]int64
