@@ -95,12 +95,7 @@ func (s *sizer) inFlight(now time.Time) int {
 // one start, rounded down: below one, the idle depth covers them; rounded
 // up, a pool that has idled would keep one more than its least for good).
 func (s *sizer) target(now time.Time) int {
-	return s.targetAt(s.rateAt(now))
-}
-
-// targetAt is the target at an arrival rate (a second).
-func (s *sizer) targetAt(rate float64) int {
-	expected := rate * s.latency.Seconds()
+	expected := s.rateAt(now) * s.latency.Seconds()
 	want := math.Floor(expected) + float64(poissonDepth(expected, poolMissRate))
 	return int(min(max(want, float64(s.least)), float64(s.most)))
 }
