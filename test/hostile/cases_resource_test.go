@@ -118,7 +118,9 @@ func resourceCases(e environment) []hostileCase {
 			name: "usage-counted",
 			slow: true,
 			code: "import time\nb = bytearray(50 << 20)\nend = time.process_time() + 0.5\nwhile time.process_time() < end:\n    pass\nprint('ok')\n",
-			want: answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{"ok\n"}, check: usageCounted},
+			want: answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{"ok\n"}, check: usageCounted(1)},
+			per: map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{"ok\n"},
+				check: usageCounted(runscClockAhead)}}},
 		},
 	}
 }
@@ -126,22 +128,35 @@ func resourceCases(e environment) []hostileCase {
 // usageCounted checks the usage of the usage-counted case: at least the
 // half second of CPU it spun for (400 ms, for the clocks' granularity), at
 // most what one CPU (the container's quota) gives in the run's wall-clock
-// time, and a peak of at least the 50 MiB it allocated. The upper bound is
-// the run's own duration, not a fixed figure: on a busy host the 50 MiB's
-// page faults alone cost hundreds of milliseconds of system time, and under
-// gVisor, whose kernel counts a task's time in ticks, more again.
-func usageCounted(res sandboxd.Result) []string {
-	u := res.Usage
-	switch {
-	case u == nil:
-		return []string{"no usage reported"}
-	case u.CPU < 400*time.Millisecond || u.CPU > res.Duration+usageTick:
-		return []string{fmt.Sprintf("cpu %v, want from 400 ms to the run's duration %v (+%v)", u.CPU, res.Duration, usageTick)}
-	case u.MaxRSSKB < 51200:
-		return []string{fmt.Sprintf("max_rss_kb %d, want at least 51200", u.MaxRSSKB)}
+// time, times ahead, and a peak of at least the 50 MiB it allocated. The
+// upper bound is the run's own duration, not a fixed figure: on a busy host
+// the 50 MiB's page faults alone cost hundreds of milliseconds of system
+// time, and under gVisor, whose kernel counts a task's time in ticks, more
+// again.
+func usageCounted(ahead float64) func(sandboxd.Result) []string {
+	return func(res sandboxd.Result) []string {
+		u := res.Usage
+		most := time.Duration(float64(res.Duration)*ahead) + usageTick
+		switch {
+		case u == nil:
+			return []string{"no usage reported"}
+		case u.CPU < 400*time.Millisecond || u.CPU > most:
+			return []string{fmt.Sprintf("cpu %v, want from 400 ms to %v (the run's duration %v, times %v, +%v)",
+				u.CPU, most, res.Duration, ahead, usageTick)}
+		case u.MaxRSSKB < 51200:
+			return []string{fmt.Sprintf("max_rss_kb %d, want at least 51200", u.MaxRSSKB)}
+		}
+		return nil
 	}
-	return nil
 }
+
+// runscClockAhead is how far gVisor's CPU clock may run ahead of the
+// wall-clock time. Its user-space kernel keeps the clock the program reads
+// and the usage it reports, and on a host with a CPU hog beside it CI saw
+// it count 550 ms in a run of 346 ms: the program's own spin loop, timed by
+// that clock, ended early too. The figure is the sandbox's report, never
+// billed (docs/api.md), so the check bounds it loosely under runsc.
+const runscClockAhead = 2
 
 // usageTick is the granularity allowed to the CPU time against the
 // wall-clock time: gVisor charges CPU time in ticks of 10 ms.
