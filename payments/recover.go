@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 
+	"sandboxd/internal/every"
 	"sandboxd/payments/ledger"
 )
 
@@ -162,8 +163,8 @@ func (g *Gate) ResolvePending(ctx context.Context) (RecoverReport, error) {
 
 // startResolver runs ResolvePending every interval until the returned
 // loop is closed.
-func (g *Gate) startResolver(every time.Duration) *loop {
-	return startLoop(every, func(ctx context.Context) {
+func (g *Gate) startResolver(interval time.Duration) *every.Loop {
+	return every.Start(interval, func(ctx context.Context) {
 		if rep, err := g.ResolvePending(ctx); err != nil {
 			g.log.Warn("resolving pending settlements failed; trying again later", "err", err)
 		} else if rep != (RecoverReport{}) {
@@ -192,9 +193,9 @@ func keepAlive(ctx context.Context, l Ledger, s Settler, log *slog.Logger) {
 
 // startKeepAlive runs keepAlive every lease/3 in the background until the
 // returned loop is closed. A nil log discards the events.
-func startKeepAlive(l Ledger, lease time.Duration, s Settler, log *slog.Logger) *loop {
+func startKeepAlive(l Ledger, lease time.Duration, s Settler, log *slog.Logger) *every.Loop {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return startLoop(lease/3, func(ctx context.Context) { keepAlive(ctx, l, s, log) })
+	return every.Start(lease/3, func(ctx context.Context) { keepAlive(ctx, l, s, log) })
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
 	"sandboxd"
+	"sandboxd/internal/every"
 	"sandboxd/payments/chain"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
@@ -68,7 +69,7 @@ func newTestChain(t *testing.T) *testChain {
 	c.client = c.sim.Client()
 
 	// The miner: a block whenever a transaction waits.
-	miner := startLoop(10*time.Millisecond, func(ctx context.Context) {
+	miner := every.Start(10*time.Millisecond, func(ctx context.Context) {
 		if c.pending(ctx) {
 			c.sim.Commit()
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"sandboxd"
 	"sandboxd/httpapi"
 	"sandboxd/payments"
 	"sandboxd/payments/ledger"
@@ -113,7 +114,7 @@ func (c Config) forwardLimit(environment string) time.Duration {
 // fleetLedger is the ledger the registry lives in: the payment gate's
 // when payments are on, else one opened for the registry alone (closed by
 // the returned func).
-func (m *Main) fleetLedger(ctx context.Context, gate any) (*ledger.SQL, func() error, error) {
+func (m *Main) fleetLedger(ctx context.Context, gate sandboxd.PaymentGate) (*ledger.SQL, func() error, error) {
 	if g, ok := gate.(*payments.Gate); ok && g.Ledger() != nil {
 		return g.Ledger(), func() error { return nil }, nil
 	}
@@ -127,9 +128,9 @@ func (m *Main) fleetLedger(ctx context.Context, gate any) (*ledger.SQL, func() e
 
 // openFleet builds what a replica of a fleet needs for sessions: the
 // registry on the ledger, with this replica's earlier sessions ended (its
-// containers were reaped), the loop that keeps it (registryLoop), and the
+// containers were reaped), the loop that keeps it (startRegistryLoop), and the
 // API's Fleet. It returns nil, nil outside a fleet.
-func (m *Main) openFleet(ctx context.Context, gate any) (*ledger.Registry, *httpapi.Fleet, error) {
+func (m *Main) openFleet(ctx context.Context, gate sandboxd.PaymentGate) (*ledger.Registry, *httpapi.Fleet, error) {
 	if !m.Config.inFleet() {
 		return nil, nil, nil
 	}
@@ -153,7 +154,7 @@ func (m *Main) openFleet(ctx context.Context, gate any) (*ledger.Registry, *http
 	}
 	log := m.Log.With("component", "fleet")
 	log.Info("fleet sessions on", "replica", l.Replica(), "advertise_url", base, "ended_from_before", n)
-	m.fleetLoop = startRegistryLoop(l, reg, m.metrics, log)
+	m.fleetLoop = startRegistryLoop(ctx, l, reg, m.metrics, log)
 	m.fleetClose = closeLedger
 	return reg, &httpapi.Fleet{Registry: reg, Replica: l.Replica(), Secret: secret, Limit: m.Config.forwardLimit}, nil
 }

@@ -3,41 +3,22 @@ package main
 import (
 	"context"
 	"log/slog"
-	"time"
 
+	"sandboxd/internal/every"
 	"sandboxd/metrics"
 	"sandboxd/payments/ledger"
 )
 
-// registryLoop keeps a replica's part of the fleet's session registry:
-// every lease/3 it beats the replica's heartbeat (the payment gate beats it
-// too when payments are on; the registry must not depend on it), ends the
-// sessions of replicas whose lease ran out, and shows the fleet's open
-// sessions by replica in the metrics.
-type registryLoop struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startRegistryLoop runs the registry's pass until Close.
-func startRegistryLoop(l *ledger.SQL, reg *ledger.Registry, m *metrics.Metrics, log *slog.Logger) *registryLoop {
-	ctx, cancel := context.WithCancel(context.Background())
-	loop := &registryLoop{cancel: cancel, done: make(chan struct{})}
-	every := l.Lease() / 3
-	go func() {
-		defer close(loop.done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			registryPass(ctx, l, reg, m, log)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return loop
+// startRegistryLoop keeps a replica's part of the fleet's session
+// registry until the returned loop is closed: a first pass now, then one
+// every lease/3. A pass beats the replica's heartbeat (the payment gate
+// beats it too when payments are on; the registry must not depend on it),
+// ends the sessions of replicas whose lease ran out, and shows the fleet's
+// open sessions by replica in the metrics.
+func startRegistryLoop(ctx context.Context, l *ledger.SQL, reg *ledger.Registry, m *metrics.Metrics, log *slog.Logger) *every.Loop {
+	pass := func(ctx context.Context) { registryPass(ctx, l, reg, m, log) }
+	pass(ctx)
+	return every.Start(l.Lease()/3, pass)
 }
 
 // registryPass is one pass of the loop.
@@ -58,13 +39,4 @@ func registryPass(ctx context.Context, l *ledger.SQL, reg *ledger.Registry, m *m
 		return
 	}
 	m.FleetSessions(open)
-}
-
-// Close stops the loop and waits for a pass under way.
-func (r *registryLoop) Close() {
-	if r == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
 }

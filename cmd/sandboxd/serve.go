@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sandboxd/httpapi"
+	"sandboxd/internal/every"
 	"sandboxd/internal/slots"
 	"sandboxd/metrics"
 	"sandboxd/runtime"
@@ -61,7 +62,7 @@ type Main struct {
 	runner        *runtime.Environments
 	sessions      *sessions.Table
 	closer        func() error // the payment gate's
-	fleetLoop     *registryLoop
+	fleetLoop     *every.Loop
 	fleetClose    func() error // the registry's own ledger, when payments are off
 	metrics       *metrics.Metrics
 	metricsServer *http.Server
