@@ -109,18 +109,21 @@ const dataLimitEnv = "SANDBOX_DATA_LIMIT"
 
 // dataHeadroom is the most memory the data limit leaves below the
 // container's memory limit, for what the limit does not count but the
-// cgroup does: the interpreter's code and libraries, page tables, the
-// kernel's own memory, and room for the rest to stay in memory. The data
-// image's preloaded numpy, pandas and matplotlib keep 28 MiB of file pages
-// resident; with 32 MiB of headroom a numpy bomb in a 512 MiB container
-// reclaimed and refaulted them for the whole 10 s deadline on a loaded host
-// (a CI run, 2026-12-02) instead of meeting its MemoryError.
-const dataHeadroom = 96 * mib
+// cgroup does: the interpreter's code and libraries, the page cache its
+// imports read, page tables, the kernel's own memory. The data image's
+// preloaded numpy, pandas and matplotlib keep 28 MiB of file pages mapped,
+// and the container whose preload first read them is charged up to 95 MiB of
+// their page cache. With 32 MiB of headroom, then 96, a numpy bomb in a
+// 512 MiB container brought the cgroup to its limit (measured: 511 MiB,
+// 411 MiB of it anonymous, at the MemoryError), and on a loaded host the
+// kernel reclaimed and refaulted those pages until the 10 s deadline (CI
+// runs with a CPU hog, 2026-12-02) instead of the MemoryError.
+const dataHeadroom = 128 * mib
 
 // dataLimit is the RLIMIT_DATA the runner sets on itself, soft and hard,
 // before its program runs (so every process of the program inherits it),
 // in a container with the given memory limit: the limit less a quarter of
-// it, at most dataHeadroom (a 128 MiB container gets 96 MiB, 512 MiB gets 416).
+// it, at most dataHeadroom (a 128 MiB container gets 96 MiB, 512 MiB gets 384).
 // RLIMIT_DATA counts a process's heap and private writable mappings, so an
 // allocation past it fails at once (Python raises MemoryError), instead of
 // pushing the cgroup to its limit where, on a busy host, the kernel

@@ -185,9 +185,9 @@ func TestDataLimitLeavesHeadroom(t *testing.T) {
 	for _, c := range []struct{ memory, want int64 }{
 		{16 * mib, 12 * mib},   // a quarter of a small limit
 		{128 * mib, 96 * mib},  // the default: 32 MiB below
-		{512 * mib, 416 * mib}, // the data environment: 96 MiB below, room for its libraries
-		{1 * gib, 928 * mib},   // never more than dataHeadroom below
-		{64 * gib, 64*gib - 96*mib},
+		{512 * mib, 384 * mib}, // the data environment: 128 MiB below, room for its libraries and their page cache
+		{1 * gib, 896 * mib},   // never more than dataHeadroom below
+		{64 * gib, 64*gib - 128*mib},
 	} {
 		if got := dataLimit(c.memory); got != c.want {
 			t.Errorf("dataLimit(%d MiB) = %d MiB, want %d MiB", c.memory/mib, got/mib, c.want/mib)

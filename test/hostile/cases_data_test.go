@@ -27,12 +27,13 @@ func dataCases(e environment) []hostileCase {
 // it, and the cgroup's OOM killer ends the bomb there.
 func numpyBombCases(e environment) []hostileCase {
 	bomb := func(name, code string, fromMark bool) hostileCase {
+		underRunsc := growingUnderRunsc(e)
+		underRunsc.stdout = []string{"allocating\n"}
 		return hostileCase{
 			name: name, imports: numpyImport, code: markDef + "print('allocating', flush=True)\n" + code,
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stdout: []string{"allocating\n"},
 				stderrHas: "MemoryError", within: oomAnswer, fromMark: fromMark},
-			per: map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOOM), exit: []int{137},
-				stdout: []string{"allocating\n"}, within: oomAnswer, fromMark: fromMark}}},
+			per: map[string][]answer{"runsc": {underRunsc}},
 		}
 	}
 	// Under runsc, which does not enforce the data limit, a bomb that fills

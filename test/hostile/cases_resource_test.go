@@ -47,8 +47,7 @@ func resourceCases(e environment) []hostileCase {
 			name: "memory-bomb-growing",
 			code: markDef + "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n    mark()\n",
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stderrHas: "MemoryError", within: oomAnswer, fromMark: e.bombFromMark},
-			per: map[string][]answer{"runsc": {{status: statuses(sandboxd.StatusOOM), exit: []int{137}, within: oomAnswer,
-				fromMark: e.bombFromMark}}},
+			per:  map[string][]answer{"runsc": {growingUnderRunsc(e)}},
 		},
 		{
 			name: "flood-lines",
@@ -184,6 +183,22 @@ func onlyXs(res sandboxd.Result) []string {
 		return []string{"the kept stdout holds something else than the flood"}
 	}
 	return nil
+}
+
+// growingUnderRunsc is the answer under runsc of a bomb that grows until
+// the memory is full: gVisor does not enforce the data limit, so the
+// cgroup's OOM killer ends it. With python's 128 MiB that is promised within
+// oomAnswer of its last mark. In data the sentry fills 512 MiB, and on a
+// cgroup v1 host without swap and with a CPU hog beside, the host kernel
+// reclaimed and refaulted for 4.97 s after the last mark before the kill (a
+// CI run, 2026-12-02): there it is promised before the deadline, the known
+// limit docs/operating.md states for gVisor.
+func growingUnderRunsc(e environment) answer {
+	a := answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, within: oomAnswer, fromMark: e.bombFromMark}
+	if e.bombFromMark {
+		a.within, a.fromMark, a.check = 0, false, promptly(e)
+	}
+	return a
 }
 
 // atOnceUnderRunsc is the answer under runsc of a bomb that allocates past
