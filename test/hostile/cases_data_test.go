@@ -27,13 +27,11 @@ func dataCases(e environment) []hostileCase {
 // it, and the cgroup's OOM killer ends the bomb there.
 func numpyBombCases(e environment) []hostileCase {
 	bomb := func(name, code string, fromMark bool) hostileCase {
-		underRunsc := growingUnderRunsc(e)
-		underRunsc.stdout = []string{"allocating\n"}
 		return hostileCase{
 			name: name, imports: numpyImport, code: markDef + "print('allocating', flush=True)\n" + code,
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stdout: []string{"allocating\n"},
 				stderrHas: "MemoryError", within: oomAnswer, fromMark: fromMark},
-			per: map[string][]answer{"runsc": {underRunsc}},
+			per: map[string][]answer{"runsc": {bombUnderRunsc(e, fromMark, "allocating\n")}},
 		}
 	}
 	// Under runsc, which does not enforce the data limit, a bomb that fills
@@ -43,13 +41,13 @@ func numpyBombCases(e environment) []hostileCase {
 	// a timeout, killed and removed at the deadline, never an answer past it.
 	runscThrash := answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}, stdout: []string{"allocating\n"}}
 	at10GiB := bomb("numpy-memory-bomb-10GiB", "a = np.ones((10 << 30) // 8)\nprint('survived')\n", false)
-	at10GiB.per["runsc"] = []answer{atOnceUnderRunsc(e), runscThrash}
+	at10GiB.per["runsc"] = []answer{bombUnderRunsc(e, false, "allocating\n"), runscThrash}
 	// 8 MiB doubled: under runc the copy to 512 MiB is refused at once, the
 	// 256 MiB before it held. runsc does not refuse it: that last copy
 	// fills the memory in one call after the last mark (4.95 s seen with a
 	// CPU hog beside), like the 10 GiB bomb.
 	doubling := bomb("numpy-memory-bomb-doubling", "a = np.ones(1 << 20)\nwhile True:\n    a = np.concatenate([a, a])\n    mark()\n", e.bombFromMark)
-	doubling.per["runsc"] = []answer{atOnceUnderRunsc(e), runscThrash}
+	doubling.per["runsc"] = []answer{bombUnderRunsc(e, false, "allocating\n"), runscThrash}
 	return []hostileCase{
 		at10GiB,
 		// It fills the memory first: timed from its last allocation that

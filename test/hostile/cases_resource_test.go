@@ -39,7 +39,7 @@ func resourceCases(e environment) []hostileCase {
 			// The data limit refuses the allocation; runsc does not enforce
 			// it, and the cgroup's OOM killer ends the bomb there.
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stdout: []string{"allocating\n"}, stderrHas: "MemoryError", within: oomAnswer},
-			per:  map[string][]answer{"runsc": {atOnceUnderRunsc(e)}},
+			per:  map[string][]answer{"runsc": {bombUnderRunsc(e, false, "allocating\n")}},
 		},
 		{
 			// It fills the environment's memory before it fails: timed as
@@ -47,7 +47,7 @@ func resourceCases(e environment) []hostileCase {
 			name: "memory-bomb-growing",
 			code: markDef + "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n    mark()\n",
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stderrHas: "MemoryError", within: oomAnswer, fromMark: e.bombFromMark},
-			per:  map[string][]answer{"runsc": {growingUnderRunsc(e)}},
+			per:  map[string][]answer{"runsc": {bombUnderRunsc(e, e.bombFromMark)}},
 		},
 		{
 			name: "flood-lines",
@@ -185,32 +185,20 @@ func onlyXs(res sandboxd.Result) []string {
 	return nil
 }
 
-// growingUnderRunsc is the answer under runsc of a bomb that grows until
-// the memory is full: gVisor does not enforce the data limit, so the
+// bombUnderRunsc is the answer under runsc of a memory bomb, with the
+// stdout it printed first: gVisor does not enforce the data limit, so the
 // cgroup's OOM killer ends it. With python's 128 MiB that is promised within
-// oomAnswer of its last mark. In data the sentry fills 512 MiB, and on a
-// cgroup v1 host without swap and with a CPU hog beside, the host kernel
-// reclaimed and refaulted for 4.97 s after the last mark before the kill (a
-// CI run, 2026-12-02): there it is promised before the deadline, the known
-// limit docs/operating.md states for gVisor.
-func growingUnderRunsc(e environment) answer {
-	a := answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, within: oomAnswer, fromMark: e.bombFromMark}
+// oomAnswer of its start (of its last mark when fromMark). In data
+// (bombFromMark) the sentry fills 512 MiB, and on a cgroup v1 host without
+// swap and with a CPU hog beside, the host kernel reclaimed and refaulted
+// for seconds before the kill (4.97 s after a growing bomb's last mark, and
+// 4.1-5.8 s of a bomb's one allocation, seen in CI runs): there it is
+// promised before the deadline, the known limit docs/operating.md states
+// for gVisor.
+func bombUnderRunsc(e environment, fromMark bool, stdout ...string) answer {
+	a := answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: stdout, within: oomAnswer, fromMark: fromMark}
 	if e.bombFromMark {
 		a.within, a.fromMark, a.check = 0, false, promptly(e)
-	}
-	return a
-}
-
-// atOnceUnderRunsc is the answer under runsc of a bomb that allocates past
-// the memory in one call: gVisor grants it, and the program fills the
-// memory until the cgroup's OOM killer ends it. With python's 128 MiB that
-// is promised within oomAnswer of its start; in data (bombFromMark) it
-// fills 512 MiB within one call, its own work (4.1-5.8 s of a host at load
-// 40-48 seen), with no mark between: answered before the deadline.
-func atOnceUnderRunsc(e environment) answer {
-	a := answer{status: statuses(sandboxd.StatusOOM), exit: []int{137}, stdout: []string{"allocating\n"}, within: oomAnswer}
-	if e.bombFromMark {
-		a.within, a.check = 0, promptly(e)
 	}
 	return a
 }
