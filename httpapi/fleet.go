@@ -34,6 +34,7 @@ type Fleet struct {
 	once      sync.Once
 	transport http.RoundTripper
 	lookups   chan struct{}
+	hops      hopsSeen
 }
 
 // maxLookups bounds the registry lookups in flight on one replica: a
@@ -54,6 +55,11 @@ func (f *Fleet) init() {
 			f.transport = newHopTransport()
 		}
 	})
+}
+
+// seen is the fleet's memory of the hops taken.
+func (f *Fleet) seen() *hopsSeen {
+	return &f.hops
 }
 
 // locate says where session id lives, as the registry knows it; a lookup

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,70 +19,97 @@ import (
 // The hop between two replicas of a fleet. A replica that forwards a call
 // to the session's own replica signs it with the fleet secret
 // (server.fleet_secret_file): HMAC-SHA256 over the version, the time, the
-// method, the path, the caller's address and the forwarding replica. The
-// owner believes a signed hop's caller address (its per-client caps count
-// the caller, not the forwarding replica) and never forwards it again. A
-// hop that does not verify is refused with 403, so no outsider can pose as
-// a replica.
+// method, the path, a random nonce, the caller's address and the
+// forwarding replica. The owner believes a signed hop's caller address (its
+// per-client caps count the caller, not the forwarding replica) and never
+// forwards it again. A hop that does not verify, or that was seen before
+// (hopsSeen), is refused with 403, so no outsider can pose as a replica,
+// not even with a hop copied off the wire.
 
-// hopHeader carries the signed hop: "v1;<unix seconds>;<client>;<from>;<hex mac>".
+// hopHeader carries the signed hop:
+// "v2;<unix seconds>;<nonce>;<client>;<from>;<hex mac>".
 const hopHeader = "Sandboxd-Fleet-Hop"
 
 // hopSkew is how far a hop's time may be from the owner's clock: the
-// replicas' clocks differ a little, and a replayed hop is good only this
-// long (for its one method and path, and the same caller address).
+// replicas' clocks differ a little. A hop is remembered (hopsSeen) for
+// as long as it could verify, so each one is taken once.
 const hopSkew = 30 * time.Second
 
-// hopVersion begins every hop.
-const hopVersion = "v1"
+// hopVersion begins every hop; replicas of one fleet run one version.
+const hopVersion = "v2"
+
+// hopNonceBytes is the size of a hop's nonce, in random bytes (hex).
+const hopNonceBytes = 16
 
 // hopMAC is the hop's MAC over its fields.
-func hopMAC(secret []byte, unix int64, method, path, client, from string) string {
+func hopMAC(secret []byte, unix int64, method, path, nonce, client, from string) string {
 	m := hmac.New(sha256.New, secret)
-	fmt.Fprintf(m, "%s\n%d\n%s\n%s\n%s\n%s", hopVersion, unix, method, path, client, from)
+	fmt.Fprintf(m, "%s\n%d\n%s\n%s\n%s\n%s\n%s", hopVersion, unix, method, path, nonce, client, from)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // signHop is the hop header of a request forwarded by replica from for the
-// caller at client.
+// caller at client, with a nonce of its own.
 func signHop(secret []byte, now time.Time, method, path string, client netip.Addr, from string) string {
 	unix := now.Unix()
 	c := client.String()
-	return strings.Join([]string{hopVersion, strconv.FormatInt(unix, 10), c, from,
-		hopMAC(secret, unix, method, path, c, from)}, ";")
+	var n [hopNonceBytes]byte
+	_, _ = rand.Read(n[:])
+	nonce := hex.EncodeToString(n[:])
+	return strings.Join([]string{hopVersion, strconv.FormatInt(unix, 10), nonce, c, from,
+		hopMAC(secret, unix, method, path, nonce, c, from)}, ";")
 }
 
-// verifyHop checks a hop header of r against secret at now and returns the
-// caller's address it vouches for.
-func verifyHop(secret []byte, now time.Time, value string, r *http.Request) (netip.Addr, error) {
+// verifiedHop is what a hop header that verifies vouches for.
+type verifiedHop struct {
+	// client is the caller's address.
+	client netip.Addr
+	// mac names the hop, for hopsSeen.
+	mac string
+	// at is the hop's time.
+	at time.Time
+}
+
+// verifyHop checks a hop header of r against secret at now.
+func verifyHop(secret []byte, now time.Time, value string, r *http.Request) (verifiedHop, error) {
 	const op = "httpapi.hop"
-	refuse := func(why string) (netip.Addr, error) {
-		return netip.Addr{}, sandboxd.Errorf(sandboxd.CodeForbidden, op,
-			"%s header refused: %s; this header is for the replicas of a fleet alone, leave it out", hopHeader, why)
+	refuse := func(why string) (verifiedHop, error) {
+		return verifiedHop{}, hopRefused(op, why)
 	}
 	if len(secret) == 0 {
 		return refuse("this replica takes no forwarded calls (server.fleet_secret_file is not set)")
 	}
 	parts := strings.Split(value, ";")
-	if len(parts) != 5 || parts[0] != hopVersion {
-		return refuse("it is not v1;<time>;<client>;<replica>;<mac>")
+	if len(parts) != 6 || parts[0] != hopVersion {
+		return refuse("it is not " + hopVersion + ";<time>;<nonce>;<client>;<replica>;<mac> " +
+			"(every replica of a fleet must run the same version of sandboxd)")
 	}
 	unix, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil {
 		return refuse("its time is not a number")
 	}
-	client, err := netip.ParseAddr(parts[2])
+	if len(parts[2]) != 2*hopNonceBytes {
+		return refuse("its nonce is not " + strconv.Itoa(2*hopNonceBytes) + " hex digits")
+	}
+	client, err := netip.ParseAddr(parts[3])
 	if err != nil {
 		return refuse("its client is not an address")
 	}
-	want := hopMAC(secret, unix, r.Method, r.URL.EscapedPath(), parts[2], parts[3])
-	if !hmac.Equal([]byte(want), []byte(parts[4])) {
+	want := hopMAC(secret, unix, r.Method, r.URL.EscapedPath(), parts[2], parts[3], parts[4])
+	if !hmac.Equal([]byte(want), []byte(parts[5])) {
 		return refuse("its signature does not match (the replicas must share one fleet secret)")
 	}
-	if d := now.Sub(time.Unix(unix, 0)); d > hopSkew || d < -hopSkew {
+	at := time.Unix(unix, 0)
+	if d := now.Sub(at); d > hopSkew || d < -hopSkew {
 		return refuse(fmt.Sprintf("its time is %s from this replica's clock, more than %s", d.Round(time.Second), hopSkew))
 	}
-	return client, nil
+	return verifiedHop{client: client, mac: want, at: at}, nil
+}
+
+// hopRefused is the 403 of a hop header that is not taken, for why.
+func hopRefused(op, why string) error {
+	return sandboxd.Errorf(sandboxd.CodeForbidden, op,
+		"%s header refused: %s; this header is for the replicas of a fleet alone, leave it out", hopHeader, why)
 }
 
 // hopKey is the context key of a verified hop's caller address.
@@ -108,12 +136,16 @@ func (s *Server) fleetHops(next http.Handler) http.Handler {
 		if s.Fleet != nil {
 			secret = s.Fleet.Secret
 		}
-		client, err := verifyHop(secret, time.Now(), value, r)
+		now := time.Now()
+		hop, err := verifyHop(secret, now, value, r)
+		if err == nil {
+			err = s.Fleet.seen().take(hop, now)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		r.Header.Del(hopHeader)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hopKey{}, client)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hopKey{}, hop.client)))
 	})
 }

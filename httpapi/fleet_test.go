@@ -207,19 +207,26 @@ func TestFleetHopIsNeverForwardedTwice(t *testing.T) {
 	}
 }
 
-// TestFleetHopRefusals: a hop header that does not verify is 403 and
-// runs nothing: a forged or altered signature, another path or method
-// than it signs, a stale time, a replica with no secret, garbage.
-func TestFleetHopRefusals(t *testing.T) {
-	reg := &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}
-	a := newFleetReplica(t, reg, "a")
-	status, _, body := sendPaid(t, "POST", a.ts.URL+"/v1/sessions", "", nil)
+// openCodePath opens a session on rp and returns the path of its calls.
+func openCodePath(t *testing.T, rp *replica) string {
+	t.Helper()
+	status, _, body := sendPaid(t, "POST", rp.ts.URL+"/v1/sessions", "", nil)
 	if status != http.StatusCreated {
 		t.Fatal(status, body)
 	}
 	var open SessionResponse
-	_ = json.Unmarshal([]byte(body), &open)
-	path := "/v1/sessions/" + open.SessionID + "/code"
+	if err := json.Unmarshal([]byte(body), &open); err != nil {
+		t.Fatal(err)
+	}
+	return "/v1/sessions/" + open.SessionID + "/code"
+}
+
+// TestFleetHopRefusals: a hop header that does not verify is 403 and
+// runs nothing: a forged or altered signature, another path or method
+// than it signs, a stale time, a replica with no secret, garbage.
+func TestFleetHopRefusals(t *testing.T) {
+	a := newFleetReplica(t, &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}, "a")
+	path := openCodePath(t, a)
 	client := netip.MustParseAddr("198.51.100.4")
 	now := time.Now()
 	cases := map[string]string{
@@ -228,7 +235,9 @@ func TestFleetHopRefusals(t *testing.T) {
 		"other method": signHop(testSecret, now, "DELETE", path, client, "b"),
 		"stale":        signHop(testSecret, now.Add(-2*hopSkew), "POST", path, client, "b"),
 		"future":       signHop(testSecret, now.Add(2*hopSkew), "POST", path, client, "b"),
-		"garbage":      "v1;;;;",
+		"garbage":      "v2;;;;;",
+		"version 1":    "v1;1;198.51.100.4;b;00",
+		"short nonce":  strings.Replace(signHop(testSecret, now, "POST", path, client, "b"), ";", ";;", 1),
 		"other client": strings.Replace(signHop(testSecret, now, "POST", path, client, "b"), "198.51.100.4", "198.51.100.5", 1),
 	}
 	for name, hop := range cases {
@@ -248,8 +257,8 @@ func TestFleetHopRefusals(t *testing.T) {
 	if _, err := verifyHop(testSecret, now, good, httptest.NewRequest("POST", path, nil)); err != nil {
 		t.Errorf("the good hop: %v", err)
 	}
-	if got, err := verifyHop(testSecret, now, good, httptest.NewRequest("POST", path, nil)); err != nil || got != client {
-		t.Errorf("the hop vouches for %v, %v; want %v", got, err, client)
+	if got, err := verifyHop(testSecret, now, good, httptest.NewRequest("POST", path, nil)); err != nil || got.client != client {
+		t.Errorf("the hop vouches for %v, %v; want %v", got.client, err, client)
 	}
 }
 
@@ -303,5 +312,38 @@ func TestFleetForwardKeepsOneCORSAnswer(t *testing.T) {
 	status, hdr, _ = sendPaid(t, "POST", b.ts.URL+"/v1/sessions/"+open.SessionID+"/code", `{"code":"1"}`, browser)
 	if status != http.StatusServiceUnavailable || len(hdr.Values("Access-Control-Allow-Origin")) != 1 {
 		t.Errorf("holder down: %d, Access-Control-Allow-Origin %q", status, hdr.Values("Access-Control-Allow-Origin"))
+	}
+}
+
+// TestFleetHopIsTakenOnce: a hop copied off the wire and sent again, to the
+// same replica, is a 403 and runs nothing, even while its time still
+// verifies; the replica forgets it once it could no longer verify.
+func TestFleetHopIsTakenOnce(t *testing.T) {
+	a := newFleetReplica(t, &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}, "a")
+	path := openCodePath(t, a)
+	hop := signHop(testSecret, time.Now(), "POST", path, netip.MustParseAddr("198.51.100.4"), "b")
+	pay := http.Header{hopHeader: {hop}, "Payment-Signature": {"signed-by-the-payer"}}
+	if status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, pay); status != http.StatusOK {
+		t.Fatalf("the hop, first: %d %s", status, body)
+	}
+	status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"2"}`, pay)
+	if status != http.StatusForbidden || !strings.Contains(body, "taken already") {
+		t.Errorf("the hop, again: %d %s", status, body)
+	}
+	if _, _, runs := a.engine.counts(); runs != 1 {
+		t.Errorf("a ran %d calls, want 1", runs)
+	}
+
+	var seen hopsSeen
+	now := time.Now()
+	v := verifiedHop{mac: "m", at: now}
+	if err := seen.take(v, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := seen.take(v, now.Add(hopSkew)); sandboxd.ErrorCode(err) != sandboxd.CodeForbidden {
+		t.Errorf("a replay within the skew: %v", err)
+	}
+	if err := seen.take(verifiedHop{mac: "n", at: now}, now.Add(hopSkew+2*time.Second)); err != nil || len(seen.macs) != 1 {
+		t.Errorf("after the skew: %v, %d remembered, want 1", err, len(seen.macs))
 	}
 }
