@@ -89,7 +89,7 @@ type pool struct {
 func newPool(d *Docker, least, most int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &pool{d: d, log: d.log.With("job", poolJob), now: time.Now, ctx: ctx, cancel: cancel,
-		sizer: newSizer(least, most)}
+		sizer: newSizer(least, most, fillConcurrencyMost)}
 }
 
 // targetLocked is how many containers the pool should hold now.

@@ -5,14 +5,23 @@ import (
 	"time"
 )
 
-// The sizing of the warm pool: enough containers starting to keep up with
-// the arrivals, and enough idle that the runs arriving at random (Poisson)
-// during one start find one idle but once in a thousand, between the
-// configured least and most.
+// The sizing of the warm pool: enough containers, idle and starting, that
+// the runs arriving at random (Poisson) find one idle but once in a
+// thousand, between the configured least and most. Every run taken leaves
+// a refill owed, and at most the cores' worth of refills start at once
+// (fillConcurrencyMost), each taking the measured start latency: the refills
+// owed are the customers of an M/M/c queue with c the starts at once. A run
+// finds the pool empty when the refills owed reach the pool's size, so the
+// size is that queue's length that is reached but once in a thousand
+// (queueDepth). A Poisson count of the arrivals during one start, the
+// earlier model, leaves out that a burst's refills queue behind each other
+// for the few start slots: it sized 5 at 40 % of the ceiling on two cores,
+// where runs still waited for starts, and 10 took the waits away (issue 28,
+// BENCHMARKS.md).
 const (
-	// poolMissRate is how often the arrivals during one start may exceed
-	// the idle depth: a run that finds the pool empty waits for a start
-	// in flight, the slowest 1 % of the answers under load (issue 28).
+	// poolMissRate is how often a run may find the pool empty: it then
+	// waits for a start in flight, the slowest 1 % of the answers under
+	// load (issue 28).
 	poolMissRate = 0.001
 	// poolRateWindow is the time constant of the arrival rate's moving
 	// average: a burst raises the pool within a second or two, and an idle
@@ -35,7 +44,9 @@ const (
 // caller, so tests drive it with a clock of their own.
 type sizer struct {
 	least, most int
-	window      time.Duration
+	// servers is how many starts run at once at most.
+	servers int
+	window  time.Duration
 	// rate and fast are the arrival rate (a second) at last, decaying
 	// since, over window and over poolRiseWindow.
 	rate, fast float64
@@ -45,9 +56,11 @@ type sizer struct {
 }
 
 // newSizer returns a sizer between least and most containers (most below
-// least means a fixed size).
-func newSizer(least, most int) *sizer {
-	return &sizer{least: least, most: max(least, most), window: poolRateWindow, latency: poolFirstLatency}
+// least means a fixed size), for a pool that runs up to servers starts at
+// once.
+func newSizer(least, most, servers int) *sizer {
+	return &sizer{least: least, most: max(least, most), servers: max(servers, 1), window: poolRateWindow,
+		latency: poolFirstLatency}
 }
 
 // arrive counts a run arriving at now.
@@ -89,30 +102,50 @@ func (s *sizer) inFlight(now time.Time) int {
 }
 
 // target is how many containers the pool should hold (idle and starting)
-// at now, between least and most: an idle depth the arrivals during one
-// start exceed less than poolMissRate of the time (poissonDepth), and the
-// starts in flight on average that replace the taken (the arrivals during
-// one start, rounded down: below one, the idle depth covers them; rounded
-// up, a pool that has idled would keep one more than its least for good).
+// at now, between least and most: the refills owed that the arrivals at
+// the current rate reach less than poolMissRate of the time (queueDepth).
 func (s *sizer) target(now time.Time) int {
-	expected := s.rateAt(now) * s.latency.Seconds()
-	want := math.Floor(expected) + float64(poissonDepth(expected, poolMissRate))
-	return int(min(max(want, float64(s.least)), float64(s.most)))
+	want := queueDepth(s.rateAt(now)*s.latency.Seconds(), s.servers, poolMissRate)
+	return min(max(want, s.least), s.most)
 }
 
-// poissonDepth is the least k such that a Poisson count of mean expected
-// exceeds k with a probability below miss: the idle containers that cover
-// the arrivals during one start but that often.
-func poissonDepth(expected, miss float64) int {
-	if expected <= 0 {
+// queueDepth is the least k such that an M/M/c queue of c servers and an
+// offered load of a (arrival rate × service time) holds k or more with a
+// probability below miss; a load the servers cannot carry (a ≥ c) needs
+// every container it may have, and is maxDepth.
+func queueDepth(a float64, c int, miss float64) int {
+	const maxDepth = 1 << 16
+	if a <= 0 {
 		return 0
 	}
-	p := math.Exp(-expected) // P(N = k)
-	cdf, k := p, 0
-	for 1-cdf >= miss && k < 1000 {
-		k++
-		p *= expected / float64(k)
-		cdf += p
+	rho := a / float64(c)
+	if rho >= 1 {
+		return maxDepth
 	}
-	return k
+	// terms[n] is P(N = n) / P(N = 0), for n < c; from c on they fall by
+	// rho a customer.
+	term, sum := 1.0, 1.0
+	terms := []float64{1}
+	for n := 1; n < c; n++ {
+		term *= a / float64(n)
+		terms = append(terms, term)
+		sum += term
+	}
+	atC := term * a / float64(c) // P(N = c) / P(N = 0)
+	sum += atC / (1 - rho)
+	// P(N >= k) for k >= c is atC/(1-rho) * rho^(k-c) / sum.
+	tail := 1.0
+	for k := 0; k < c; k++ {
+		if tail < miss {
+			return k
+		}
+		tail -= terms[k] / sum
+	}
+	for k := c; k < maxDepth; k++ {
+		if tail < miss {
+			return k
+		}
+		tail *= rho
+	}
+	return maxDepth
 }

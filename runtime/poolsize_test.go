@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"math"
 	"testing"
 	"time"
 )
@@ -26,7 +25,7 @@ func startsTaking(s *sizer, n int, latency time.Duration) {
 }
 
 func TestSizerSparseCallsKeepTheLeast(t *testing.T) {
-	s := newSizer(4, 16)
+	s := newSizer(4, 16, 2)
 	t0 := time.Unix(1000, 0)
 	if got := s.target(t0); got != 4 {
 		t.Errorf("target before any arrival = %d, want 4", got)
@@ -43,23 +42,24 @@ func TestSizerFollowsRateTimesLatency(t *testing.T) {
 		name     string
 		gap      time.Duration
 		latency  time.Duration
+		servers  int
 		min, max int
 	}{
-		// 10 a second, 300 ms a start: 3 arrive during a start on
-		// average, so 3 starting, and 9 or 10 idle, which 3 a start
-		// (Poisson) exceed once in a thousand.
-		{"10/s at 300 ms", 100 * time.Millisecond, 300 * time.Millisecond, 12, 14},
-		// 20 a second, 200 ms: 4 starting, 10 or 11 idle.
-		{"20/s at 200 ms", 50 * time.Millisecond, 200 * time.Millisecond, 14, 16},
-		// 100 a second: far past the most.
-		{"100/s at 300 ms", 10 * time.Millisecond, 300 * time.Millisecond, 16, 16},
-		// Fast starts need few: half an arrival a start, none counted
-		// starting, 4 idle.
-		{"10/s at 50 ms", 100 * time.Millisecond, 50 * time.Millisecond, 4, 5},
+		// 3 a second, 300 ms a start, two at once: 0.9 refills owed
+		// on average, and 10 owed but once in a thousand (M/M/2).
+		{"3/s at 300 ms, 2 at once", 333 * time.Millisecond, 300 * time.Millisecond, 2, 9, 11},
+		// 10 a second, 300 ms a start, four at once: 26, past the most.
+		{"10/s at 300 ms, 4 at once", 100 * time.Millisecond, 300 * time.Millisecond, 4, 16, 16},
+		// 20 a second, 200 ms a start, eight at once: 14.
+		{"20/s at 200 ms, 8 at once", 50 * time.Millisecond, 200 * time.Millisecond, 8, 13, 15},
+		// More than the starts at once can carry: every container.
+		{"10/s at 300 ms, 2 at once", 100 * time.Millisecond, 300 * time.Millisecond, 2, 16, 16},
+		// Fast starts need few: the least.
+		{"10/s at 20 ms, 2 at once", 100 * time.Millisecond, 20 * time.Millisecond, 2, 4, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSizer(2, 16)
+			s := newSizer(4, 16, tt.servers)
 			startsTaking(s, 100, tt.latency)
 			last := arrivals(s, time.Unix(1000, 0), tt.gap, time.Minute)
 			got := s.target(last.Add(tt.gap / 2))
@@ -71,7 +71,7 @@ func TestSizerFollowsRateTimesLatency(t *testing.T) {
 }
 
 func TestSizerGrowsOnABurstAndShrinksWhenIdle(t *testing.T) {
-	s := newSizer(1, 12)
+	s := newSizer(1, 12, 2)
 	startsTaking(s, 100, 400*time.Millisecond)
 	t0 := time.Unix(1000, 0)
 	// 40 calls within 2 s.
@@ -94,7 +94,7 @@ func TestSizerGrowsOnABurstAndShrinksWhenIdle(t *testing.T) {
 }
 
 func TestSizerFixedWhenMostIsBelowLeast(t *testing.T) {
-	s := newSizer(3, 0)
+	s := newSizer(3, 0, 2)
 	startsTaking(s, 10, time.Second)
 	last := arrivals(s, time.Unix(1000, 0), 10*time.Millisecond, 10*time.Second)
 	if got := s.target(last); got != 3 {
@@ -103,7 +103,7 @@ func TestSizerFixedWhenMostIsBelowLeast(t *testing.T) {
 }
 
 func TestSizerLatencyFollowsStarts(t *testing.T) {
-	s := newSizer(1, 8)
+	s := newSizer(1, 8, 2)
 	if s.latency != poolFirstLatency {
 		t.Fatalf("first latency = %s, want %s", s.latency, poolFirstLatency)
 	}
@@ -114,7 +114,7 @@ func TestSizerLatencyFollowsStarts(t *testing.T) {
 }
 
 func TestSizerStartsInFlightKeepUpWithArrivals(t *testing.T) {
-	s := newSizer(4, 16)
+	s := newSizer(4, 16, 2)
 	startsTaking(s, 100, 600*time.Millisecond)
 	last := arrivals(s, time.Unix(1000, 0), 100*time.Millisecond, time.Minute)
 	// 10 a second, 600 ms a start: 6 must be under way at once.
@@ -126,33 +126,47 @@ func TestSizerStartsInFlightKeepUpWithArrivals(t *testing.T) {
 	}
 }
 
-// TestPoissonDepthCoversBurstsButOnceInAThousand: the idle depth is the
-// least that the arrivals during one start (a Poisson count) exceed less
-// than 0.1 % of the time, checked against the distribution summed apart.
-func TestPoissonDepthCoversBurstsButOnceInAThousand(t *testing.T) {
-	// over is P(N > k) for a Poisson N of mean m.
-	over := func(m float64, k int) float64 {
-		cdf := 0.0
-		for i := 0; i <= k; i++ {
-			lg, _ := math.Lgamma(float64(i + 1))
-			cdf += math.Exp(float64(i)*math.Log(m) - m - lg)
+// TestQueueDepthIsReachedButOnceInAThousand: the pool's size is the least
+// number of refills owed that an M/M/c queue reaches less than 0.1 % of
+// the time, checked against the queue's distribution found apart, from its
+// balance equations over a long truncated chain.
+func TestQueueDepthIsReachedButOnceInAThousand(t *testing.T) {
+	// atLeast is P(N >= k) for the M/M/c queue of load a.
+	atLeast := func(a float64, c, k int) float64 {
+		p := []float64{1}
+		for n := 1; n < 4000; n++ {
+			p = append(p, p[n-1]*a/float64(min(n, c)))
 		}
-		return 1 - cdf
+		sum, tail := 0.0, 0.0
+		for n, v := range p {
+			sum += v
+			if n >= k {
+				tail += v
+			}
+		}
+		return tail / sum
 	}
-	if got := poissonDepth(0, poolMissRate); got != 0 {
+	if got := queueDepth(0, 2, poolMissRate); got != 0 {
 		t.Errorf("depth with no arrivals = %d, want 0", got)
 	}
-	for _, m := range []float64{0.05, 0.5, 0.8, 1, 1.2, 2, 3, 6} {
-		k := poissonDepth(m, poolMissRate)
-		if over(m, k) >= poolMissRate || (k > 0 && over(m, k-1) < poolMissRate) {
-			t.Errorf("depth for %.2f arrivals a start = %d: P(N > %d) = %.5f, P(N > %d) = %.5f; want the least k below %v",
-				m, k, k, over(m, k), k-1, over(m, k-1), poolMissRate)
+	for _, c := range []int{1, 2, 4, 8} {
+		for _, rho := range []float64{0.01, 0.2, 0.45, 0.7, 0.9} {
+			a := rho * float64(c)
+			k := queueDepth(a, c, poolMissRate)
+			if atLeast(a, c, k) >= poolMissRate || (k > 0 && atLeast(a, c, k-1) < poolMissRate) {
+				t.Errorf("depth for load %.2f on %d = %d: P(N >= %d) = %.5f, P(N >= %d) = %.5f; want the least k below %v",
+					a, c, k, k, atLeast(a, c, k), k-1, atLeast(a, c, k-1), poolMissRate)
+			}
 		}
 	}
-	// At 40 % of a 7 cycles/s ceiling with 300 ms starts (0.84 a start),
-	// 5 idle; 4 would be exceeded 0.11 % of the time.
-	if got := poissonDepth(0.84, poolMissRate); got != 5 {
-		t.Errorf("depth for 0.84 arrivals a start = %d, want 5", got)
+	// At 40 % of a 7.5 cycles/s ceiling with 300 ms starts, two at once
+	// (0.9 owed on average): 10. The Poisson count of one start's
+	// arrivals said 5, and runs waited for starts.
+	if got := queueDepth(0.9, 2, poolMissRate); got != 10 {
+		t.Errorf("depth for 0.9 on 2 = %d, want 10", got)
+	}
+	if got := queueDepth(2, 2, poolMissRate); got < 1<<10 {
+		t.Errorf("depth for a load the starts cannot carry = %d, want every container", got)
 	}
 }
 
@@ -161,7 +175,7 @@ func TestPoissonDepthCoversBurstsButOnceInAThousand(t *testing.T) {
 // pool grows before a burst drains it; a lull then lowers it only over the
 // slow window.
 func TestSizerRisesWithinASecond(t *testing.T) {
-	s := newSizer(4, 16)
+	s := newSizer(4, 16, 2)
 	t0 := time.Unix(1000, 0)
 	s.arrive(t0)
 	last := arrivals(s, t0.Add(time.Minute), 200*time.Millisecond, time.Second)
