@@ -72,10 +72,13 @@ type options struct {
 	// arrivals is the length of each Poisson phase of the tail, in
 	// arrivals; tailOnly runs only what the tail's targets need; compare,
 	// when set, is a second binary whose Poisson phases run right after
-	// binary's, for an A/B in one run.
-	arrivals int
-	tailOnly bool
-	compare  string
+	// binary's, for an A/B in one run; stepWindow is the start of each
+	// Poisson phase, from an idle service to the load, reported apart from
+	// the steady arrivals counted after it.
+	arrivals   int
+	stepWindow time.Duration
+	tailOnly   bool
+	compare    string
 	// fleetOnly runs only the fleet phase, fleetCalls calls each way.
 	fleetOnly  bool
 	fleetCalls int
@@ -92,6 +95,7 @@ func main() {
 	flag.DurationVar(&o.window, "window", 20*time.Second, "length of the saturation run")
 	flag.DurationVar(&o.poisson, "poisson-window", 30*time.Second, "length of the sessions phase's Poisson load")
 	flag.IntVar(&o.arrivals, "poisson-arrivals", 400, "arrivals of each Poisson phase of the tail (40 % and 60 % of the ceiling)")
+	flag.DurationVar(&o.stepWindow, "poisson-step", 10*time.Second, "the first seconds of each Poisson phase of the tail, from an idle service, reported apart and not counted in its figures (0: none)")
 	flag.BoolVar(&o.tailOnly, "tail-only", false, "run only the tail's phases: ceiling, docker run, sparse, saturation, Poisson at 40 % and 60 %")
 	flag.StringVar(&o.compare, "compare", "", "a second sandboxd binary, run in each Poisson phase right after -binary (A/B)")
 	flag.IntVar(&o.conc, "concurrency", 8, "callers of the ceiling, saturation and kills runs")
@@ -116,12 +120,15 @@ func main() {
 // report collects every figure for the final table.
 type report struct {
 	// ceiling and ceilingNet are engine cycles a second, with
-	// NetworkDisabled as the service sets it and with it off.
-	ceiling, ceilingNet float64
-	dockerRun           latencies
-	sparse              phase
-	saturation          phase
-	cpu                 cpuSplit
+	// NetworkDisabled as the service sets it and with it off. ceiling is
+	// the mean of ceilingBefore (the run's first phase, beside ceilingNet)
+	// and ceilingAfter (right after saturation).
+	ceiling, ceilingNet         float64
+	ceilingBefore, ceilingAfter float64
+	dockerRun                   latencies
+	sparse                      phase
+	saturation                  phase
+	cpu                         cpuSplit
 	// poisson holds, for each of tailShares, the Poisson phase of each
 	// binary measured (-binary, then -compare).
 	poisson  [][]phase

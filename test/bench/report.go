@@ -14,7 +14,7 @@ func printReport(w io.Writer, o options, r report) {
 	fmt.Fprintf(w, "## make bench, %s\n\n", machine())
 	tailTable(w, o, r)
 	row := newTable(w)
-	ab := r.ceiling / r.ceilingNet
+	ab := r.ceilingBefore / r.ceilingNet
 	row("engine ceiling, NetworkDisabled off", fmt.Sprintf("%.1f cycles/s (A/B: %.2f×)", r.ceilingNet, ab), "ceiling ≥ 1.8× this", ab >= 1.8)
 	base, seq := r.dockerRun.pct(50), r.sparse.latency.pct(50)
 	row("service, sparse sequential (issue 9)", fmt.Sprintf("p50 %.1f ms, %.0f× faster than `docker run --rm`", ms(seq), float64(base)/float64(max(seq, 1))),
@@ -32,12 +32,13 @@ func printReport(w io.Writer, o options, r report) {
 func tailTable(w io.Writer, o options, r report) {
 	fmt.Fprintf(w, "Command: `%s`. Program: `print('hello')` through `POST /v1/code`, the service in free mode with its default "+
 		"configuration (runc, pool_size 4, pool_max 16, max_concurrency 8). Ceiling: create+start+wait+remove "+
-		"of the service's own container spec, %d at once, %v. Saturation: %d callers, closed loop, %v. "+
-		"Poisson: open loop, %d arrivals each. Sparse: one call every %v; baseline `docker run --rm %s python3 -c 'print(1)'` "+
+		"of the service's own container spec, %d at once, %v, before and after saturation (the mean is the reference). Saturation: %d callers, closed loop, %v. "+
+		"Poisson: open loop, %d arrivals each, counted after the load's first %v from an idle service (reported apart); the pool's counts include them. Sparse: one call every %v; baseline `docker run --rm %s python3 -c 'print(1)'` "+
 		"at the same pace. Load is the host's 1-minute load average at the end of each phase.\n\n",
-		command(), o.conc, o.ceiling, o.conc, o.window, o.arrivals, o.gap, o.image)
+		command(), o.conc, o.ceiling, o.conc, o.window, o.arrivals, o.stepWindow, o.gap, o.image)
 	row := newTable(w)
-	row("engine ceiling (NetworkDisabled, as the service)", fmt.Sprintf("%.1f cycles/s", r.ceiling), "", true)
+	row("engine ceiling (NetworkDisabled, as the service)", fmt.Sprintf("%.1f cycles/s, the mean of %.1f before saturation and %.1f right after",
+		r.ceiling, r.ceilingBefore, r.ceilingAfter), "", true)
 	sat := r.saturation.perSec / r.ceiling
 	row(fmt.Sprintf("saturation, %d callers", o.conc), fmt.Sprintf("%.1f answers/s = %.2f× ceiling, %d failed%s, idle warm container found %.0f %%; load %s",
 		r.saturation.perSec, sat, r.saturation.failures(), failures(r.saturation.failed), 100*r.saturation.hitRatio(), r.saturation.load),
@@ -46,6 +47,9 @@ func tailTable(w io.Writer, o options, r report) {
 	for i, share := range tailShares {
 		for j, p := range r.poisson[i] {
 			poissonRow(row, share.pct, p, r.ceiling*share.pct, share.p50, share.p99, sparse, binaryName(o, j))
+			if p.step != nil {
+				stepRow(row, share.pct, *p.step, o.stepWindow, binaryName(o, j))
+			}
 		}
 	}
 	base := r.dockerRun.pct(50)
@@ -77,12 +81,7 @@ func binaryName(o options, j int) string {
 // poissonRow writes the row of one Poisson run against its targets (0: none).
 func poissonRow(row func(what, figure, target string, ok bool), share float64, p phase, rate, p50, p99 float64, sparse time.Duration, bin string) {
 	l := p.latency
-	var over int
-	for _, d := range l {
-		if d > 100*time.Millisecond {
-			over++
-		}
-	}
+	over := overMs(l, 100)
 	var targets []string
 	ok := p.ok > 0 && p.failures() == 0
 	if p50 > 0 {
@@ -97,6 +96,27 @@ func poissonRow(row func(what, figure, target string, ok bool), share float64, p
 			ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)), float64(l.pct(99))/float64(max(sparse, 1)), ms(l.pct(100)), over,
 			p.ok, p.failures(), failures(p.failed), 100*p.hitRatio(), p.waits, p.misses, p.inFlight, p.load),
 		strings.Join(targets, ", "), ok)
+}
+
+// stepRow writes the row of a Poisson phase's first seconds, from an idle
+// service to the load: no target, as they are not the steady tail.
+func stepRow(row func(what, figure, target string, ok bool), share float64, p phase, step time.Duration, bin string) {
+	l := p.latency
+	row(fmt.Sprintf("… its first %v from an idle service, before the arrivals above%s", step, bin),
+		fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d over 100 ms; %d answers, %d failed%s",
+			ms(l.pct(50)), ms(l.pct(99)), ms(l.pct(100)), overMs(l, 100), p.ok, p.failures(), failures(p.failed)),
+		"(not counted)", p.failures() == 0)
+}
+
+// overMs counts the latencies over n ms.
+func overMs(l latencies, n int) int {
+	var over int
+	for _, d := range l {
+		if d > time.Duration(n)*time.Millisecond {
+			over++
+		}
+	}
+	return over
 }
 
 // slowTable writes where the slowest 1 % of a phase's answers spent their

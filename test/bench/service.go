@@ -18,8 +18,9 @@ import (
 // hello is the program of every call but the kills phase's.
 const hello = "print('hello')"
 
-// poolLine is the service's log line with the pool's counts at close.
-var poolLine = regexp.MustCompile(`msg="pool closing".* hits=(\d+) waits=(\d+) misses=(\d+)`)
+// poolLine is the service's log line with the python pool's counts at
+// close (the data pool logs its own zeros, before or after it).
+var poolLine = regexp.MustCompile(`msg="pool closing".* environment=python .*hits=(\d+) waits=(\d+) misses=(\d+)`)
 
 // phase is what one load run of the service gave.
 type phase struct {
@@ -40,6 +41,10 @@ type phase struct {
 	samples []sample
 	// load is the host's load average (1 min) at the phase's end.
 	load string
+	// step, in a Poisson phase of the tail, is the load's first seconds
+	// from an idle service (the pool at its least), before the arrivals
+	// counted here; nil when there was none.
+	step *phase
 }
 
 // failures counts the failed calls.
