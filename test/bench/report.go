@@ -48,7 +48,7 @@ func tailTable(w io.Writer, o options, r report) {
 		for j, p := range r.poisson[i] {
 			poissonRow(row, share.pct, p, r.ceiling*share.pct, share.p50, share.p99, sparse, binaryName(o, j))
 			if p.step != nil {
-				stepRow(row, share.pct, *p.step, o.stepWindow, binaryName(o, j))
+				stepRow(row, *p.step, o.stepWindow, binaryName(o, j))
 			}
 		}
 	}
@@ -100,7 +100,7 @@ func poissonRow(row func(what, figure, target string, ok bool), share float64, p
 
 // stepRow writes the row of a Poisson phase's first seconds, from an idle
 // service to the load: no target, as they are not the steady tail.
-func stepRow(row func(what, figure, target string, ok bool), share float64, p phase, step time.Duration, bin string) {
+func stepRow(row func(what, figure, target string, ok bool), p phase, step time.Duration, bin string) {
 	l := p.latency
 	row(fmt.Sprintf("… its first %v from an idle service, before the arrivals above%s", step, bin),
 		fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d over 100 ms; %d answers, %d failed%s",
