@@ -45,6 +45,9 @@ type dataReport struct {
 	// own container spec, its runner's preload included; ceilingBare the
 	// same without the preload: the engine's own limit with this image.
 	ceiling, ceilingBare float64
+	// ceilingRuns is the ceiling's run with the preload, its CPU beside
+	// saturation's.
+	ceilingRuns []ceilingRun
 	// dockerRun is pandasVersion in a fresh `docker run --rm` of the data
 	// image; warm is the same through the runtime, its pool warm.
 	dockerRun, warm latencies
@@ -101,13 +104,16 @@ func measureData(ctx context.Context, o *options) (dataReport, error) {
 	progress("data: engine ceiling, the data spec with and without its preload, concurrency %d, %v each", o.conc, o.ceiling)
 	ceil := cfg
 	ceil.Instance = "bench-data-ceiling" // its own: serviceSpec reaps its instance
-	if r.ceiling, err = measureCeiling(ctx, ceil, o.conc, o.ceiling, nil); err != nil {
+	withPreload, err := measureCeiling(ctx, ceil, o.conc, o.ceiling, nil)
+	if err != nil {
 		return r, err
 	}
 	noPreload := func(c *container.Config) { c.Env = append(c.Env, preloadEnv+"=") }
-	if r.ceilingBare, err = measureCeiling(ctx, ceil, o.conc, o.ceiling, noPreload); err != nil {
+	bare, err := measureCeiling(ctx, ceil, o.conc, o.ceiling, noPreload)
+	if err != nil {
 		return r, err
 	}
+	r.ceiling, r.ceilingBare, r.ceilingRuns = withPreload.perSec, bare.perSec, []ceilingRun{withPreload}
 	progress("data: saturation, %d callers, %v, with CPU accounting (profile the host now)", o.conc, o.window)
 	acc := startCPU()
 	r.saturation = closedLoopRuns(ctx, d, o.conc, o.window, pandasVersion, r.version+"\n")

@@ -39,5 +39,5 @@ func dataTable(w io.Writer, o options, r dataReport) {
 		ms(r.saturation.latency.pct(50)), ms(r.saturation.latency.pct(99))),
 		"≥ 0.9× ceiling, 0 failed (python's target)", sat >= 0.9 && r.saturation.failures() == 0)
 	fmt.Fprintln(w)
-	cpuTable(w, r.cpu, r.saturation.ok)
+	cpuTable(w, r.cpu, r.saturation.ok, r.ceilingRuns)
 }

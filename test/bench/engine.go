@@ -49,38 +49,76 @@ func benchConfig(image string) runtime.Config {
 	}
 }
 
+// ceilingRun is one run of the engine's ceiling: its cycles, their rate,
+// and the host's CPU over the cycling (the spec's setup left out).
+type ceilingRun struct {
+	perSec  float64
+	cycles  int64
+	elapsed time.Duration
+	cpu     cpuSplit
+}
+
 // measureCeiling counts create+start+wait+remove cycles a second through
 // the Engine API with conc at once: the most containers the engine gives
 // the service. The container is the one a runner of cfg starts
 // (serviceSpec), without stdin, so its runner finds no program and exits
 // (after its preload, in the data image); tweak, when set, changes its
-// configuration first (the A/B of NetworkDisabled, the preload off).
-func measureCeiling(ctx context.Context, cfg runtime.Config, conc int, window time.Duration, tweak func(*container.Config)) (float64, error) {
+// configuration first (the A/B of NetworkDisabled, the preload off). The
+// host's CPU is accounted over the cycles, so that saturation's CPU per
+// answer has the engine's own per cycle beside it.
+func measureCeiling(ctx context.Context, cfg runtime.Config, conc int, window time.Duration, tweak func(*container.Config)) (ceilingRun, error) {
+	c, err := newCycler(ctx, cfg)
+	if err != nil {
+		return ceilingRun{}, err
+	}
+	defer c.close()
+	return c.run(ctx, conc, window, tweak)
+}
+
+// cycler runs engine cycles of the service's container spec, taken once.
+type cycler struct {
+	cli  *client.Client
+	spec container.InspectResponse
+}
+
+// newCycler connects to the engine and takes the spec a runner of cfg
+// gives its containers (serviceSpec).
+func newCycler(ctx context.Context, cfg runtime.Config) (*cycler, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer cli.Close()
 	spec, err := serviceSpec(ctx, cli, cfg)
 	if err != nil {
-		return 0, fmt.Errorf("the service's container spec: %w", err)
+		cli.Close()
+		return nil, fmt.Errorf("the service's container spec: %w", err)
 	}
+	return &cycler{cli: cli, spec: spec}, nil
+}
+
+func (c *cycler) close() { c.cli.Close() }
+
+// run keeps conc cycles going for the window (tweak as in measureCeiling),
+// accounting the host's CPU over them; the first failed cycle ends it.
+func (c *cycler) run(ctx context.Context, conc int, window time.Duration, tweak func(*container.Config)) (ceilingRun, error) {
 	var done atomic.Int64
 	var firstErr error
 	var once sync.Once
+	acc := startCPU()
 	start := time.Now()
 	load.Closed(ctx, conc, window, func() bool {
-		if err := cycle(ctx, cli, spec, tweak); err != nil {
+		if err := cycle(ctx, c.cli, c.spec, tweak); err != nil {
 			once.Do(func() { firstErr = err })
 			return false
 		}
 		done.Add(1)
 		return true
 	})
+	elapsed, split := time.Since(start), acc.stop()
 	if firstErr != nil {
-		return 0, firstErr
+		return ceilingRun{}, firstErr
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	return ceilingRun{perSec: float64(done.Load()) / elapsed.Seconds(), cycles: done.Load(), elapsed: elapsed, cpu: split}, nil
 }
 
 // serviceSpec is the container configuration the service gives a run:

@@ -13,10 +13,13 @@
 //     phases (Server-Timing) the slowest 1 % spent their time in; with
 //     -compare, the same for a second binary right after, for an A/B;
 //     -tail-only runs just these and what they compare with;
+//   - saturation interleaved with the ceiling: rounds of a 5 s slice of
+//     each, in turns, so both see the same minutes of the machine;
 //   - sparse sequential calls against `docker run --rm`;
 //   - host CPU per answer at saturation (/proc/stat), split by process
 //     (/proc/<pid>/stat for those alive, process accounting for those that
-//     ended during the window);
+//     ended during the window), beside the ceiling's CPU per cycle, and
+//     the hypervisor's steal apart;
 //   - kills under load (issue 16): deadline kills, output-cap kills, memory
 //     bombs and hello worlds, 8 at once with a CPU hog beside, pool on and
 //     off, each against its promised answer time from the program's start
@@ -79,6 +82,11 @@ type options struct {
 	stepWindow time.Duration
 	tailOnly   bool
 	compare    string
+	// interleaveRounds rounds of an interleaveSlice of saturation and one
+	// of the ceiling measure saturation in the same minutes as its
+	// ceiling (interleave.go); 0 rounds: not measured.
+	interleaveRounds int
+	interleaveSlice  time.Duration
 	// fleetOnly runs only the fleet phase, fleetCalls calls each way.
 	fleetOnly  bool
 	fleetCalls int
@@ -95,6 +103,8 @@ func main() {
 	flag.DurationVar(&o.window, "window", 20*time.Second, "length of the saturation run")
 	flag.DurationVar(&o.poisson, "poisson-window", 30*time.Second, "length of the sessions phase's Poisson load")
 	flag.IntVar(&o.arrivals, "poisson-arrivals", 400, "arrivals of each Poisson phase of the tail (40 % and 60 % of the ceiling)")
+	flag.IntVar(&o.interleaveRounds, "interleave-rounds", 4, "rounds of saturation interleaved with the ceiling, after the tail's Poisson phases (0: none)")
+	flag.DurationVar(&o.interleaveSlice, "interleave-slice", 5*time.Second, "length of each slice of the interleaved saturation, the service's and the engine's")
 	flag.DurationVar(&o.stepWindow, "poisson-step", 10*time.Second, "the first seconds of each Poisson phase of the tail, from an idle service, reported apart and not counted in its figures (0: none)")
 	flag.BoolVar(&o.tailOnly, "tail-only", false, "run only the tail's phases: ceiling, docker run, sparse, saturation, Poisson at 40 % and 60 %")
 	flag.StringVar(&o.compare, "compare", "", "a second sandboxd binary, run in each Poisson phase right after -binary (A/B)")
@@ -125,10 +135,15 @@ type report struct {
 	// and ceilingAfter (right after saturation).
 	ceiling, ceilingNet         float64
 	ceilingBefore, ceilingAfter float64
-	dockerRun                   latencies
-	sparse                      phase
-	saturation                  phase
-	cpu                         cpuSplit
+	// ceilingRuns are the runs before and after saturation, whose CPU per
+	// cycle the CPU table sets beside saturation's per answer.
+	ceilingRuns []ceilingRun
+	dockerRun   latencies
+	sparse      phase
+	saturation  phase
+	cpu         cpuSplit
+	// interleaved is saturation taken in turns with the ceiling.
+	interleaved interleaved
 	// poisson holds, for each of tailShares, the Poisson phase of each
 	// binary measured (-binary, then -compare).
 	poisson  [][]phase
@@ -149,7 +164,11 @@ func run(ctx context.Context, o *options) error {
 			func(w io.Writer) { dataTable(w, *o, r.data) })
 	case o.tailOnly:
 		return runOnly("tail", func() error { return measureTail(ctx, o, &r, true) },
-			func(w io.Writer) { tailTable(w, *o, r) })
+			func(w io.Writer) {
+				tailTable(w, *o, r)
+				fmt.Fprintln(w)
+				cpuTable(w, r.cpu, r.saturation.ok, r.ceilingRuns)
+			})
 	case o.fleetOnly:
 		var fr fleetReport
 		return runOnly("fleet", func() (err error) { fr, err = measureFleet(ctx, o, o.fleetCalls); return err },

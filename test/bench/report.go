@@ -20,7 +20,7 @@ func printReport(w io.Writer, o options, r report) {
 	row("service, sparse sequential (issue 9)", fmt.Sprintf("p50 %.1f ms, %.0f× faster than `docker run --rm`", ms(seq), float64(base)/float64(max(seq, 1))),
 		"p50 ≤ 6 ms, ≥ 40× `docker run --rm`", seq > 0 && seq <= 6*time.Millisecond && float64(base) >= 40*float64(seq) && r.sparse.failures() == 0)
 	fmt.Fprintln(w)
-	cpuTable(w, r.cpu, r.saturation.ok)
+	cpuTable(w, r.cpu, r.saturation.ok, r.ceilingRuns)
 	killsTable(w, o, r.kills)
 	dataTable(w, o, r.data)
 	sessionsTable(w, o, r.sessions)
@@ -43,6 +43,12 @@ func tailTable(w io.Writer, o options, r report) {
 	row(fmt.Sprintf("saturation, %d callers", o.conc), fmt.Sprintf("%.1f answers/s = %.2f× ceiling, %d failed%s, idle warm container found %.0f %%; load %s",
 		r.saturation.perSec, sat, r.saturation.failures(), failures(r.saturation.failed), 100*r.saturation.hitRatio(), r.saturation.load),
 		"≥ 0.9× ceiling, 0 failed", sat >= 0.9 && r.saturation.failures() == 0)
+	if iv := r.interleaved; len(iv.service) > 0 {
+		row(fmt.Sprintf("saturation interleaved with the ceiling, %d rounds of %v each", len(iv.service), o.interleaveSlice),
+			fmt.Sprintf("%.2f×, not counting the %d answers that took containers started before their slice (answers/s : cycles/s by round: %s), %d failed",
+				iv.ratio(), iv.drawnTotal(), iv.rounds(), iv.failures()),
+			"≥ 0.9× ceiling, 0 failed", iv.ratio() >= 0.9 && iv.failures() == 0)
+	}
 	sparse := r.sparse.latency.pct(50)
 	for i, share := range tailShares {
 		for j, p := range r.poisson[i] {
@@ -179,25 +185,55 @@ func phaseOf(sm sample, ph string) (time.Duration, bool) {
 	return sm.wall - in, true
 }
 
-// cpuTable writes the host's CPU per answer at saturation, by process.
-func cpuTable(w io.Writer, c cpuSplit, answers int64) {
+// cpuTable writes the host's CPU per answer at saturation, by process,
+// beside the engine's own per cycle over the ceiling's runs (when given):
+// what an answer costs beyond a bare create+start+wait+remove.
+func cpuTable(w io.Writer, c cpuSplit, answers int64, ceiling []ceilingRun) {
 	if answers == 0 {
 		return
 	}
 	per := func(d time.Duration) float64 { return ms(d) / float64(answers) }
-	fmt.Fprintf(w, "Host CPU at saturation: %.1f ms of CPU per answer (%.1f CPU-s over %d answers, /proc/stat).",
-		per(c.host), c.host.Seconds(), answers)
+	var cycles int64
+	eng := cpuSplit{groups: map[string]time.Duration{}, ended: map[string]int{}}
+	for _, cr := range ceiling {
+		cycles += cr.cycles
+		eng.host += cr.cpu.host
+		for g, d := range cr.cpu.groups {
+			eng.groups[g] += d
+		}
+		for g, n := range cr.cpu.ended {
+			eng.ended[g] += n
+		}
+	}
+	perCycle := func(d time.Duration) string {
+		if cycles == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", ms(d)/float64(cycles))
+	}
+	endedPerCycle := func(n int) string {
+		if cycles == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", float64(n)/float64(cycles))
+	}
+	fmt.Fprintf(w, "Host CPU at saturation: %.1f ms of CPU per answer (%.1f CPU-s over %d answers, /proc/stat); "+
+		"the engine ceiling's runs: %s ms per cycle (%d cycles).",
+		per(c.host), c.host.Seconds(), answers, perCycle(eng.host), cycles)
 	if !c.exitedOK {
 		fmt.Fprint(w, " Process accounting was unavailable (not root?): processes that ended in the window are in `other`.")
 	}
-	fmt.Fprint(w, "\n\n| process | CPU ms per answer | share | processes ended per answer |\n|---|---|---|---|\n")
+	fmt.Fprint(w, "\n\n| process | CPU ms per answer | share | processes ended per answer | ceiling: CPU ms per cycle | ceiling: ended per cycle |\n|---|---|---|---|---|---|\n")
 	for _, g := range cpuGroups {
-		fmt.Fprintf(w, "| %s | %.1f | %.0f %% | %.1f |\n", g, per(c.groups[g]), 100*c.groups[g].Seconds()/max(c.host.Seconds(), 1e-9),
-			float64(c.ended[g])/float64(answers))
+		fmt.Fprintf(w, "| %s | %.1f | %.0f %% | %.1f | %s | %s |\n", g, per(c.groups[g]), 100*c.groups[g].Seconds()/max(c.host.Seconds(), 1e-9),
+			float64(c.ended[g])/float64(answers), perCycle(eng.groups[g]), endedPerCycle(eng.ended[g]))
 	}
 	fmt.Fprintln(w, "\nProcesses are grouped by command name over the whole host, so other tenants' processes count too. "+
 		"`other` is the host's total less the named groups: kernel threads, other tenants, and what process accounting "+
 		"misses (it truncates each ended process's CPU to 10 ms ticks, so short ones such as runc's count low). "+
+		"`steal` is time the VM's hypervisor gave to something else while this host had work: it counts in the host's "+
+		"total, so a run with much of it has every figure per answer inflated. "+
+		"The ceiling's cycle has no attach, no program and no service (its `bench client` is the cycling itself). "+
 		"`perf record -a -g` at saturation gives the exact attribution.")
 }
 

@@ -45,10 +45,11 @@ func measureSessions(ctx context.Context, o *options, ceiling float64) (sessions
 	r := sessionsReport{ceiling: ceiling, failed: map[string]int64{}}
 	if r.ceiling == 0 {
 		progress("sessions: engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
-		var err error
-		if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
+		c, err := measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil)
+		if err != nil {
 			return r, err
 		}
+		r.ceiling = c.perSec
 	}
 	s, err := startService(ctx, o, []string{"SANDBOX_ENVIRONMENTS_DATA_IMAGE=" + o.dataImage})
 	if err != nil {

@@ -135,19 +135,31 @@ func (st *stepper) step() (time.Duration, error) {
 // poolFull says whether the service's warm pools hold as many idle
 // containers as their target, from its metrics.
 func (s *service) poolFull() bool {
+	g, err := s.poolGauges()
+	return err == nil && g["target"] > 0 && g["idle"] >= g["target"]
+}
+
+// poolGauges reads the warm pool's gauges from the service's metrics:
+// "idle", "starting" and "target" containers.
+func (s *service) poolGauges() (map[string]float64, error) {
+	g := map[string]float64{}
 	resp, err := s.client.Get(s.MetricsURL() + "/metrics")
 	if err != nil {
-		return false
+		return nil, err
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-	g := map[string]float64{}
+	names := map[string]string{"idle": "sandboxd_pool_idle_containers ", "starting": "sandboxd_pool_starting_containers ",
+		"target": "sandboxd_pool_target_containers "}
 	for _, line := range strings.Split(string(raw), "\n") {
-		for key, name := range map[string]string{"idle": "sandboxd_pool_idle_containers ", "target": "sandboxd_pool_target_containers "} {
+		for key, name := range names {
 			if v, ok := strings.CutPrefix(line, name); ok {
 				g[key], _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
 			}
 		}
 	}
-	return g["target"] > 0 && g["idle"] >= g["target"]
+	if len(g) < len(names) {
+		return nil, fmt.Errorf("the service's metrics lack a pool gauge (found %v)", g)
+	}
+	return g, nil
 }

@@ -57,15 +57,18 @@ var tailShares = []struct {
 func measureTail(ctx context.Context, o *options, r *report, tailOnly bool) error {
 	var err error
 	progress("engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
-	if r.ceiling, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil); err != nil {
+	before, err := measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil)
+	if err != nil {
 		return err
 	}
 	if !tailOnly {
 		progress("engine ceiling, NetworkDisabled off, concurrency %d, %v", o.conc, o.ceiling)
 		netOn := func(c *container.Config) { c.NetworkDisabled = false }
-		if r.ceilingNet, err = measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, netOn); err != nil {
+		net, err := measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, netOn)
+		if err != nil {
 			return err
 		}
+		r.ceilingNet = net.perSec
 	}
 	progress("docker run --rm x%d, %v apart", o.dockerRuns, o.gap)
 	var one string
@@ -95,8 +98,9 @@ func measureTail(ctx context.Context, o *options, r *report, tailOnly bool) erro
 	if err != nil {
 		return err
 	}
-	r.ceilingBefore, r.ceilingAfter = r.ceiling, after
-	r.ceiling = (r.ceiling + after) / 2
+	r.ceilingBefore, r.ceilingAfter = before.perSec, after.perSec
+	r.ceiling = (before.perSec + after.perSec) / 2
+	r.ceilingRuns = []ceilingRun{before, after}
 	binaries := []string{o.binary}
 	if o.compare != "" {
 		binaries = append(binaries, o.compare)
@@ -113,6 +117,12 @@ func measureTail(ctx context.Context, o *options, r *report, tailOnly bool) erro
 				return err
 			}
 			r.poisson[i] = append(r.poisson[i], p)
+		}
+	}
+	if o.interleaveRounds > 0 {
+		progress("saturation interleaved with the ceiling: %d rounds of %v each, %d at once", o.interleaveRounds, o.interleaveSlice, o.conc)
+		if r.interleaved, err = measureInterleaved(ctx, o); err != nil {
+			return err
 		}
 	}
 	return nil
