@@ -7,11 +7,12 @@ import (
 
 // deadline is a run's wall-clock limit, counted from the hand-over of the
 // program; or, when the runner's ack says it came late (the program came
-// while the runner still imported the image's preloaded modules, in a
-// container started for the run), from the ack, so the imports cost the
-// program none of its time. Until the ack a longer wait applies (ackWait
-// after the hand-over): a runner that never acks is the service's failure,
-// not the program's.
+// before the runner was ready for it, while its interpreter started or it
+// imported the image's preloaded modules, in a container started for the
+// run), from the ack, so the runner's own start costs the program none of
+// its time. Until the ack a longer wait applies (ackWait after the
+// hand-over): a runner that never acks is the service's failure, not the
+// program's.
 type deadline struct {
 	// C receives once, when the limit has passed.
 	C <-chan time.Time

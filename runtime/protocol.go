@@ -18,10 +18,12 @@ import (
 //	stdout, from the runner:  the ack, "\x00sandboxd:<token>:go\n", once the
 //	                          program is read and before it runs; its late
 //	                          form, ending ":gl\n", when the program came
-//	                          while the runner was still importing the
-//	                          image's preloaded modules (a container started
-//	                          for its run): the time limit then counts from
-//	                          the ack instead of the hand-over (deadline.go)
+//	                          before the runner was ready for it (its
+//	                          interpreter still starting or importing the
+//	                          image's preloaded modules, in a container
+//	                          started for its run): the time limit then
+//	                          counts from the ack instead of the hand-over
+//	                          (deadline.go)
 //	stdout and stderr, both:  the end marker,
 //	                          "\x00sandboxd:<token>:<sss> <cpu> <rss> <len> <t>\n",
 //	                          once the program has ended (normally, by

@@ -12,8 +12,9 @@ protocol 4's, unchanged) runs one program; a session header runs many
            of its f files in, as records (below); <maxfiles> and <maxbytes>
            are the caps on the files out
   stdout:  "\\0sandboxd:<token>:go\\n" once the program is read, before it runs;
-           "...:gl\\n" instead when the program came while the preloaded
-           modules were still importing (the service then counts the time
+           "...:gl\\n" instead when the program came before the runner was
+           ready for it, while the interpreter was still starting or the
+           preloaded modules importing (the service then counts the time
            limit from the ack)
   both:    "\\0sandboxd:<token>:<sss> <cpu> <rss> <len> <t>\\n" once the
            program has ended and its output is flushed; <sss> is its exit
@@ -144,11 +145,12 @@ def _main():
         __import__(module)
     figures = _figures(sys.modules["matplotlib.pyplot"]) if "matplotlib.pyplot" in preload else None
     files = _files(bounds)
-    # Whether the program came while the modules were still importing (a
-    # container started for its run): then the ack says so ("gl"), and the
-    # service counts the program's time limit from the ack, not from the
-    # hand-over, so the imports cost the program none of it.
-    late = bool(preload) and bool(select.select([0], [], [], 0)[0])
+    # Whether the program came before the runner was ready for it (in a
+    # container started for its run, while the interpreter was starting and
+    # the modules importing): then the ack says so ("gl"), and the service
+    # counts the program's time limit from the ack, not from the hand-over,
+    # so the runner's own start costs the program none of it.
+    late = bool(select.select([0], [], [], 0)[0])
 
     # Line buffering: what a program printed before it was killed (timeout,
     # memory) still reaches the caller, without a syscall per character.
