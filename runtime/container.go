@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -198,14 +199,18 @@ func (d *Docker) removeLater(id string, log *slog.Logger, wait <-chan struct{}, 
 }
 
 // removeRetrying force-removes a container, trying again while the daemon
-// is unreachable, for up to removeRetryFor.
+// is unreachable or slower than an attempt's cleanupTimeout, for up to
+// removeRetryFor.
 func (d *Docker) removeRetrying(id string) error {
 	giveUp := time.Now().Add(removeRetryFor)
 	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		err := d.remove(ctx, id)
 		cancel()
-		if err == nil || !dialFailed(err) || time.Now().After(giveUp) {
+		// An attempt that reached its own deadline is tried again too:
+		// dockerd goes on removing, and the next attempt waits for it.
+		again := dialFailed(err) || errors.Is(err, context.DeadlineExceeded)
+		if err == nil || !again || time.Now().After(giveUp) {
 			return err
 		}
 		time.Sleep(pause)
@@ -240,14 +245,31 @@ func (d *Docker) create(ctx context.Context, sp spec, log *slog.Logger) (string,
 	return resp.ID, nil
 }
 
-// remove force-removes a container. One already gone, or being removed by
-// another call (Close and the run's own cleanup may race), is no error.
+// removeConflictPause is how often remove asks again while another removal
+// of the same container is in progress.
+const removeConflictPause = 50 * time.Millisecond
+
+// remove force-removes a container and returns once it is gone. One already
+// gone is no error. One that another removal is taking away (Close and the
+// run's own cleanup may race, and a call of ours given up at its deadline
+// goes on in dockerd) is asked again until it is gone, so no caller that
+// returns has left a container "removing": the daemon answers such a call
+// at once with a conflict, and removes one whose other removal failed.
 func (d *Docker) remove(ctx context.Context, id string) error {
-	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
-		return nil
+	for {
+		err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for another removal of the container: %w", context.Cause(ctx))
+		case <-time.After(removeConflictPause):
+		}
 	}
-	return err
 }
 
 // cleanupContext is a context for cleaning up after ctx: it keeps ctx's
