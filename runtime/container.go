@@ -151,13 +151,42 @@ func (b *box) exitState() string {
 // done. Close waits for it. The channel it returns is closed once the
 // removal is over (done or given up).
 func (d *Docker) retire(b *box) <-chan struct{} {
+	return d.retireWithin(b, 0)
+}
+
+// retireWithin is retire for a container that may exit by itself: when no
+// kill of ours is under way, its removal first waits up to wait for the
+// container's exit.
+func (d *Docker) retireWithin(b *box, wait time.Duration) <-chan struct{} {
 	b.s.close()
+	var before <-chan struct{}
+	if b.killing != nil {
+		before = b.killing
+	} else if wait > 0 {
+		before = closedWithin(b.exited, wait)
+	}
 	gone := make(chan struct{})
-	d.removeLater(b.id, b.log, b.killing, func() {
+	d.removeLater(b.id, b.log, before, func() {
 		b.stopWait()
 		close(gone)
 	})
 	return gone
+}
+
+// closedWithin returns a channel closed once c is closed or after d,
+// whichever comes first.
+func closedWithin(c <-chan struct{}, d time.Duration) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-c:
+		case <-t.C:
+		}
+	}()
+	return out
 }
 
 // removeRetryFor is how long a removal is tried again while the daemon is

@@ -22,6 +22,12 @@ const drainGrace = 250 * time.Millisecond
 // is complete already, only the other one may still bring a few lines.
 const capDrainGrace = 100 * time.Millisecond
 
+// exitGrace bounds how long the removal of a run's container waits for the
+// container to exit by itself once its runner reported the program's end
+// (exitWait): the runner exits right after its end marker, and a container
+// removed after its exit is not killed, a runc kill saved per answer.
+const exitGrace = time.Second
+
 // exitKilled is the exit status of a process ended by SIGKILL (128 + 9).
 const exitKilled = 137
 
@@ -44,8 +50,10 @@ var errNotStarted = errors.New("runtime: the container stopped before its progra
 // exit. job.Files (checked again against Config.MaxFiles, MaxFilesBytes and
 // the naming rules) are written into /tmp before the program starts; the
 // regular files it created or changed there come back in Result.Files,
-// bounded by the same caps, only from a run whose runner reported its end. Whatever happens, the container is removed afterwards, in the
-// background (Close waits for it). A container that turns out to have died
+// // bounded by the same caps, only from a run whose runner reported its end.
+// Whatever happens, the container is removed afterwards, in the background
+// (Close waits for it), once it has exited when its runner reported the
+// end (exitWait). A container that turns out to have died
 // before its program started is replaced by a fresh one, once.
 //
 // A program that fails, loops, floods or runs out of memory is a Result.
@@ -72,7 +80,7 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 		f.setContainer(b.id)
 		r := &run{d: d, b: b, log: log.With("container", shortID(b.id))}
 		res, err := r.supervise(ctx, job)
-		res.Gone = d.retire(b)
+		res.Gone = d.retireWithin(b, r.exitWait(err))
 		switch {
 		case errors.Is(err, errNotStarted) && attempt == 1:
 			r.log.Warn("the container stopped before its program started; using a fresh one", "pooled", pooled)
@@ -118,7 +126,23 @@ type run struct {
 	b      *box
 	log    *slog.Logger
 	killed bool
-	res    sandboxd.Result
+	// reported is set once the runner's end marker was read: the program
+	// has ended and the runner is exiting.
+	reported bool
+	res      sandboxd.Result
+}
+
+// exitWait is how long the container's removal waits for it to exit by
+// itself after a run that ended in err: up to exitGrace when its runner
+// reported the end, so that the removal finds it stopped and needs no
+// kill, and never past the run's time limit; else nothing (a kill of ours
+// is awaited anyway). A program can delay its interpreter's exit past the
+// end marker (a finalizer that spins), never past its own limit.
+func (r *run) exitWait(err error) time.Duration {
+	if err != nil || !r.reported || r.killed {
+		return 0
+	}
+	return min(exitGrace, max(r.d.cfg.Timeout-r.res.Duration, 0))
 }
 
 // supervise hands the code over and watches the run to its end: the
@@ -138,6 +162,7 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 		return sandboxd.Result{}, errNotStarted // the runner never took its program
 	}
 	if rep, ok := out.ended(); ok && !r.res.TimedOut {
+		r.reported = true
 		r.res.ExitCode = rep.status
 		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
 		r.filesOut(rep, out.files.buf)
