@@ -50,11 +50,11 @@ var errNotStarted = errors.New("runtime: the container stopped before its progra
 // exit. job.Files (checked again against Config.MaxFiles, MaxFilesBytes and
 // the naming rules) are written into /tmp before the program starts; the
 // regular files it created or changed there come back in Result.Files,
-// // bounded by the same caps, only from a run whose runner reported its end.
+// bounded by the same caps, only from a run whose runner reported its end.
 // Whatever happens, the container is removed afterwards, in the background
 // (Close waits for it), once it has exited when its runner reported the
-// end (exitWait). A container that turns out to have died
-// before its program started is replaced by a fresh one, once.
+// end (exitWait). A container that turns out to have died before its
+// program started is replaced by a fresh one, once.
 //
 // A program that fails, loops, floods or runs out of memory is a Result.
 // Errors are the service's: CodeInvalid or CodeTooLarge for files in that
