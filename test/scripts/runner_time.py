@@ -1,6 +1,7 @@
-"""runner_time.py times the image's runner (images/python/run.py) with no
-engine in between: how long a warm runner takes from a program's header to
-its ack, and from the ack to its end marker, for print('hello'). It runs
+"""runner_time.py times the image's runner (images/python/run.py, started as
+the image starts it: from its byte-compiled run.pyc) with no engine in
+between: how long a warm runner takes from a program's header to its ack,
+and from the ack to its end marker, for print('hello'). It runs
 inside a container of the image, so that the runner starts as it does there
 (BENCHMARKS.md, 2026-12-03 10:02):
 
@@ -22,7 +23,7 @@ TOKEN = b"a" * 32
 
 def one(warm):
     """The milliseconds to the ack and from it to the end marker of one run."""
-    p = subprocess.Popen(["/usr/bin/python3", "-I", "/opt/sandbox/run.py"], cwd="/tmp",
+    p = subprocess.Popen(["/usr/bin/python3", "-I", "/opt/sandbox/run.pyc"], cwd="/tmp",
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     time.sleep(warm)  # the runner is warm: its interpreter waits for the header
     began = time.perf_counter()
