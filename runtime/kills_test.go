@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +24,9 @@ const killConcurrency = 8
 // mixedCase is one kind of program in a mixed batch, and the judge of its
 // answer: nil when right, else what is wrong. within, when not zero, is the
 // promised bound on its answer time under runc, counted from the program's
-// start (the code's hand-over, Result.Duration); runsc gets twice as long.
+// start (the code's hand-over, Result.Duration), or from its last mark when
+// it writes marks (markDef); runsc gets twice as long. A run killed at the
+// deadline is held to the deadline's own promise instead (deadlineSlack).
 type mixedCase struct {
 	kind   string
 	code   string
@@ -41,6 +44,37 @@ const (
 	// deadlineSlack is how late after the timeout a deadline kill is answered.
 	deadlineSlack = 500 * time.Millisecond
 )
+
+// markPrefix starts the lines markDef's mark() writes on stderr.
+const markPrefix = "@kills-mark "
+
+// markDef defines mark(), which writes the host's time on stderr (a
+// container shares the host's clock, and gVisor's kernel follows it): a
+// bomb calls it after each allocation that succeeded, so its answer is
+// timed from the moment it met the limit. Filling the memory is its own
+// work, page by page on its one CPU: python's 96 MiB took 0.35 s of CPU
+// alone on a slow host of this kind, and 2.3-3.9 s of the wall clock with
+// seven other runs beside it (2026-12-04).
+const markDef = "def mark():\n    import sys, time\n    sys.stderr.write('" + markPrefix +
+	"%.6f\\n' % time.time())\n    sys.stderr.flush()\n"
+
+// takeMarks takes the lines of mark() off stderr and returns the time of the
+// last one (zero when there is none).
+func takeMarks(res *sandboxd.Result) time.Time {
+	var last time.Time
+	var kept []string
+	for _, line := range strings.SplitAfter(res.Stderr, "\n") {
+		if rest, ok := strings.CutPrefix(line, markPrefix); ok {
+			if secs, err := strconv.ParseFloat(strings.TrimSuffix(rest, "\n"), 64); err == nil {
+				last = time.Unix(0, int64(secs*1e9))
+				continue
+			}
+		}
+		kept = append(kept, line)
+	}
+	res.Stderr = strings.Join(kept, "")
+	return last
+}
 
 // slower is how much longer than under runc the promises allow under oci.
 func slower(oci string) time.Duration {
@@ -91,11 +125,19 @@ func runMixed(t *testing.T, d *Docker, oci string, n int, cases ...mixedCase) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			res, err := d.Run(ctx, sandboxd.Job{ID: fmt.Sprintf("%s-%d", jobID(t), i), Code: c.code})
+			latency, from := res.Duration, "start"
+			if marked := takeMarks(&res); !marked.IsZero() {
+				latency, from = min(latency, time.Since(marked)), "last mark"
+			}
 			if err == nil {
 				err = c.judge(res)
 			}
-			if bound := c.within * slower(oci); err == nil && bound > 0 && res.Duration > bound {
-				err = fmt.Errorf("answered %v after its start, promised within %v", res.Duration.Round(time.Millisecond), bound)
+			bound := c.within * slower(oci)
+			if res.TimedOut {
+				bound = d.cfg.Timeout + deadlineSlack*slower(oci)
+			}
+			if err == nil && bound > 0 && latency > bound {
+				err = fmt.Errorf("answered %v after its %s, promised within %v", latency.Round(time.Millisecond), from, bound)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -105,7 +147,7 @@ func runMixed(t *testing.T, d *Docker, oci string, n int, cases ...mixedCase) {
 				return
 			}
 			counts[c.kind+" "+string(res.Status)]++
-			times[c.kind] = append(times[c.kind], res.Duration)
+			times[c.kind] = append(times[c.kind], latency)
 		})
 	}
 	wg.Wait()
@@ -113,23 +155,50 @@ func runMixed(t *testing.T, d *Docker, oci string, n int, cases ...mixedCase) {
 	for _, kind := range slices.Sorted(maps.Keys(times)) {
 		d := times[kind]
 		slices.Sort(d)
-		t.Logf("%s: answered after its start in p50 %v, max %v (%d runs)", kind,
+		t.Logf("%s: answered after its start (its last mark, when it writes them) in p50 %v, max %v (%d runs)", kind,
 			d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond), len(d))
 	}
 	assertGone(t, d, jobID(t))
 }
 
-func TestKillsOOMUnderLoad(t *testing.T) {
-	bombs := []mixedCase{
-		{"bomb-at-once", "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n", oomOrMemoryError, bombWithin},
-		{"bomb-growing", "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n", oomOrMemoryError, bombWithin},
+// killedAtDeadline accepts, besides judge's answer, a run killed at its
+// deadline: under runsc, which does not enforce the data limit, a bomb's
+// pages are faulted in through gVisor's sentry until the cgroup's OOM
+// killer ends it, even those of one allocation, and on a slow host of this
+// kind a 1 GiB allocation answered as oom 4.0-4.7 s after its start, or was
+// still at it at the 5 s deadline (2026-12-04). There the oom is promised
+// before the deadline only (docs/operating.md, gVisor).
+func killedAtDeadline(judge func(sandboxd.Result) error) func(sandboxd.Result) error {
+	return func(r sandboxd.Result) error {
+		if r.Status == sandboxd.StatusTimeout && r.TimedOut && r.ExitCode == exitKilled && !r.OOMKilled && !r.Truncated {
+			return nil
+		}
+		return judge(r)
 	}
+}
+
+func TestKillsOOMUnderLoad(t *testing.T) {
 	for _, oci := range ociRuntimes {
+		judge, within := oomOrMemoryError, bombWithin
+		if oci == "runsc" {
+			judge, within = killedAtDeadline(oomOrMemoryError), 0
+		}
+		bombs := []mixedCase{
+			{"bomb-at-once", "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n", judge, within},
+			{"bomb-growing", markDef + "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n    mark()\n", judge, within},
+		}
 		t.Run(oci, func(t *testing.T) {
 			eachMode(t, func(t *testing.T, mode func(*Config)) {
 				d := mustDocker(t, mode, func(c *Config) { c.OCIRuntime = oci })
-				// 60 bombs, 60 hello worlds.
-				runMixed(t, d, oci, 30, bombs[0], helloCase, bombs[1], helloCase)
+				// 60 bombs, 60 hello worlds; under runsc, whose bombs hold
+				// their slot for seconds until the cgroup's OOM killer
+				// ends them, half as many (the same minute of load, on
+				// a slow host of this kind).
+				rounds := 30
+				if oci == "runsc" {
+					rounds = 15
+				}
+				runMixed(t, d, oci, rounds, bombs[0], helloCase, bombs[1], helloCase)
 			})
 		})
 	}

@@ -31,31 +31,23 @@ func numpyBombCases(e environment) []hostileCase {
 			name: name, imports: numpyImport, code: markDef + "print('allocating', flush=True)\n" + code,
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stdout: []string{"allocating\n"},
 				stderrHas: "MemoryError", within: oomAnswer, fromMark: fromMark},
-			per: map[string][]answer{"runsc": {bombUnderRunsc(e, fromMark, "allocating\n")}},
+			per: map[string][]answer{"runsc": bombUnderRunsc(e, "allocating\n")},
 		}
 	}
-	// Under runsc, which does not enforce the data limit, a bomb that fills
-	// the memory in one call after its last mark may sit in the host
-	// kernel's reclaim (cgroup v1, no swap) until the deadline: seen once in
-	// a CI run with a CPU hog beside (docs/operating.md, gVisor). It is then
-	// a timeout, killed and removed at the deadline, never an answer past it.
-	runscThrash := answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}, stdout: []string{"allocating\n"}}
 	at10GiB := bomb("numpy-memory-bomb-10GiB", "a = np.ones((10 << 30) // 8)\nprint('survived')\n", false)
-	at10GiB.per["runsc"] = []answer{bombUnderRunsc(e, false, "allocating\n"), runscThrash}
 	// 8 MiB doubled: under runc the copy to 512 MiB is refused at once, the
 	// 256 MiB before it held. runsc does not refuse it: that last copy
 	// fills the memory in one call after the last mark (4.95 s seen with a
-	// CPU hog beside), like the 10 GiB bomb.
-	doubling := bomb("numpy-memory-bomb-doubling", "a = np.ones(1 << 20)\nwhile True:\n    a = np.concatenate([a, a])\n    mark()\n", e.bombFromMark)
-	doubling.per["runsc"] = []answer{bombUnderRunsc(e, false, "allocating\n"), runscThrash}
+	// CPU hog beside), like the 10 GiB bomb (bombUnderRunsc).
+	doubling := bomb("numpy-memory-bomb-doubling", "a = np.ones(1 << 20)\nwhile True:\n    a = np.concatenate([a, a])\n    mark()\n", true)
 	// It fills the memory first: timed from its last allocation that
-	// succeeded (bombFromMark). Under runc with a CPU hog beside, one local
+	// succeeded (answer.fromMark). Under runc with a CPU hog beside, one local
 	// CI run (of 3b1ef17, data-runc-pooled) saw its next 8 MiB neither given nor
 	// refused for the rest of the 10 s, most likely held in the cgroup's
 	// reclaim as under runsc (not confirmed). It was killed at the
 	// deadline, never answered past it.
-	growing := bomb("numpy-memory-bomb-growing", "chunks = []\nwhile True:\n    chunks.append(np.ones(1 << 20))\n    mark()\n", e.bombFromMark)
-	growing.per["runc"] = []answer{growing.want, runscThrash}
+	growing := bomb("numpy-memory-bomb-growing", "chunks = []\nwhile True:\n    chunks.append(np.ones(1 << 20))\n    mark()\n", true)
+	growing.per["runc"] = []answer{growing.want, killedAtDeadline("allocating\n")}
 	return []hostileCase{at10GiB, growing, doubling}
 }
 

@@ -49,9 +49,9 @@ type hostileCase struct {
 	// the short timeout, but where the environment preloads. The others
 	// get their environment's.
 	killed bool
-	// slow marks a CPU-bound program judged by the CPU time it used: it
-	// gets slowTimeout, since on a loaded host its wall-clock time runs far
-	// ahead of its CPU time.
+	// slow marks a program whose answer comes only after much work of its
+	// own (CPU time, or megabytes sent): it gets slowTimeout, since on a
+	// loaded host its wall-clock time runs far ahead of that work.
 	slow bool
 	// want is the answer under every runtime not named in per.
 	want answer

@@ -33,10 +33,20 @@ func allCases(e environment) []hostileCase {
 	return all
 }
 
+// limitCases is the part of allCases whose answer depends on the
+// environment's limits and additions as the OCI runtime enforces them: the
+// resource cases and, in data, its own.
+func limitCases(e environment) []hostileCase {
+	if e.name == sandboxd.DataEnvironment {
+		return slices.Concat(resourceCases(e), dataCases(e))
+	}
+	return resourceCases(e)
+}
+
 // TestHostile runs every hostile program in both environments, under every
-// OCI runtime, with the warm pool and without (in data, runsc with the pool
-// only), at most parallelRuns at once, then checks that each instance left
-// nothing behind.
+// OCI runtime, with the warm pool and without (in data, with the pool only,
+// and under runsc limitCases only; see variants), at most parallelRuns at
+// once, then checks that each instance left nothing behind.
 func TestHostile(t *testing.T) {
 	runMatrix(t, variants(), allCases)
 }
@@ -70,7 +80,11 @@ func runVariants(t *testing.T, vs []variant, cases func(environment) []hostileCa
 			t.Parallel()
 			mustRunner(t, v, v.env.timeout) // skips or fails without it
 			var wg sync.WaitGroup
-			for _, c := range cases(v.env) {
+			table := cases
+			if v.cases != nil {
+				table = v.cases
+			}
+			for _, c := range table(v.env) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
