@@ -201,9 +201,9 @@ const removeRetryFor = 2 * time.Minute
 // runtime.remove), and Reap removes the container at the next start. One
 // slower than cleanupTimeout is logged. Close waits for it.
 func (d *Docker) removeLater(id string, log *slog.Logger, wait <-chan struct{}, after func()) {
-	d.bg.add()
+	ticket := d.bg.add()
 	go func() {
-		defer d.bg.done()
+		defer d.bg.done(ticket)
 		if after != nil {
 			defer after()
 		}

@@ -86,47 +86,65 @@ func (in *inflight) wait(ctx context.Context) error {
 	}
 }
 
-// tasks counts background work (removals of used containers) that Close
-// waits for. Unlike a sync.WaitGroup, work may be added while a wait is on.
+// tasks counts background work (removals of used containers, kills) that
+// Close and WaitRemovals wait for. A wait is for the work added before it
+// began: work added meanwhile, such as the removals of runs that return
+// later, never holds it up, so a wait on a busy runner ends. Close waits
+// only once no run is left to add any.
 type tasks struct {
 	mu sync.Mutex
-	n  int
-	// zero is closed when n drops to 0; a new one is made when n leaves 0.
-	zero chan struct{}
+	// next is the ticket the next task gets; pending holds the tickets of
+	// the tasks not yet ended.
+	next    uint64
+	pending map[uint64]struct{}
+	// ended is closed, and replaced, whenever a task ends.
+	ended chan struct{}
 }
 
-// add counts one more task.
-func (t *tasks) add() {
+// add counts one more task and returns its ticket, for done.
+func (t *tasks) add() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.n == 0 {
-		t.zero = make(chan struct{})
+	if t.pending == nil {
+		t.pending = make(map[uint64]struct{})
+		t.ended = make(chan struct{})
 	}
-	t.n++
+	ticket := t.next
+	t.next++
+	t.pending[ticket] = struct{}{}
+	return ticket
 }
 
-// done counts a task as ended.
-func (t *tasks) done() {
+// done counts the task with the ticket as ended.
+func (t *tasks) done(ticket uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.n--
-	if t.n == 0 {
-		close(t.zero)
-	}
+	delete(t.pending, ticket)
+	close(t.ended)
+	t.ended = make(chan struct{})
 }
 
-// wait returns when no task is left, or with ctx's error when ctx ends first.
+// wait returns when every task added before the call has ended, or with
+// ctx's error when ctx ends first.
 func (t *tasks) wait(ctx context.Context) error {
+	t.mu.Lock()
+	before := t.next
+	t.mu.Unlock()
 	for {
 		t.mu.Lock()
-		if t.n == 0 {
-			t.mu.Unlock()
+		ended, left := t.ended, false
+		for ticket := range t.pending {
+			if ticket < before {
+				left = true
+				break
+			}
+		}
+		t.mu.Unlock()
+		if !left {
 			return nil
 		}
-		zero := t.zero
-		t.mu.Unlock()
 		select {
-		case <-zero:
+		case <-ended:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

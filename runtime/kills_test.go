@@ -221,7 +221,8 @@ func TestKillsTimeoutVersusOutputLimitUnderLoad(t *testing.T) {
 		t.Run(oci, func(t *testing.T) {
 			eachMode(t, func(t *testing.T, mode func(*Config)) {
 				d := mustDocker(t, mode, func(c *Config) { c.OCIRuntime = oci; c.Timeout = 2 * time.Second })
-				runMixed(t, d, oci, 16, flood, sleeper, helloCase)
+				// 10 floods, 10 sleepers, 10 hello worlds, 8 at once.
+				runMixed(t, d, oci, 10, flood, sleeper, helloCase)
 			})
 		})
 	}

@@ -342,9 +342,9 @@ func (r *run) killLater(ctx context.Context) {
 	r.killed = true
 	killing := make(chan struct{})
 	r.b.killing = killing
-	r.d.bg.add()
+	ticket := r.d.bg.add()
 	go func() {
-		defer r.d.bg.done()
+		defer r.d.bg.done(ticket)
 		defer close(killing)
 		r.d.sendKill(ctx, r.b.id, r.log)
 	}()

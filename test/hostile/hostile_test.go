@@ -78,7 +78,7 @@ func runVariants(t *testing.T, vs []variant, cases func(environment) []hostileCa
 	for _, v := range vs {
 		t.Run(v.name(), func(t *testing.T) {
 			t.Parallel()
-			mustRunner(t, v, v.env.timeout) // skips or fails without it
+			rs := newRunners(t, v) // skips or fails without Docker
 			var wg sync.WaitGroup
 			table := cases
 			if v.cases != nil {
@@ -90,25 +90,28 @@ func runVariants(t *testing.T, vs []variant, cases func(environment) []hostileCa
 					defer wg.Done()
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					t.Run(c.name, func(t *testing.T) { runCase(t, v, c) })
+					t.Run(c.name, func(t *testing.T) { runCase(t, rs, c) })
 				}()
 			}
 			wg.Wait()
+			rs.close(t)
 			assertNoContainer(t, runtime.LabelInstance, v.instance())
 		})
 	}
 }
 
-// runCase runs one case under one OCI runtime and checks the answer, that
-// the run's container is gone, that nothing it started survives on the
-// host, and that a plain program still answers.
-func runCase(t *testing.T, v variant, c hostileCase) {
-	d := mustRunner(t, v, c.timeout(v.env))
+// runCase runs one case on its variant's runner for the case's timeout and
+// checks the answer, that the run's container is gone, that nothing it
+// started survives on the host, and that a plain program still answers.
+func runCase(t *testing.T, rs *runners, c hostileCase) {
+	v := rs.v
+	d := rs.get(t, c.timeout(v.env))
 	marker := fmt.Sprintf("%s-%s", v.instance(), c.name)
 	if v.env.preloads && v.pool > 0 {
-		// The runner's first warm container preloads while the others
-		// start: a hello world takes it, so the case meets a pool that
-		// has had that long to preload (see environment.preloads). Its
+		// A warm container may still be preloading (a new runner's, or
+		// a refill's): a hello world takes one first, so the case meets
+		// a pool that has had that long to preload (see
+		// environment.preloads). Its
 		// answer is not the case's: only a service error fails the test
 		// (mustRun).
 		res, _ := mustRun(t, d, sandboxd.Job{ID: marker + "-warm-up", Code: "print('hello, world')\n"})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,24 +144,85 @@ func baseConfig(v variant, timeout time.Duration) runtime.Config {
 // runtime fails it.
 func mustRunner(tb testing.TB, v variant, timeout time.Duration) *runtime.Docker {
 	tb.Helper()
+	d := newRunner(tb, v, timeout)
+	tb.Cleanup(func() { closeRunner(tb, d) })
+	return d
+}
+
+// newRunner is mustRunner's runner, which the caller closes (closeRunner).
+func newRunner(tb testing.TB, v variant, timeout time.Duration) *runtime.Docker {
+	tb.Helper()
 	testenv.RequireIntegration(tb)
 	d, err := runtime.New(baseConfig(v, timeout), testenv.Logger())
 	if err != nil {
 		tb.Fatalf("runtime.New: %v", err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := d.Close(ctx); err != nil {
-			tb.Errorf("Close: %v", err)
-		}
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.Health(ctx); err != nil {
+		closeRunner(tb, d)
 		tb.Fatalf("%s: Docker, the image or the OCI runtime is unavailable: %v", v.oci, err)
 	}
 	return d
+}
+
+// closeRunner closes the runner: its warm containers and the containers of
+// its runs removed, or the test fails.
+func closeRunner(tb testing.TB, d *runtime.Docker) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		tb.Errorf("Close: %v", err)
+	}
+}
+
+// runners are a variant's runners, one for each timeout its cases run with
+// (hostileCase.timeout), shared by its cases as the service shares its
+// runner between requests. A runner of its own for each case started its
+// warm pool for that case alone: two more starts a case, each a preload of
+// seconds in data under gVisor.
+type runners struct {
+	v  variant
+	mu sync.Mutex
+	by map[time.Duration]*runtime.Docker
+}
+
+// newRunners starts the variant's runner for its environment's timeout at
+// once, so a missing Docker, image or OCI runtime fails (or, outside
+// integration runs, skips) the test before any case; tb's cleanup closes
+// them all.
+func newRunners(tb testing.TB, v variant) *runners {
+	tb.Helper()
+	r := &runners{v: v, by: map[time.Duration]*runtime.Docker{}}
+	tb.Cleanup(func() { r.close(tb) })
+	r.get(tb, v.env.timeout)
+	return r
+}
+
+// get returns the runner with the timeout, started on its first use.
+func (r *runners) get(tb testing.TB, timeout time.Duration) *runtime.Docker {
+	tb.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d, ok := r.by[timeout]; ok {
+		return d
+	}
+	d := newRunner(tb, r.v, timeout)
+	r.by[timeout] = d
+	return d
+}
+
+// close closes every runner started so far; those closed are forgotten,
+// so a second close does nothing.
+func (r *runners) close(tb testing.TB) {
+	tb.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for timeout, d := range r.by {
+		closeRunner(tb, d)
+		delete(r.by, timeout)
+	}
 }
 
 // mustRun runs the job's code and fails the test on an error: every hostile program
