@@ -190,11 +190,11 @@ func TestKillsOOMUnderLoad(t *testing.T) {
 		t.Run(oci, func(t *testing.T) {
 			eachMode(t, func(t *testing.T, mode func(*Config)) {
 				d := mustDocker(t, mode, func(c *Config) { c.OCIRuntime = oci })
-				// 60 bombs, 60 hello worlds; under runsc, whose bombs hold
+				// 40 bombs, 40 hello worlds; under runsc, whose bombs hold
 				// their slot for seconds until the cgroup's OOM killer
-				// ends them, half as many (the same minute of load, on
-				// a slow host of this kind).
-				rounds := 30
+				// ends them, 30 of each (as long a load, on a slow host
+				// of this kind).
+				rounds := 20
 				if oci == "runsc" {
 					rounds = 15
 				}

@@ -90,9 +90,9 @@ type variant struct {
 //
 // In data under runsc the table is limitCases: the cases whose answer
 // depends on both the environment and the OCI runtime. The others attack
-// the kernel's boundary and the process tree, set by the runtime's flags,
-// the same in both environments (python-runsc runs them), or the image
-// (data-runc runs them). Each data case under gVisor starts five warm
+// the kernel's boundary, the process tree or limits set alike in both
+// environments, as the runtime's flags set them (python-runsc runs them),
+// or the image (data-runc runs them). Each data case under gVisor starts five warm
 // containers, each preloading for seconds of CPU: the whole table took 9
 // of the suite's 23 minutes on a slow host of this kind (2026-12-04).
 func variants() []variant {
