@@ -162,7 +162,8 @@ func runMixed(t *testing.T, d *Docker, oci string, n int, cases ...mixedCase) {
 }
 
 // killedAtDeadline accepts, besides judge's answer, a run killed at its
-// deadline: under runsc, which does not enforce the data limit, a bomb's
+// deadline: a bomb still filling the memory then (see TestKillsOOMUnderLoad),
+// or any bomb under runsc. gVisor does not enforce the data limit: a bomb's
 // pages are faulted in through gVisor's sentry until the cgroup's OOM
 // killer ends it, even those of one allocation, and on a slow host of this
 // kind a 1 GiB allocation answered as oom 4.0-4.7 s after its start, or was
@@ -183,9 +184,16 @@ func TestKillsOOMUnderLoad(t *testing.T) {
 		if oci == "runsc" {
 			judge, within = killedAtDeadline(oomOrMemoryError), 0
 		}
+		// A growing bomb fills the memory before the limit refuses it, its
+		// own work at its share of the host: with a CPU hog beside and
+		// eight runs at once on a slow host of this kind, 2 to 8 in 20
+		// under runc were still at it at the 5 s deadline, their last
+		// allocation 0.35-0.52 s before it (2026-12-04). Killed there, it
+		// is held to the deadline's promise.
 		bombs := []mixedCase{
 			{"bomb-at-once", "print('allocating', flush=True)\nb = b'x' * (1 << 30)\nprint('survived')\n", judge, within},
-			{"bomb-growing", markDef + "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n    mark()\n", judge, within},
+			{"bomb-growing", markDef + "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n    mark()\n",
+				killedAtDeadline(judge), within},
 		}
 		t.Run(oci, func(t *testing.T) {
 			eachMode(t, func(t *testing.T, mode func(*Config)) {
