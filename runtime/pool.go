@@ -47,8 +47,9 @@ const (
 // background; a used container is never given back. The pool holds as many
 // containers (idle and starting) as its sizer's target: the least
 // configured while calls are sparse, more, up to the most configured, while
-// they come fast. It retires idle ones beyond the target, drops those found
-// dead, backs off while starts fail, and removes all of them at close.
+// they come fast. It retires idle ones beyond the largest target of the
+// last poolHoldFor (a fall of the rate between bursts retires nothing that
+// the next burst would start again), drops those found dead, backs off while starts fail, and removes all of them at close.
 type pool struct {
 	d   *Docker
 	log *slog.Logger
@@ -95,6 +96,12 @@ func newPool(d *Docker, least, most int) *pool {
 // targetLocked is how many containers the pool should hold now.
 func (p *pool) targetLocked() int {
 	return p.sizer.target(p.now())
+}
+
+// heldLocked is how many containers the pool keeps before it retires idle
+// ones: the largest target of the last poolHoldFor (sizer.held).
+func (p *pool) heldLocked() int {
+	return p.sizer.held(p.now())
 }
 
 // start begins filling the pool, once.
@@ -214,7 +221,7 @@ func (p *pool) takeIdle() *box {
 func (p *pool) giveBack(b *box) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.idle)+p.starting >= p.targetLocked() {
+	if p.closed || len(p.idle)+p.starting >= p.heldLocked() {
 		p.d.retire(b)
 		return
 	}
@@ -307,7 +314,8 @@ func (p *pool) offerLocked(b *box) {
 }
 
 // trimLoop retires, every trimEvery until close, the idle containers
-// beyond the target: the pool shrinks back once calls become sparse.
+// beyond what the pool keeps: it shrinks back once calls have been sparse
+// for poolHoldFor.
 func (p *pool) trimLoop() {
 	defer p.work.Done()
 	tick := time.NewTicker(trimEvery)
@@ -322,11 +330,12 @@ func (p *pool) trimLoop() {
 	}
 }
 
-// trim retires the oldest idle containers beyond the target.
+// trim retires the oldest idle containers beyond what the pool keeps: the
+// largest target of the last poolHoldFor.
 func (p *pool) trim() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	excess := len(p.idle) + p.starting - p.targetLocked()
+	excess := len(p.idle) + p.starting - p.heldLocked()
 	for ; excess > 0 && len(p.idle) > 0; excess-- {
 		b := p.idle[0]
 		p.idle = slices.Delete(p.idle, 0, 1)

@@ -36,6 +36,15 @@ const (
 	// latencyWeight is the weight of a new start in the latency's moving
 	// average.
 	latencyWeight = 0.2
+	// poolHoldFor is how long the pool keeps the largest target it had
+	// before it retires the idle containers beyond a lower one. Under a
+	// steady Poisson load the rate's averages rise and fall with each burst,
+	// and a pool that retired at every fall started the same containers
+	// again at the next burst: at 60 % of the ceiling on a slow host, 314
+	// containers started for 240 answers, and each start and removal
+	// costs the host as much CPU as an answer (issue 28, BENCHMARKS.md).
+	// An idle container costs only its memory (~6 MiB).
+	poolHoldFor = 30 * time.Second
 )
 
 // sizer follows the recent arrival rate of runs and the start latency of
@@ -53,6 +62,16 @@ type sizer struct {
 	last       time.Time
 	// latency is the moving average of the start latency.
 	latency time.Duration
+	// peaks are the targets sampled in the last poolHoldFor that no later
+	// sample is as large as, oldest first: their first is the largest
+	// (held).
+	peaks []sample
+}
+
+// sample is a target the sizer gave at a time.
+type sample struct {
+	at     time.Time
+	target int
 }
 
 // newSizer returns a sizer between least and most containers (most below
@@ -107,6 +126,23 @@ func (s *sizer) inFlight(now time.Time) int {
 func (s *sizer) target(now time.Time) int {
 	want := queueDepth(s.rateAt(now)*s.latency.Seconds(), s.servers, poolMissRate)
 	return min(max(want, s.least), s.most)
+}
+
+// held is how many containers the pool keeps before it retires idle ones:
+// the largest target of the last poolHoldFor, as sampled by the calls of
+// held (the pool's trim asks once a second). It is at least target(now).
+func (s *sizer) held(now time.Time) int {
+	t := s.target(now)
+	for len(s.peaks) > 0 && s.peaks[len(s.peaks)-1].target <= t {
+		s.peaks = s.peaks[:len(s.peaks)-1]
+	}
+	s.peaks = append(s.peaks, sample{now, t})
+	old := 0
+	for now.Sub(s.peaks[old].at) > poolHoldFor {
+		old++
+	}
+	s.peaks = s.peaks[old:]
+	return s.peaks[0].target
 }
 
 // queueDepth is the least k such that an M/M/c queue of c servers and an

@@ -187,3 +187,40 @@ func TestSizerRisesWithinASecond(t *testing.T) {
 		t.Errorf("rate 3 s into a lull = %.2f/s, below the slow average's %.2f/s", got, slow)
 	}
 }
+
+func TestSizerHoldsItsPeakBeforeShrinking(t *testing.T) {
+	s := newSizer(1, 12, 2)
+	startsTaking(s, 100, 400*time.Millisecond)
+	t0 := time.Unix(1000, 0)
+	last := arrivals(s, t0, 50*time.Millisecond, 2*time.Second) // 40 calls in 2 s
+	peak := s.held(last)
+	if peak < 4 || peak != s.target(last) {
+		t.Fatalf("held right after a burst = %d (target %d), want the target, at least 4", peak, s.target(last))
+	}
+	// The lull after the burst, sampled once a second as the pool's trim
+	// does: what the pool keeps is the largest target of the last
+	// poolHoldFor.
+	targets := map[time.Duration]int{0: peak}
+	fell := false
+	for idle := time.Second; idle <= 2*time.Minute; idle += time.Second {
+		now := last.Add(idle)
+		targets[idle] = s.target(now)
+		fell = fell || targets[idle] < peak
+		want := 0
+		for back := time.Duration(0); back <= poolHoldFor && back <= idle; back += time.Second {
+			want = max(want, targets[idle-back])
+		}
+		if got := s.held(now); got != want {
+			t.Fatalf("held %s after the burst = %d, want the largest target of the last %s, %d (target now %d)",
+				idle, got, poolHoldFor, want, targets[idle])
+		}
+	}
+	if !fell || s.held(last.Add(2*time.Minute)) != 1 {
+		t.Fatalf("the target never fell to the least after the burst: the test proves nothing")
+	}
+	// A new burst raises it again at once.
+	again := arrivals(s, last.Add(3*time.Minute), 50*time.Millisecond, 2*time.Second)
+	if got, want := s.held(again), s.target(again); got != want || got < 4 {
+		t.Errorf("held after a second burst = %d, want its target %d (at least 4)", got, want)
+	}
+}
