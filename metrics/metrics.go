@@ -48,6 +48,7 @@ type Metrics struct {
 type PoolStats struct {
 	Target, Idle, Starting int
 	Hits, Misses           int64
+	Started, Retired       int64
 }
 
 // runBuckets cover a warm start (ms) to the longest allowed run (5 m).
@@ -125,6 +126,11 @@ func (m *Metrics) registerPool(pool func() PoolStats) {
 		func(s PoolStats) float64 { return float64(s.Hits) })
 	counter("sandboxd_pool_misses_total", "Runs that started a container of their own: the pool had none idle or starting for them.",
 		func(s PoolStats) float64 { return float64(s.Misses) })
+	counter("sandboxd_pool_started_total", "Containers the warm pool started.",
+		func(s PoolStats) float64 { return float64(s.Started) })
+	counter("sandboxd_pool_retired_total", "Idle containers the warm pool removed unused, beyond the largest target of the last 30 s: "+
+		"each cost a start and a removal, as much CPU as an answer.",
+		func(s PoolStats) float64 { return float64(s.Retired) })
 }
 
 // Handler serves the registry in the Prometheus text format.

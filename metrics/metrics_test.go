@@ -105,7 +105,9 @@ func value(fams map[string]*dto.MetricFamily, name string, want map[string]strin
 // series by its Prometheus name after a scrape.
 func TestMetricsSeries(t *testing.T) {
 	ctx := context.Background()
-	m := New(func() PoolStats { return PoolStats{Target: 4, Idle: 3, Starting: 1, Hits: 7, Misses: 2} })
+	m := New(func() PoolStats {
+		return PoolStats{Target: 4, Idle: 3, Starting: 1, Hits: 7, Misses: 2, Started: 12, Retired: 1}
+	})
 	run := Runner{Runner: fakeRunner{res: sandboxd.Result{Status: "ok"}}, M: m}
 	if _, err := run.Run(ctx, sandboxd.Job{Environment: "data"}); err != nil {
 		t.Fatal(err)
@@ -159,6 +161,8 @@ func TestMetricsSeries(t *testing.T) {
 		{"sandboxd_pool_target_containers", nil, 4},
 		{"sandboxd_pool_hits_total", nil, 7},
 		{"sandboxd_pool_misses_total", nil, 2},
+		{"sandboxd_pool_started_total", nil, 12},
+		{"sandboxd_pool_retired_total", nil, 1},
 		{"sandboxd_payments_total", map[string]string{"outcome": "reserved"}, 3},
 		{"sandboxd_payments_total", map[string]string{"outcome": "settled"}, 1},
 		{"sandboxd_payments_total", map[string]string{"outcome": "released"}, 1},

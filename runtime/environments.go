@@ -245,6 +245,8 @@ func (e *Environments) PoolStats() PoolStats {
 		sum.Starting += s.Starting
 		sum.Hits += s.Hits
 		sum.Misses += s.Misses
+		sum.Started += s.Started
+		sum.Retired += s.Retired
 	}
 	return sum
 }

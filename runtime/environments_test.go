@@ -79,8 +79,8 @@ func (f *fakeEnv) openSession(context.Context) (sandboxd.SessionContainer, error
 // mustFakeEnvironments returns Environments over fakes of python and data.
 func mustFakeEnvironments(t *testing.T) (*Environments, *fakeEnv, *fakeEnv) {
 	t.Helper()
-	py := &fakeEnv{name: "python", stats: PoolStats{Target: 4, Idle: 3, Starting: 1, Hits: 10, Misses: 1}}
-	data := &fakeEnv{name: "data", stats: PoolStats{Target: 1, Idle: 1, Hits: 2}}
+	py := &fakeEnv{name: "python", stats: PoolStats{Target: 4, Idle: 3, Starting: 1, Hits: 10, Misses: 1, Started: 20, Retired: 3}}
+	data := &fakeEnv{name: "data", stats: PoolStats{Target: 1, Idle: 1, Hits: 2, Started: 4, Retired: 1}}
 	e, err := newEnvironments([]string{"data", "python"}, map[string]envRunner{"python": py, "data": data})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestEnvironmentsLifecycle(t *testing.T) {
 	if py.reaped != 1 || data.reaped != 0 || !py.pooled || !data.pooled {
 		t.Errorf("reaped python %d data %d times; pools started python %v data %v", py.reaped, data.reaped, py.pooled, data.pooled)
 	}
-	if got := e.PoolStats(); got != (PoolStats{Target: 5, Idle: 4, Starting: 1, Hits: 12, Misses: 1}) {
+	if got := e.PoolStats(); got != (PoolStats{Target: 5, Idle: 4, Starting: 1, Hits: 12, Misses: 1, Started: 24, Retired: 4}) {
 		t.Errorf("pool stats %+v", got)
 	}
 	if err := e.Close(context.Background()); err != nil || !py.closed || !data.closed {

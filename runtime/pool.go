@@ -61,6 +61,10 @@ type pool struct {
 	// hits count takes served by an idle container at once, waits those
 	// served by one that was starting, misses those not served.
 	hits, waits, misses atomic.Int64
+	// starts counts the containers the pool started, retires the idle
+	// ones it removed unused while open, beyond what it keeps (trim,
+	// giveBack): the churn of a pool that shrinks too soon.
+	starts, retires atomic.Int64
 
 	mu       sync.Mutex
 	sizer    *sizer
@@ -222,6 +226,9 @@ func (p *pool) giveBack(b *box) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || len(p.idle)+p.starting >= p.heldLocked() {
+		if !p.closed {
+			p.retires.Add(1)
+		}
 		p.d.retire(b)
 		return
 	}
@@ -272,6 +279,7 @@ func (p *pool) warm() {
 	defer p.accountLocked()
 	if err == nil {
 		p.sizer.started(time.Since(begin))
+		p.starts.Add(1)
 	}
 	switch {
 	case err != nil && p.closed:
@@ -340,6 +348,7 @@ func (p *pool) trim() {
 		b := p.idle[0]
 		p.idle = slices.Delete(p.idle, 0, 1)
 		close(b.left)
+		p.retires.Add(1)
 		p.d.retire(b)
 	}
 	p.accountLocked()
@@ -412,7 +421,8 @@ func (p *pool) kick() {
 func (p *pool) close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
-	p.log.Info("pool closing", "hits", p.hits.Load(), "waits", p.waits.Load(), "misses", p.misses.Load(), "idle", len(p.idle), "starting", p.starting)
+	p.log.Info("pool closing", "hits", p.hits.Load(), "waits", p.waits.Load(), "misses", p.misses.Load(),
+		"started", p.starts.Load(), "retired", p.retires.Load(), "idle", len(p.idle), "starting", p.starting)
 	idle := p.idle
 	p.idle = nil
 	for _, b := range idle {

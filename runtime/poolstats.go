@@ -10,6 +10,9 @@ type PoolStats struct {
 	// Hits count runs served by a warm container (idle, or still starting
 	// when the run came); Misses the runs that started their own.
 	Hits, Misses int64
+	// Started counts the containers the pool started; Retired the idle
+	// ones it removed unused while open (beyond what it keeps).
+	Started, Retired int64
 }
 
 // PoolStats returns a snapshot of the warm pool; all zero without one.
@@ -18,7 +21,8 @@ func (d *Docker) PoolStats() PoolStats {
 		return PoolStats{}
 	}
 	st := d.pool.stats()
-	return PoolStats{Target: st.target, Idle: st.idle, Starting: st.starting, Hits: st.hits + st.waits, Misses: st.misses}
+	return PoolStats{Target: st.target, Idle: st.idle, Starting: st.starting, Hits: st.hits + st.waits, Misses: st.misses,
+		Started: st.started, Retired: st.retired}
 }
 
 // poolStats is a snapshot of the pool, for tests and logs.
@@ -26,6 +30,7 @@ type poolStats struct {
 	idle, starting, waiting int
 	target                  int
 	hits, waits, misses     int64
+	started, retired        int64
 }
 
 // stats returns a snapshot of the pool.
@@ -33,5 +38,6 @@ func (p *pool) stats() poolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return poolStats{idle: len(p.idle), starting: p.starting, waiting: len(p.waiters),
-		target: p.targetLocked(), hits: p.hits.Load(), waits: p.waits.Load(), misses: p.misses.Load()}
+		target: p.targetLocked(), hits: p.hits.Load(), waits: p.waits.Load(), misses: p.misses.Load(),
+		started: p.starts.Load(), retired: p.retires.Load()}
 }

@@ -98,9 +98,11 @@ func poissonRow(row func(what, figure, target string, ok bool), share float64, p
 	ok = ok && ms(l.pct(99)) <= p99
 	row(fmt.Sprintf("Poisson at %.0f %% of the ceiling (%.1f/s)%s", 100*share, rate, bin),
 		fmt.Sprintf("p50 %.1f ms, p90 %.1f ms, p99 %.1f ms (%.0f× the sparse p50), max %.1f ms; %d over 100 ms; %d answers, %d failed%s; "+
-			"idle warm container found %.0f %% (%d waited for one starting, %d started their own); at most %d in flight; load %s",
+			"idle warm container found %.0f %% (%d waited for one starting, %d started their own); the pool started %d containers "+
+			"for %d runs and retired %d unused (the service's whole life); at most %d in flight; load %s",
 			ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)), float64(l.pct(99))/float64(max(sparse, 1)), ms(l.pct(100)), over,
-			p.ok, p.failures(), failures(p.failed), 100*p.hitRatio(), p.waits, p.misses, p.inFlight, p.load),
+			p.ok, p.failures(), failures(p.failed), 100*p.hitRatio(), p.waits, p.misses, p.started, p.hits+p.waits+p.misses,
+			p.retired, p.inFlight, p.load),
 		strings.Join(targets, ", "), ok)
 }
 

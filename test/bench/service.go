@@ -20,7 +20,7 @@ const hello = "print('hello')"
 
 // poolLine is the service's log line with the python pool's counts at
 // close (the data pool logs its own zeros, before or after it).
-var poolLine = regexp.MustCompile(`msg="pool closing".* environment=python .*hits=(\d+) waits=(\d+) misses=(\d+)`)
+var poolLine = regexp.MustCompile(`msg="pool closing".* environment=python .*hits=(\d+) waits=(\d+) misses=(\d+) started=(\d+) retired=(\d+)`)
 
 // phase is what one load run of the service gave.
 type phase struct {
@@ -33,9 +33,13 @@ type phase struct {
 	elapsed time.Duration
 	// hits, waits and misses are the pool's counts: runs served by an
 	// idle container, by one still starting, and by one of their own.
-	hits     int64
-	waits    int64
-	misses   int64
+	hits   int64
+	waits  int64
+	misses int64
+	// started and retired are the containers the pool started, and the
+	// idle ones it removed unused (its churn), over the service's life.
+	started  int64
+	retired  int64
 	inFlight int // the most calls in flight at once (open loop)
 	// samples are the answers with their phases (Server-Timing).
 	samples []sample
@@ -71,7 +75,7 @@ type service struct {
 	client *http.Client
 	// pool holds the pool's counts from its last line about them.
 	mu   sync.Mutex
-	pool [3]int64
+	pool [5]int64
 }
 
 // withService starts sandboxd with its default configuration (free mode,
@@ -92,7 +96,7 @@ func withService(ctx context.Context, o *options, f func(*service) phase, env ..
 	p := f(s)
 	p.load = loadAverage()
 	s.stop()
-	p.hits, p.waits, p.misses = s.pool[0], s.pool[1], s.pool[2]
+	p.hits, p.waits, p.misses, p.started, p.retired = s.pool[0], s.pool[1], s.pool[2], s.pool[3], s.pool[4]
 	return p, nil
 }
 

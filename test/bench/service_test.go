@@ -8,16 +8,16 @@ import "testing"
 // writes them, the environment's attributes before the call's.
 func TestReadPoolKeepsThePythonPool(t *testing.T) {
 	const (
-		python = `time=2026-12-03T08:00:00Z level=INFO msg="pool closing" environment=python instance=bench job=pool hits=396 waits=3 misses=1 idle=4 starting=0`
-		data   = `time=2026-12-03T08:00:00Z level=INFO msg="pool closing" environment=data instance=bench job=pool hits=0 waits=0 misses=0 idle=1 starting=0`
+		python = `time=2026-12-03T08:00:00Z level=INFO msg="pool closing" environment=python instance=bench job=pool hits=396 waits=3 misses=1 started=412 retired=9 idle=4 starting=0`
+		data   = `time=2026-12-03T08:00:00Z level=INFO msg="pool closing" environment=data instance=bench job=pool hits=0 waits=0 misses=0 started=1 retired=0 idle=1 starting=0`
 	)
 	for _, order := range [][]string{{python, data}, {data, python}} {
 		var s service
 		for _, line := range order {
 			s.readPool(line)
 		}
-		if s.pool != [3]int64{396, 3, 1} {
-			t.Errorf("pool counts after %q then %q: %v, want [396 3 1]", order[0][47:70], order[1][47:70], s.pool)
+		if s.pool != [5]int64{396, 3, 1, 412, 9} {
+			t.Errorf("pool counts after %q then %q: %v, want [396 3 1 412 9]", order[0][47:70], order[1][47:70], s.pool)
 		}
 	}
 }
