@@ -27,9 +27,15 @@ type deadline struct {
 }
 
 // ackGrace is how much longer than the program's own limit a runner may
-// take to ack its program, counted from the hand-over: the data image's
-// preload in a container started for the run takes seconds on a busy host.
-const ackGrace = 10 * time.Second
+// take to ack its program (or a session's runner to start its loop),
+// counted from the hand-over: the data image's preload in a container
+// started for the run takes seconds on a busy host, and under gVisor on a
+// slow 2-core host with a CPU hog beside it took over 14 s (four session
+// opens of the hostile suite failed at 10 s). It stays within the run's
+// overhead beyond its limit that the HTTP and payment deadlines allow
+// (cmd/sandboxd's runOverhead, 30 s), with room for the container's start.
+// A runner that never acks is the service's failure, answered this late.
+const ackGrace = 20 * time.Second
 
 // newDeadline starts waiting for the ack at the hand-over (now), at most
 // ackWait; then the program has its limit from the hand-over, or from the
