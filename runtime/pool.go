@@ -49,7 +49,8 @@ const (
 // configured while calls are sparse, more, up to the most configured, while
 // they come fast. It retires idle ones beyond the largest target of the
 // last poolHoldFor (a fall of the rate between bursts retires nothing that
-// the next burst would start again), drops those found dead, backs off while starts fail, and removes all of them at close.
+// the next burst would start again), drops those found dead, backs off
+// while starts fail, and removes all of them at close.
 type pool struct {
 	d   *Docker
 	log *slog.Logger

@@ -54,6 +54,14 @@ func TestPoolFollowsTheLoad(t *testing.T) {
 		t.Errorf("the pool held at most %d containers during the burst, want more than its least %d and at most %d", held, least, most)
 	}
 
+	// The lull right after the burst: the target falls, but the pool
+	// retires nothing it had for poolHoldFor (sizer.held), since the next
+	// burst would start those containers again.
+	time.Sleep(poolHoldFor / 3)
+	if st := d.pool.stats(); st.retired != 0 {
+		t.Errorf("the pool retired %d idle containers %s after the burst, within its hold of %s: %+v", st.retired, poolHoldFor/3, poolHoldFor, st)
+	}
+
 	// Idle: back to the least, and no more containers than that, once the
 	// rate's average has decayed (a least of 1 needs it below one call in
 	// a thousand start times: 45 s after 8 at once on a slow host) and

@@ -65,11 +65,11 @@ type sizer struct {
 	// peaks are the targets sampled in the last poolHoldFor that no later
 	// sample is as large as, oldest first: their first is the largest
 	// (held).
-	peaks []sample
+	peaks []targetAt
 }
 
-// sample is a target the sizer gave at a time.
-type sample struct {
+// targetAt is a target the sizer gave, and when.
+type targetAt struct {
 	at     time.Time
 	target int
 }
@@ -136,7 +136,7 @@ func (s *sizer) held(now time.Time) int {
 	for len(s.peaks) > 0 && s.peaks[len(s.peaks)-1].target <= t {
 		s.peaks = s.peaks[:len(s.peaks)-1]
 	}
-	s.peaks = append(s.peaks, sample{now, t})
+	s.peaks = append(s.peaks, targetAt{now, t})
 	old := 0
 	for now.Sub(s.peaks[old].at) > poolHoldFor {
 		old++
