@@ -89,11 +89,13 @@ type Result struct {
 	// output cap, by the OOM killer or a signal, or by os._exit), since
 	// then nothing inside was left to measure it.
 	Usage *Usage
-	// Gone, when not nil, is closed once the run's sandbox is gone: the
-	// answer comes first, and the container's kill and removal follow.
-	// Whoever bounds how many sandboxes exist at once (the admission slot)
-	// holds its bound until then, so a killed run's memory is still
-	// counted. Nil when nothing is left to wait for.
+	// Gone, when not nil, is closed once the run's sandbox holds nothing:
+	// its container stopped (nothing of it runs, its memory is freed) or
+	// was removed. The answer comes first, and the container's kill and
+	// removal follow. Whoever bounds how many sandboxes run at once (the
+	// admission slot) holds its bound until then, so a killed run's memory
+	// is still counted; the removal after the stop needs no slot. Nil when
+	// nothing is left to wait for.
 	Gone <-chan struct{} `json:"-"`
 }
 

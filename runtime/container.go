@@ -173,6 +173,27 @@ func (d *Docker) retireWithin(b *box, wait time.Duration) <-chan struct{} {
 	return gone
 }
 
+// stoppedOr returns a channel closed once b's container has stopped (the
+// daemon reported its exit: none of its processes run, and its memory,
+// tmpfs included, is freed) or gone is closed, whichever comes first: what
+// a run's sandbox slot waits for (sandboxd.Result.Gone). Its removal may
+// still be under way; it needs neither memory nor a slot. A wait for the
+// exit that failed (the daemon restarting) tells nothing: then only gone.
+func (b *box) stoppedOr(gone <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		select {
+		case <-b.exited:
+			if b.waitErr != nil {
+				<-gone
+			}
+		case <-gone:
+		}
+	}()
+	return out
+}
+
 // closedWithin returns a channel closed once c is closed or after d,
 // whichever comes first.
 func closedWithin(c <-chan struct{}, d time.Duration) <-chan struct{} {

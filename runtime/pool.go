@@ -45,12 +45,12 @@ const (
 // pool keeps containers started ahead of the jobs, each with its runner
 // waiting for a program. A run takes one and the pool starts another in the
 // background; a used container is never given back. The pool holds as many
-// containers (idle and starting) as its sizer's target: the least
-// configured while calls are sparse, more, up to the most configured, while
-// they come fast. It retires idle ones beyond the largest target of the
-// last poolHoldFor (a fall of the rate between bursts retires nothing that
-// the next burst would start again), drops those found dead, backs off
-// while starts fail, and removes all of them at close.
+// containers (idle and starting) as the largest target its sizer gave in
+// the last poolHoldFor: the least configured while calls are sparse, more,
+// up to the most configured, while they come fast. A fall of the rate
+// between bursts neither stops its refills nor retires what the next burst
+// would take; it retires idle ones beyond that, drops those found dead,
+// backs off while starts fail, and removes all of them at close.
 type pool struct {
 	d   *Docker
 	log *slog.Logger
@@ -98,14 +98,10 @@ func newPool(d *Docker, least, most int) *pool {
 		sizer: newSizer(least, most, fillConcurrencyMost)}
 }
 
-// targetLocked is how many containers the pool should hold now.
+// targetLocked is how many containers the pool holds, idle and starting:
+// the largest target of the last poolHoldFor (sizer.held). It refills to
+// it and retires idle containers only beyond it.
 func (p *pool) targetLocked() int {
-	return p.sizer.target(p.now())
-}
-
-// heldLocked is how many containers the pool keeps before it retires idle
-// ones: the largest target of the last poolHoldFor (sizer.held).
-func (p *pool) heldLocked() int {
 	return p.sizer.held(p.now())
 }
 
@@ -226,7 +222,7 @@ func (p *pool) takeIdle() *box {
 func (p *pool) giveBack(b *box) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.idle)+p.starting >= p.heldLocked() {
+	if p.closed || len(p.idle)+p.starting >= p.targetLocked() {
 		if !p.closed {
 			p.retires.Add(1)
 		}
@@ -344,7 +340,7 @@ func (p *pool) trimLoop() {
 func (p *pool) trim() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	excess := len(p.idle) + p.starting - p.heldLocked()
+	excess := len(p.idle) + p.starting - p.targetLocked()
 	for ; excess > 0 && len(p.idle) > 0; excess-- {
 		b := p.idle[0]
 		p.idle = slices.Delete(p.idle, 0, 1)

@@ -36,14 +36,16 @@ const (
 	// latencyWeight is the weight of a new start in the latency's moving
 	// average.
 	latencyWeight = 0.2
-	// poolHoldFor is how long the pool keeps the largest target it had
-	// before it retires the idle containers beyond a lower one. Under a
-	// steady Poisson load the rate's averages rise and fall with each burst,
-	// and a pool that retired at every fall started the same containers
-	// again at the next burst: at 60 % of the ceiling on a slow host, 314
-	// containers started for 240 answers, and each start and removal
-	// costs the host as much CPU as an answer (issue 28, BENCHMARKS.md).
-	// An idle container costs only its memory (~6 MiB).
+	// poolHoldFor is how long the pool keeps, and refills to, the largest
+	// target it had before it retires the idle containers beyond a lower
+	// one. Under a steady Poisson load the rate's averages rise and fall
+	// with each burst. A pool that retired at every fall started the same
+	// containers again at the next burst: at 60 % of the ceiling on a slow
+	// host, 314 containers started for 240 answers, and each start and
+	// removal costs the host as much CPU as an answer. One that refilled
+	// only to the fallen target met the next burst with 11 idle of 17, and
+	// its runs waited for starts (issue 28, BENCHMARKS.md). An idle
+	// container costs only its memory (~6 MiB).
 	poolHoldFor = 30 * time.Second
 )
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -222,5 +223,36 @@ func TestSizerHoldsItsPeakBeforeShrinking(t *testing.T) {
 	again := arrivals(s, last.Add(3*time.Minute), 50*time.Millisecond, 2*time.Second)
 	if got, want := s.held(again), s.target(again); got != want || got < 4 {
 		t.Errorf("held after a second burst = %d, want its target %d (at least 4)", got, want)
+	}
+}
+
+// TestPoolTargetIsItsHeldPeak: the pool refills to, and keeps, the largest
+// target of the last poolHoldFor, not the falling rate's target: a Poisson
+// lull between bursts otherwise left the next burst fewer idle containers
+// (11 of 17 at 60 % of the ceiling on a slow host), and its runs waited
+// for starts. No Docker: the pool never starts here.
+func TestPoolTargetIsItsHeldPeak(t *testing.T) {
+	p := newPool(&Docker{log: slog.New(slog.DiscardHandler)}, 1, 64)
+	defer p.cancel()
+	startsTaking(p.sizer, 100, 400*time.Millisecond)
+	now := time.Unix(1000, 0)
+	p.now = func() time.Time { return now }
+	now = arrivals(p.sizer, now, 50*time.Millisecond, 2*time.Second)
+	peak := p.targetLocked()
+	if peak < 4 {
+		t.Fatalf("the pool's target right after a burst = %d, want at least 4", peak)
+	}
+	for i := range 10 {
+		now = now.Add(time.Second)
+		if got := p.targetLocked(); got != peak {
+			t.Fatalf("%d s into the lull: the pool's target %d (the rate's %d), want the burst's %d", i+1, got, p.sizer.target(now), peak)
+		}
+	}
+	if p.sizer.target(now) >= peak {
+		t.Fatalf("10 s into the lull the rate's target is still %d: the test proves nothing", p.sizer.target(now))
+	}
+	now = now.Add(poolHoldFor + time.Minute)
+	if got := p.targetLocked(); got != 1 {
+		t.Errorf("a minute past the hold, the pool's target = %d, want its least, 1", got)
 	}
 }

@@ -28,17 +28,25 @@ type daemonProxy struct {
 // test ends.
 func mustDaemonProxy(t *testing.T) *daemonProxy {
 	t.Helper()
-	target := "/var/run/docker.sock"
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		if !strings.HasPrefix(h, "unix://") {
-			t.Skipf("DOCKER_HOST %s is no unix socket", h)
-		}
-		target = strings.TrimPrefix(h, "unix://")
-	}
-	p := &daemonProxy{path: filepath.Join(t.TempDir(), "docker.sock"), target: target, conns: map[net.Conn]bool{}}
+	p := &daemonProxy{path: filepath.Join(t.TempDir(), "docker.sock"), target: dockerSocket(t), conns: map[net.Conn]bool{}}
 	p.restore(t)
 	t.Cleanup(p.cut)
 	return p
+}
+
+// dockerSocket is the path of the Docker socket that DOCKER_HOST names (the
+// default one when unset); a test that needs it skips when it is no unix
+// socket.
+func dockerSocket(t *testing.T) string {
+	t.Helper()
+	h := os.Getenv("DOCKER_HOST")
+	if h == "" {
+		return "/var/run/docker.sock"
+	}
+	if !strings.HasPrefix(h, "unix://") {
+		t.Skipf("DOCKER_HOST %s is no unix socket", h)
+	}
+	return strings.TrimPrefix(h, "unix://")
 }
 
 // restore listens again.
@@ -52,15 +60,19 @@ func (p *daemonProxy) restore(t *testing.T) {
 	p.mu.Lock()
 	p.ln = ln
 	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
+	go serveEach(ln, p.serve)
+}
+
+// serveEach serves every connection ln accepts on its own goroutine, until
+// ln is closed.
+func serveEach(ln net.Listener, serve func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
 		}
-	}()
+		go serve(c)
+	}
 }
 
 // serve copies one connection both ways to the real socket.

@@ -80,7 +80,7 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 		f.setContainer(b.id)
 		r := &run{d: d, b: b, log: log.With("container", shortID(b.id))}
 		res, err := r.supervise(ctx, job)
-		res.Gone = d.retireWithin(b, r.exitWait(err))
+		res.Gone = b.stoppedOr(d.retireWithin(b, r.exitWait(err)))
 		switch {
 		case errors.Is(err, errNotStarted) && attempt == 1:
 			r.log.Warn("the container stopped before its program started; using a fresh one", "pooled", pooled)
