@@ -90,11 +90,11 @@ func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization,
 	return charge.Settle(ctx, res)
 }
 
-// releaseWhenGone gives the sandbox slot back once the run's sandbox is
-// gone (at once when gone is nil): the answer does not wait for a killed
-// container's removal, but the slot does, so the sandboxes that exist at once,
-// and their memory, stay bounded by the admission limit. The runner bounds
-// the removal itself.
+// releaseWhenGone gives the sandbox slot back once the run's sandbox holds
+// nothing (sandboxd.Result.Gone; at once when gone is nil): the answer does
+// not wait for a killed container to stop, but the slot does, so the
+// sandboxes that run at once, and their memory, stay bounded by the
+// admission limit. The runner bounds the kill and the removal itself.
 func releaseWhenGone(gone <-chan struct{}, release func()) {
 	if gone == nil {
 		release()

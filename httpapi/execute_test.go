@@ -119,9 +119,9 @@ func TestPendingSettlementAnswers202(t *testing.T) {
 }
 
 // TestSlotHeldUntilTheSandboxIsGone: a killed run is answered before its
-// container is removed (Result.Gone still open), but its sandbox slot is
-// held until the removal is over, so the containers that exist at once stay
-// within the admission limit.
+// container has stopped (Result.Gone still open), but its sandbox slot is
+// held until then, so the containers that run at once stay within the
+// admission limit.
 func TestSlotHeldUntilTheSandboxIsGone(t *testing.T) {
 	gone := make(chan struct{})
 	runner := &fakeRunner{result: sandboxd.Result{Status: sandboxd.StatusTimeout, Gone: gone}}

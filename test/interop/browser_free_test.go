@@ -66,7 +66,7 @@ func TestBrowserFree(t *testing.T) {
 	})
 	t.Run("busy", func(t *testing.T) {
 		// A service of its own that answers busy at once: the page's service
-		// queues, since a run's sandbox slot is held until its container is gone.
+		// queues, since a run's sandbox slot is held until its container has stopped.
 		busy := startService(t, instance("browser-busy"), true, "SANDBOX_RUNTIME_TIMEOUT=10s",
 			"SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=0s")
 		testBusy(t, openPage(t, busy.URL, ""), busy.URL)
