@@ -225,11 +225,22 @@ func (m *Main) Close() error {
 		errs = append(errs, m.closer())
 	}
 	if m.server != nil {
+		// A handler whose settlement has just ended still writes its
+		// answer: closing the connections at once raced it, and the payer
+		// of a settled call got no answer (seen under a CPU hog). Each
+		// connection closes once idle, or after answerWait.
+		ctx, cancel := context.WithTimeout(context.Background(), answerWait)
+		_ = m.server.Shutdown(ctx)
+		cancel()
 		_ = m.server.Close()
 		<-m.served
 	}
 	return errors.Join(errs...)
 }
+
+// answerWait bounds how long Close waits, after the settlements in flight,
+// for their handlers to write the answers.
+const answerWait = 5 * time.Second
 
 // newLogger returns a text logger at the level.
 func newLogger(w io.Writer, level string) *slog.Logger {
