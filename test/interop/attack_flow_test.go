@@ -188,7 +188,12 @@ func slowRefusals(t testing.TB, target string) string {
 // hold(path, request body, answer) is true (or until the caller gives up).
 func delayProxy(t testing.TB, target string, delay time.Duration, hold func(path string, req, answer []byte) bool) string {
 	t.Helper()
-	client := &http.Client{Timeout: 60 * time.Second}
+	// A fresh connection per request: the facilitator is a Node server, which
+	// closes a kept-alive connection after 5 s idle, and a POST sent on one as
+	// it closes fails with a reset that sandboxd would rightly answer with 503.
+	// sandboxd's own client asks /verify again on a fresh connection; this
+	// proxy stands for the network, not for a facilitator that drops requests.
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimRight(target, "/")+r.URL.Path, bytes.NewReader(body))
