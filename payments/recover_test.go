@@ -266,7 +266,10 @@ func TestCrashRecovery(t *testing.T) {
 		t.Helper()
 		h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), req, nil))
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnvLedger+"="+path, crashEnvHeader+"="+h.Get(x402.HeaderPaymentSignature), crashEnvAt+"="+at)
+		// The child exits without its cleanup: its temporary directories go
+		// under one of this test's, which is removed.
+		cmd.Env = append(os.Environ(), crashEnvLedger+"="+path, crashEnvHeader+"="+h.Get(x402.HeaderPaymentSignature), crashEnvAt+"="+at,
+			"TMPDIR="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != crashExitCode {
