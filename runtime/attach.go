@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 )
 
-// stream is one container's attach connection: the program goes in on
-// stdin, its stdout and stderr come out as frames, demultiplexed into capped
+// stream is one container's link to its runner (link.go: the attach
+// connection, or the runner's own sockets): the program goes in on stdin,
+// its stdout and stderr come out as frames, demultiplexed into capped
 // buffers by a goroutine that reads from the container's start until the
 // stream ends or the runner reports the program's end.
 //
@@ -21,8 +21,8 @@ import (
 // marker) ends in close; after a cap is hit, reading goes on (discarding the
 // flood) only until the kill has gone through.
 type stream struct {
-	hj  types.HijackedResponse
-	out *output
+	link link
+	out  *output
 	// capHit is closed when stdout or stderr first passes its cap.
 	capHit chan struct{}
 	// done is closed when reading ends; err then says why (nil at a clean
@@ -44,21 +44,27 @@ func (d *Docker) attach(ctx context.Context, id string, proto *protocol) (*strea
 	if err != nil {
 		return nil, err
 	}
-	out := newOutput(int(d.cfg.MaxOutputBytes), proto)
+	return newStream(attachLink{hj}, int(d.cfg.MaxOutputBytes), proto), nil
+}
+
+// newStream returns the stream over l, its output capped at max bytes per
+// stream.
+func newStream(l link, max int, proto *protocol) *stream {
+	out := newOutput(max, proto)
 	out.ackC = make(chan bool, 1)
 	return &stream{
-		hj:     hj,
+		link:   l,
 		out:    out,
 		capHit: make(chan struct{}),
 		done:   make(chan struct{}),
-	}, nil
+	}
 }
 
 // read starts reading the output on its own goroutine.
 func (s *stream) read() {
 	go func() {
 		defer close(s.done)
-		s.err = demux(s.hj.Reader, s.out, func() { close(s.capHit) })
+		s.err = demux(s.link, s.out, func() { close(s.capHit) })
 	}()
 }
 
@@ -69,8 +75,8 @@ func (s *stream) send(msg []byte) {
 	go func() {
 		// An error here means the program ended (or we closed) before it
 		// read everything; its outcome says all there is to say.
-		if _, err := s.hj.Conn.Write(msg); err == nil {
-			_ = s.hj.CloseWrite()
+		if _, err := s.link.Write(msg); err == nil {
+			_ = s.link.CloseWrite()
 		}
 	}()
 }
@@ -89,11 +95,11 @@ func (s *stream) ended() bool {
 // kill, what the program printed before it died is still wanted, but an end
 // of stream is not waited for forever.
 func (s *stream) drain(grace time.Duration) {
-	_ = s.hj.Conn.SetReadDeadline(time.Now().Add(grace))
+	_ = s.link.SetReadDeadline(time.Now().Add(grace))
 }
 
 // close ends the connection, both ways; reading and writing stop at once.
 // It is safe to call more than once.
 func (s *stream) close() {
-	s.closeOnce.Do(s.hj.Close)
+	s.closeOnce.Do(func() { _ = s.link.Close() })
 }

@@ -20,6 +20,16 @@ type Config struct {
 	// OCIRuntime names the OCI runtime (runc, runsc, crun); empty means the
 	// daemon's default.
 	OCIRuntime string `mapstructure:"oci_runtime"`
+	// IODir is where the service makes each runner's socket (socket.go),
+	// in a directory of its own that the container mounts: the program and
+	// its output then skip dockerd and the container's shim. The Docker
+	// daemon must see it at the same path (a daemon on this host, reached
+	// over a Unix socket, and a service that is not itself in a container
+	// without it). It must be the service user's own, mode 700. Empty means
+	// sandboxd-io-<uid> in the system's temporary directory; "off" keeps the attach connection. Under an OCI runtime
+	// other than runc, or a daemon reached over TCP, the attach connection
+	// is used whatever it says.
+	IODir string `mapstructure:"io_dir"`
 	// Timeout is the wall-clock limit, counted from the program's start: the
 	// runner's ack, or the hand-over of the code when no ack comes.
 	Timeout time.Duration `mapstructure:"timeout"`

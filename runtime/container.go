@@ -49,6 +49,7 @@ func (d *Docker) prepare(ctx context.Context, jobID string, log *slog.Logger) (*
 // for a run's, which carries none).
 func (d *Docker) prepareAs(ctx context.Context, jobID, kind string, log *slog.Logger) (*box, error) {
 	began := time.Now()
+	var err error
 	sp := newSpec(d.cfg, sandboxd.Job{ID: jobID})
 	if d.environment != "" {
 		sp.config.Labels[LabelEnvironment] = d.environment
@@ -56,11 +57,22 @@ func (d *Docker) prepareAs(ctx context.Context, jobID, kind string, log *slog.Lo
 	if kind != "" {
 		sp.config.Labels[LabelKind] = kind
 	}
+	var sl *socketLink
+	if d.ioBase != "" {
+		if sl, err = newSocketLink(d.ioBase); err != nil {
+			return nil, sandboxd.Wrap(sandboxd.CodeInternal, "runtime.prepare", err,
+				"cannot make the sandbox's socket: set runtime.io_dir to a directory the service may write, or off")
+		}
+		sp.useSocket(sl)
+	}
 	id, err := d.create(ctx, sp, log)
 	if err != nil {
+		if sl != nil {
+			sl.Close()
+		}
 		return nil, err
 	}
-	b, err := d.start(ctx, id, log.With("container", shortID(id)))
+	b, err := d.start(ctx, id, sl, log.With("container", shortID(id)))
 	if err != nil {
 		d.removeLater(id, log, nil, nil)
 		return nil, err
@@ -71,13 +83,19 @@ func (d *Docker) prepareAs(ctx context.Context, jobID, kind string, log *slog.Lo
 	return b, nil
 }
 
-// start attaches, registers for the next exit, and starts the container, in
-// that order: attaching first loses no output; waiting first misses no exit.
-func (d *Docker) start(ctx context.Context, id string, log *slog.Logger) (*box, error) {
+// start attaches (unless the runner's socket link sl carries its streams),
+// registers for the next exit, and starts the container, in that order:
+// attaching first loses no output; waiting first misses no exit.
+func (d *Docker) start(ctx context.Context, id string, sl *socketLink, log *slog.Logger) (*box, error) {
 	proto := newProtocol(d.cfg.MaxFiles, int64(d.cfg.MaxFilesBytes))
-	s, err := d.attach(ctx, id, proto)
-	if err != nil {
-		return nil, d.fail(ctx, "runtime.attach", err)
+	var s *stream
+	if sl != nil {
+		s = newStream(sl, int(d.cfg.MaxOutputBytes), proto)
+	} else {
+		var err error
+		if s, err = d.attach(ctx, id, proto); err != nil {
+			return nil, d.fail(ctx, "runtime.attach", err)
+		}
 	}
 	// The wait lives as long as the box, not as the request that made it.
 	life, stopWait := context.WithCancel(context.WithoutCancel(ctx))
@@ -93,6 +111,7 @@ func (d *Docker) start(ctx context.Context, id string, log *slog.Logger) (*box, 
 	b := &box{id: id, proto: proto, s: s, log: log, exited: make(chan struct{}), stopWait: stopWait}
 	go b.awaitExit(waitC, waitE)
 	b.started = time.Now()
+	var err error
 	if ctx.Err() == nil {
 		err = d.cli.ContainerStart(ctx, id, container.StartOptions{})
 	}
@@ -103,6 +122,9 @@ func (d *Docker) start(ctx context.Context, id string, log *slog.Logger) (*box, 
 			return nil, ctxError(ctx, "runtime.start")
 		}
 		return nil, d.fail(ctx, "runtime.start", err)
+	}
+	if sl != nil {
+		sl.stopWith(b.exited)
 	}
 	s.read()
 	return b, nil

@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -42,6 +45,9 @@ type Docker struct {
 	environment string
 	// sessions are the live sessions, which Close ends.
 	sessions sessionSet
+	// ioBase is where the runners' sockets are made (Config.IODir); empty
+	// when the attach connection carries their streams.
+	ioBase string
 }
 
 var _ sandboxd.Runner = (*Docker)(nil)
@@ -71,11 +77,28 @@ func New(cfg Config, log *slog.Logger) (*Docker, error) {
 		log:      log.With("instance", cfg.Instance),
 		inflight: inflight{runs: map[*liveRun]struct{}{}},
 	}
+	d.ioBase = ioBase(cfg, cli.DaemonHost())
 	if cfg.PoolSize > 0 {
 		d.pool = newPool(d, cfg.PoolSize, cfg.PoolMax)
 	}
 	return d, nil
 }
+
+// ioBase is where the runners' sockets go (Config.IODir), or "" for the
+// attach connection: turned off, another OCI runtime than runc, or a daemon
+// that is not on this host.
+func ioBase(cfg Config, daemonHost string) string {
+	switch {
+	case cfg.IODir == ioOff, cfg.OCIRuntime != "" && cfg.OCIRuntime != "runc", !strings.HasPrefix(daemonHost, "unix://"):
+		return ""
+	case cfg.IODir != "":
+		return cfg.IODir
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("sandboxd-io-%d", os.Getuid()))
+}
+
+// ioOff is the Config.IODir that keeps the attach connection.
+const ioOff = "off"
 
 // Health reports nil when runs can start: the daemon answers, the image is
 // present and its runner speaks this service's protocol, and the configured
@@ -98,6 +121,12 @@ func (d *Docker) health(ctx context.Context) error {
 	const op = "runtime.health"
 	if _, err := d.cli.Ping(ctx); err != nil {
 		return d.fail(ctx, op, err)
+	}
+	if d.ioBase != "" {
+		if err := socketBase(d.ioBase); err != nil {
+			return sandboxd.Wrap(sandboxd.CodeUnavailable, op, err,
+				"the runners' socket directory (runtime.io_dir) is not usable: "+err.Error()+`; name another, or "off"`)
+		}
 	}
 	img, err := d.cli.ImageInspect(ctx, d.cfg.Image)
 	if err != nil {

@@ -7,7 +7,8 @@ import (
 )
 
 // The runner protocol: how the service and the image's runner
-// (images/python/run.py) talk over a container's attach connection.
+// (images/python/run.py) talk over a container's link (link.go): its
+// attach connection, or the runner's own sockets.
 //
 //	stdin, to the runner:     "<token> <n> <m> <f> <k> <maxfiles> <maxbytes>\n",
 //	                          then the n bytes of the program, the m bytes of
@@ -55,11 +56,12 @@ import (
 // container's exit, as before, and has no files out. The ack tells a program that ran from a
 // container that died before it got its program, which is retried.
 
-// runnerProtocol is the version of the protocol: 5 is the protocol above
-// (4's, unchanged) and the sessions of session_protocol.go. The image
+// runnerProtocol is the version of the protocol: 6 is the protocol above
+// (4's, unchanged) and the sessions of session_protocol.go (5's), over the
+// attach connection or the runner's own sockets (socket.go). The image
 // carries it in its imageProtocolLabel; Health refuses an image that speaks
-// another.
-const runnerProtocol = "5"
+// another (5's runner does not connect).
+const runnerProtocol = "6"
 
 // imageProtocolLabel is the image label that holds the runner's protocol
 // version (set by images/python/build.sh).

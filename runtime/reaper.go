@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -17,6 +21,7 @@ import (
 // Run: the pool starts filling when it returns (whether it succeeded or not).
 func (d *Docker) Reap(ctx context.Context) (int, error) {
 	defer d.startPool()
+	d.reapSocketDirs(time.Now().Add(-staleSocketDir))
 	filter := instanceFilter(d.cfg.Instance)
 	if d.environment != "" {
 		filter.Add("label", LabelEnvironment+"="+d.environment)
@@ -57,4 +62,30 @@ func (d *Docker) removeListed(ctx context.Context, filter filters.Args) (int, er
 			"environment", c.Labels[LabelEnvironment], "state", c.State)
 	}
 	return n, errors.Join(errs...)
+}
+
+// staleSocketDir is how old a runner's socket directory must be for Reap to
+// remove it: a live one is either connected, its socket already removed
+// and its container needing the directory no more, or seconds old.
+const staleSocketDir = 10 * time.Minute
+
+// reapSocketDirs removes the runners' socket directories (socket.go)
+// older than before: a crashed service's, which no one else removes.
+func (d *Docker) reapSocketDirs(before time.Time) {
+	if d.ioBase == "" {
+		return
+	}
+	entries, err := os.ReadDir(d.ioBase)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !strings.HasPrefix(e.Name(), "io-") || info.ModTime().After(before) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(d.ioBase, e.Name())); err != nil {
+			d.log.Warn("cannot remove a stale socket directory", "err", err)
+		}
+	}
 }

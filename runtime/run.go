@@ -252,40 +252,55 @@ func (r *run) killedExit() int {
 }
 
 // watchOutput reads the output until it ends (or the end marker comes), a
-// cap is hit, the deadline passes or ctx ends; in every case the attach
-// connection is closed after.
+// cap is hit, the deadline passes, the daemon goes or ctx ends; in every
+// case the link is closed after.
 func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error {
 	s := r.b.s
 	defer s.close()
-	select {
-	case <-s.done:
-		if s.err != nil {
-			r.log.Warn("attach stream ended with an error", "err", s.err)
-		}
-		if s.out.truncated() {
-			// The stream ended right after a cap, or demux stopped reading
-			// past sentBound: close it before the kill, since a connection
-			// left unread stalls dockerd's copy and with it the kill.
+	exited := r.b.exited
+	for {
+		select {
+		case <-s.done:
+			if s.err != nil {
+				r.log.Warn("the runner's stream ended with an error", "err", s.err)
+			}
+			if s.out.truncated() {
+				// The stream ended right after a cap, or demux stopped reading
+				// past sentBound: close it before the kill, since a connection
+				// left unread stalls dockerd's copy and with it the kill.
+				s.close()
+				r.killLater(ctx)
+			}
+		case <-s.capHit:
+			r.killAndDrain(ctx, capDrainGrace)
+		case <-deadline:
+			r.res.TimedOut = true
+			r.killAndDrain(ctx, drainGrace)
+			// Output the drain found over the cap was written before the kill:
+			// the program reached the output limit first, and only reading it
+			// lagged (a loaded host). It is an output_limit, not a timeout.
+			if s.out.truncated() {
+				r.res.TimedOut = false
+			}
+		case <-exited:
+			if r.b.waitErr == nil {
+				exited = nil // the output ends with the container
+				continue
+			}
+			// The wait for the exit broke: the daemon went. The attach
+			// connection ends with it; the runner's sockets do not, but a
+			// run whose container no one can kill or judge is the service's
+			// failure all the same.
 			s.close()
 			r.killLater(ctx)
+			return r.d.fail(ctx, "runtime.wait", r.b.waitErr)
+		case <-ctx.Done():
+			s.close()
+			r.kill(ctx)
+			return ctxError(ctx, "runtime.run")
 		}
-	case <-s.capHit:
-		r.killAndDrain(ctx, capDrainGrace)
-	case <-deadline:
-		r.res.TimedOut = true
-		r.killAndDrain(ctx, drainGrace)
-		// Output the drain found over the cap was written before the kill:
-		// the program reached the output limit first, and only reading it
-		// lagged (a loaded host). It is an output_limit, not a timeout.
-		if s.out.truncated() {
-			r.res.TimedOut = false
-		}
-	case <-ctx.Done():
-		s.close()
-		r.kill(ctx)
-		return ctxError(ctx, "runtime.run")
+		return nil
 	}
-	return nil
 }
 
 // killAndDrain kills the container while reading on: what the program

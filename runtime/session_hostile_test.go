@@ -109,10 +109,14 @@ func TestSessionForgedMarker(t *testing.T) {
 }
 
 // stealer starts a thread that reads the protocol's own stream (the
-// runner's private read end of its stdin) for the next call's header.
+// runner's private copy of its stdin) for the next call's header: the read
+// end of a pipe (the attach connection), or the first socket among the
+// runner's private descriptors (its own sockets: stdin's copy is made
+// first, stdout's and stderr's after).
 const stealer = "import os, stat, threading, fcntl\n" +
-	"fds = [fd for fd in range(3, 64) if os.path.exists('/proc/self/fd/%d' % fd)\n" +
-	"       and stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY]\n" +
+	"def protocol(fd):\n    mode = os.fstat(fd).st_mode\n" +
+	"    return stat.S_ISSOCK(mode) or (stat.S_ISFIFO(mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY)\n" +
+	"fds = [fd for fd in range(3, 64) if os.path.exists('/proc/self/fd/%d' % fd) and protocol(fd)][:1]\n" +
 	"def steal():\n    while True:\n        os.read(fds[0], 1)\n" +
 	"threading.Thread(target=steal, daemon=True).start()\nlen(fds)"
 

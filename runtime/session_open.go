@@ -122,7 +122,7 @@ func (d *Docker) sessionBox(ctx context.Context, pooled bool, log *slog.Logger) 
 // loop. A box whose reader had read anything, or whose container died, is
 // retired: errNotStarted.
 func (d *Docker) switchBox(ctx context.Context, b *box) (*Session, error) {
-	conn := b.s.hj.Conn
+	conn := b.s.link
 	_ = conn.SetReadDeadline(time.Now())
 	<-b.s.done
 	out := b.s.out

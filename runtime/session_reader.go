@@ -54,7 +54,7 @@ func newCall(proto *protocol, max int, ackOnly bool) *call {
 // stream is always read, so dockerd's copy never stalls.
 func (s *Session) readLoop() {
 	defer close(s.readDone)
-	r := s.b.s.hj.Reader
+	r := s.b.s.link
 	var hdr [frameHeaderSize]byte
 	chunk := make([]byte, readChunk)
 	for {

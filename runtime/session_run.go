@@ -99,7 +99,7 @@ func (s *Session) send(msg []byte) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = s.b.s.hj.Conn.Write(msg)
+		_, _ = s.b.s.link.Write(msg)
 	}()
 	return done
 }

@@ -102,6 +102,16 @@ func newSpec(cfg Config, job sandboxd.Job) spec {
 	}
 }
 
+// useSocket has the container's runner use l instead of its attach
+// connection: the socket's directory mounted read-only, its path in the
+// environment, and nothing to attach.
+func (sp spec) useSocket(l *socketLink) {
+	sp.host.Mounts = append(sp.host.Mounts, l.mount())
+	sp.config.Env = append(sp.config.Env, ioEnv+"="+ioMountDir+"/"+ioSocket)
+	c := sp.config
+	c.OpenStdin, c.StdinOnce, c.AttachStdin, c.AttachStdout, c.AttachStderr = false, false, false, false, false
+}
+
 // dataLimitEnv is the environment variable that hands the runner
 // (images/python/run.py) its data limit; the runner removes it before the
 // program runs.

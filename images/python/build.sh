@@ -30,7 +30,7 @@ PACKAGES=python3-minimal,libpython3.11-stdlib
 SANDBOX_UID=10001
 # The version of the protocol run.py speaks with the service (runtime/protocol.go:
 # runnerProtocol); the service refuses an image with another.
-RUNNER_PROTOCOL=5
+RUNNER_PROTOCOL=6
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD_STATUS_DIR=${BUILD_STATUS_DIR:-$here/../../data/build}
 DEBOOTSTRAP_CACHE=${DEBOOTSTRAP_CACHE:-/var/cache/sandboxd/debootstrap}

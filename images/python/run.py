@@ -2,7 +2,7 @@
 
 It is started before its program exists (a warm container waits here), with
 everything it needs already imported. It speaks the service's runner
-protocol, version 5 (runtime/protocol.go, runtime/session_protocol.go), on
+protocol, version 6 (runtime/protocol.go, runtime/session_protocol.go), on
 its standard streams. Its first line decides: a program's header (below,
 protocol 4's, unchanged) runs one program; a session header runs many
 (Sessions, below). One program:
@@ -113,7 +113,32 @@ MAX_DEPTH = 32
 LIST_EXTRA = 64
 
 
+def _connect():
+    """With SANDBOX_IO, the path of the service's socket for this container
+    (runtime/socket.go), connect to it twice and make the connections the
+    standard streams: the first stdin and stdout, the second stderr. The
+    program and its output then go straight between the service and this
+    runner. Without it they stay the attach connection's pipes. Done first,
+    so the service can hand a program over while the rest starts."""
+    import os
+    path = os.environ.pop("SANDBOX_IO", "")
+    if not path:
+        return
+    import _socket
+    fds = []
+    for _ in range(2):
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.connect(path)
+        fds.append(s.detach())
+    os.dup2(fds[0], 0)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    os.close(fds[0])
+    os.close(fds[1])
+
+
 def _main():
+    _connect()
     # Everything is local: the program gets a __main__ module of its own.
     import atexit
     import linecache

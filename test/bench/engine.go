@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 
 	"sandboxd/runtime"
@@ -154,7 +156,21 @@ func cycle(ctx context.Context, cli *client.Client, spec container.InspectRespon
 	cfg, host := *spec.Config, *spec.HostConfig
 	cfg.Hostname = ""
 	cfg.OpenStdin, cfg.StdinOnce, cfg.AttachStdin = false, false, false
-	cfg.Env = slices.Clone(cfg.Env)
+	// The runner's socket (runtime.io_dir) is the service's own: a cycle
+	// mounts an empty directory in its place, as much work for the engine,
+	// and its runner, told of no socket, exits at its stdin's end.
+	cfg.Env = slices.DeleteFunc(slices.Clone(cfg.Env), func(e string) bool { return strings.HasPrefix(e, "SANDBOX_IO=") })
+	host.Mounts = slices.Clone(host.Mounts)
+	for i := range host.Mounts {
+		if host.Mounts[i].Type == mount.TypeBind {
+			dir, err := os.MkdirTemp("", "bench-io-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			host.Mounts[i].Source = dir
+		}
+	}
 	if tweak != nil {
 		tweak(&cfg)
 	}
