@@ -180,7 +180,8 @@ func TestSessionFilesOut(t *testing.T) {
 	}{
 		{"open('a.txt', 'w').write('1')", nil, "a.txt=1"},
 		{"open('b.txt', 'w').write('1')", nil, "b.txt=1"},
-		// Same size, same inode, at once: the content tells.
+		// Same size, same inode, at once: the file time tells (the runner waits
+		// for the clock to move past the newest before the call).
 		{"open('a.txt', 'w').write('2')", nil, "a.txt=2"},
 		{"pass", nil, ""},
 		{"open('data.csv').read()", []sandboxd.File{{Name: "data.csv", Content: []byte("x,y\n")}}, ""},
@@ -204,6 +205,36 @@ func TestSessionFilesOut(t *testing.T) {
 	res = mustCall(t, s, "import os\nos.path.islink('p'), open('p').read()", sandboxd.File{Name: "p", Content: []byte("mine")})
 	if valueOf(res) != "(False, 'mine')" {
 		t.Errorf("file in over a link: %s %q", valueOf(res), res.Stderr)
+	}
+}
+
+// TestSessionLeavesFilesUnread: between calls the runner tells the files a
+// call changed by their signatures, never by reading them, so a call after
+// one that left a large file costs what any call does (reading 16 MiB twice
+// took a trivial call most of a second under gVisor, and past its deadline
+// on a busy host). A read would move the files' access times, set to 0
+// here; one file's mtime is ahead, which the runner took for recent.
+func TestSessionLeavesFilesUnread(t *testing.T) {
+	for _, oci := range ociRuntimes {
+		t.Run(oci, func(t *testing.T) {
+			d := mustDocker(t, func(c *Config) { c.OCIRuntime = oci })
+			s := mustSession(t, d)
+			code := "import os, time\n" +
+				"for name, ahead in (('now', 0), ('ahead', 10**10)):\n" +
+				"    with open(name, 'wb') as f:\n" +
+				"        f.truncate(9 << 20)\n" +
+				"    os.utime(name, ns=(0, os.stat(name).st_mtime_ns + ahead))"
+			if res := mustCall(t, s, code); res.Status != sandboxd.StatusOK || len(res.Files) != 2 {
+				t.Fatalf("making the files: status %q stderr %q files %d", res.Status, res.Stderr, len(res.Files))
+			}
+			for range 2 {
+				checkCall(t, mustCall(t, s, "[os.stat(n).st_atime_ns for n in ('now', 'ahead')]"), want{status: sandboxd.StatusOK}, "[0, 0]")
+			}
+			res := mustCall(t, s, "open('ahead', 'r+b').write(b'y')")
+			if res.Status != sandboxd.StatusOK || len(res.Files) != 1 || res.Files[0].Name != "ahead" {
+				t.Errorf("a change to the file ahead: status %q files %+v, want it out", res.Status, res.Files)
+			}
+		})
 	}
 }
 

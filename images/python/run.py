@@ -536,7 +536,7 @@ def _call(call, namespace, files, figures, state, interrupt, maxout):
         failed = None
     except (OSError, ValueError) as exc:
         written, failed = {}, "sandbox-run: cannot write the files in: %s\n" % exc
-    before = files.snapshot()
+    before = files.snapshot(written)
     peak = _peak_reset()
     start_cpu = _usage()[0]
     # The ack on both streams: what came before it on either was written
@@ -636,6 +636,28 @@ def _peak(kids, fallback):
         return fallback
     now = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return max(hwm, now if now > kids else 0)
+
+
+def _settle(newest):
+    """Wait until the clock that stamps file times (CLOCK_REALTIME_COARSE:
+    a change's mtime is never before it) reads more than newest (ns) plus
+    1 ms, at most 20 ms; not at all for a time further ahead, which only a
+    program's utime sets (any change moves the file's time back to now)."""
+    import time
+
+    def coarse():
+        try:
+            return time.clock_gettime_ns(5)  # CLOCK_REALTIME_COARSE
+        except OSError:
+            return time.time_ns()
+    target = newest + 1_000_000
+    now = coarse()
+    if target - now > 20_000_000:
+        return
+    end = time.monotonic_ns() + 20_000_000
+    while now <= target and time.monotonic_ns() < end:
+        time.sleep(0.0005)
+        now = coarse()
 
 
 def _figures(plt):
@@ -844,32 +866,22 @@ class _files:
         got = self.read(name, size)
         return got is not None and got[1] is not None and self.sha256(got[1]).digest() == written[name][1]
 
-    def snapshot(self):
-        """What a session's call starts with: {name: (signature, sha256)} of
-        the regular files under the working directory; the digest only for a
-        file changed so recently that a change within the same clock tick
-        would keep its signature (file times are coarse), else None."""
-        import time
+    def snapshot(self, written):
+        """What a session's call starts with: {name: signature} of the
+        regular files under the working directory, once the clock that
+        stamps file times has moved past the newest not in written (the
+        files in, compared by content), so that a file the call changes,
+        even at once and to the same size, gets another signature
+        (_settle). No file is read: a call after one that left a large
+        file costs no more than one after a small file."""
         found, _ = self.walk()
-        recent = time.time_ns() - 50_000_000
-        out = {}
-        for name, size, sig in found:
-            digest = None
-            if sig[2] >= recent and size <= (16 << 20):
-                got = self.read(name, size)
-                digest = self.sha256(got[1]).digest() if got and got[1] is not None else b""
-            out[name] = (sig, digest)
-        return out
+        _settle(max((sig[2] for name, _, sig in found if name not in written), default=0))
+        return {name: sig for name, _, sig in found}
 
-    def same(self, name, size, sig, before):
+    @staticmethod
+    def same(name, sig, before):
         """Whether name is as the snapshot before saw it."""
-        if before is None or name not in before or before[name][0] != sig:
-            return False
-        digest = before[name][1]
-        if digest is None:
-            return True
-        got = self.read(name, size)
-        return got is not None and got[1] is not None and self.sha256(got[1]).digest() == digest
+        return before is not None and before.get(name) == sig
 
     def collect(self, written, maxfiles, maxbytes, before=None):
         """The files section of the end marker: the files out as records
@@ -882,7 +894,7 @@ class _files:
         for name, size, sig in found:
             if self.unchanged(name, size, written):
                 continue
-            if name not in written and self.same(name, size, sig, before):
+            if name not in written and self.same(name, sig, before):
                 continue
             if kept + listed >= maxfiles + self.list_extra:
                 cut = True
