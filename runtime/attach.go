@@ -91,11 +91,11 @@ func (s *stream) ended() bool {
 	}
 }
 
-// drain lets reading go on for at most grace more, then ends it: after a
+// drain lets reading go on until at most until, then ends it: after a
 // kill, what the program printed before it died is still wanted, but an end
 // of stream is not waited for forever.
-func (s *stream) drain(grace time.Duration) {
-	_ = s.link.SetReadDeadline(time.Now().Add(grace))
+func (s *stream) drain(until time.Time) {
+	_ = s.link.SetReadDeadline(until)
 }
 
 // close ends the connection, both ways; reading and writing stop at once.

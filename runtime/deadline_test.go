@@ -103,3 +103,23 @@ func TestAckForms(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainCountsFromTheDeadline: after a deadline kill, output is read
+// until drainGrace after the deadline fired, not after the run saw it (a
+// loaded host wakes the service late), and for at least drainFloor more.
+func TestDrainCountsFromTheDeadline(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		late, want time.Duration // how late the deadline was seen; the drain's end, from now
+	}{
+		{0, drainGrace},
+		{100 * time.Millisecond, drainGrace - 100*time.Millisecond},
+		{drainGrace - drainFloor, drainFloor},
+		{200 * time.Millisecond, drainFloor},
+		{2 * time.Second, drainFloor},
+	} {
+		if got := drainEnd(now.Add(-c.late), now).Sub(now); got != c.want {
+			t.Errorf("deadline seen %v late: drain for %v more, want %v", c.late, got, c.want)
+		}
+	}
+}

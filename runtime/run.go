@@ -11,12 +11,28 @@ import (
 	"sandboxd"
 )
 
-// drainGrace bounds how long output is still read after a deadline kill:
-// long enough for what the program printed before it died to come through,
-// short enough that the kill is answered within timeout + 0.5 s on a busy
-// host (docs/performance.md, "Kills under load"). The stream usually ends sooner, once
-// the kill has gone through.
+// drainGrace bounds how long output is still read after a deadline kill,
+// counted from the deadline itself, not from when the run saw it (a loaded
+// host wakes the service late, 0.2 s seen): long enough for what the
+// program printed before it died to come through, short enough that the
+// kill is answered within timeout + 0.5 s on a busy host
+// (docs/performance.md, "Kills under load"). The stream usually ends
+// sooner, once the kill has gone through.
 const drainGrace = 250 * time.Millisecond
+
+// drainFloor is the least time output is read after the kill, however late
+// the deadline was seen: what the program wrote is in the buffers already.
+const drainFloor = 50 * time.Millisecond
+
+// drainEnd is when reading stops after a deadline kill seen at now, for a
+// deadline that fired at fired: drainGrace after it, and at least
+// drainFloor after now.
+func drainEnd(fired, now time.Time) time.Time {
+	if end := fired.Add(drainGrace); end.After(now.Add(drainFloor)) {
+		return end
+	}
+	return now.Add(drainFloor)
+}
 
 // capDrainGrace is drainGrace after an output-cap kill: the capped stream
 // is complete already, only the other one may still bring a few lines.
@@ -272,10 +288,10 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 				r.killLater(ctx)
 			}
 		case <-s.capHit:
-			r.killAndDrain(ctx, capDrainGrace)
-		case <-deadline:
+			r.killAndDrain(ctx, time.Now().Add(capDrainGrace))
+		case fired := <-deadline:
 			r.res.TimedOut = true
-			r.killAndDrain(ctx, drainGrace)
+			r.killAndDrain(ctx, drainEnd(fired, time.Now()))
 			// Output the drain found over the cap was written before the kill:
 			// the program reached the output limit first, and only reading it
 			// lagged (a loaded host). It is an output_limit, not a timeout.
@@ -305,12 +321,12 @@ func (r *run) watchOutput(ctx context.Context, deadline <-chan time.Time) error 
 
 // killAndDrain kills the container while reading on: what the program
 // wrote before it died is kept; reading stops at the end of the stream (the
-// kill has gone through) or after grace, whichever comes first. The
+// kill has gone through) or at until, whichever comes first. The
 // kill runs on in the background: the answer does not wait for the
 // container to stop, only its removal does.
-func (r *run) killAndDrain(ctx context.Context, grace time.Duration) {
+func (r *run) killAndDrain(ctx context.Context, until time.Time) {
 	r.killLater(ctx)
-	r.b.s.drain(grace)
+	r.b.s.drain(until)
 	<-r.b.s.done
 	r.b.s.close()
 }
