@@ -8,6 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
 IMAGE   ?= sandbox-python:3.11
 DATA_IMAGE ?= sandbox-python-data:3.11
+STATICCHECK ?= v0.8.2
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
@@ -15,7 +16,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # (runtime.build_status_dir in config.yaml).
 export BUILD_STATUS_DIR ?= $(CURDIR)/data/build
 
-.PHONY: all build docker image image-data run test test-unit interop-deps postgres chromium bench demo soak fuzz fleet clean
+.PHONY: all build docker image image-data run test test-unit lint interop-deps postgres chromium bench demo soak fuzz fleet clean
 
 all: build
 
@@ -52,8 +53,14 @@ chromium: ## Debian's chromium (installed when missing, as root); the browser te
 	    echo "chromium is missing: install Debian's chromium (apt-get install chromium) as root" >&2; exit 1; fi; \
 	  echo "installing chromium (apt-get)" >&2; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
-test: build image image-data interop-deps postgres chromium ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil), the page in chromium
+# lint fails on what review would refuse: vet's findings, a go.mod that
+# `go mod tidy` would change, and staticcheck's (the version pinned here).
+lint: ## go vet, go mod tidy -diff and staticcheck
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) ./...
+
+test: build lint image image-data interop-deps postgres chromium ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil), the page in chromium
 	SANDBOXD_INTEGRATION=1 SANDBOXD_INTEROP=1 SANDBOXD_FAULTS=1 $(GO) test -p 1 -count=1 -timeout 40m ./...
 
 test-unit: ## only the tests that need neither Docker nor npm (the gates off, even under CI=true)

@@ -12,12 +12,11 @@ import (
 
 // fakeRegistry records what the table tells the fleet's registry.
 type fakeRegistry struct {
-	mu        sync.Mutex
-	openErr   error
-	opened    map[string]sandboxd.SessionRecord
-	called    map[string]int
-	ended     map[string]string
-	endedHash []string
+	mu      sync.Mutex
+	openErr error
+	opened  map[string]sandboxd.SessionRecord
+	called  map[string]int
+	ended   map[string]string
 }
 
 func newFakeRegistry() *fakeRegistry {

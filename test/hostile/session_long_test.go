@@ -2,7 +2,6 @@ package hostile
 
 import (
 	"bufio"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,7 +80,7 @@ func runLongSession(t *testing.T, svc *servicetest.Service, c *sessionClient, en
 	var base serviceGauges
 	var first []string
 	for i := 1; i <= n; i++ {
-		a := s.call(t, fmt.Sprintf(longProbe))
+		a := s.call(t, longProbe)
 		if a.code != 200 || a.Status != "ok" || a.SessionEnded || a.Result == nil || *a.Result != strconv.Itoa(i) {
 			t.Fatalf("call %d: %s", i, a)
 		}
