@@ -13,16 +13,21 @@ import (
 
 // Sessions is the table of live sessions. Opening and calling are phased
 // around the payment, as PaymentGate is around the sandbox slot: room is
-// held (Hold) before a payment is checked, and a session's turn is taken
-// (Turn) before its payment is reserved, so that a refusal for capacity,
-// ownership or a busy session never costs the caller anything.
+// looked at (Room) before a payment is checked and held (Hold) only after
+// the payment checked out, so that payments that will never verify hold
+// nothing; a session's turn is taken (Turn) before its payment is reserved,
+// so that a refusal for capacity, ownership or a busy session never costs
+// the caller anything.
 //
-// Hold holds room for one new session in environment. It returns an
-// *Error:
-//   - CodeBusy (RetryAfter set) when sessions are at their capacity (count
-//     or memory);
+// Room reports whether a session could open in environment now, holding
+// nothing. It returns an *Error:
+//   - CodeBusy (RetryAfter set: the earliest a session is due to end) when
+//     sessions are at their capacity (count or memory);
 //   - CodeInvalid for an unknown environment;
 //   - CodeUnavailable when the table is closing.
+//
+// Hold holds room for one new session in environment; its errors are
+// Room's (room may have gone since Room said yes).
 //
 // Turn finds session id and takes its turn for one call by owner (the
 // wallet that paid for the call, "" in free mode). It returns an *Error:
@@ -35,9 +40,11 @@ import (
 // Get returns a session's state; CodeNotFound as for Turn.
 //
 // Close ends a session and removes its container: the id is the
-// capability (an unpaid request may end its session). CodeNotFound as for
-// Turn.
+// capability (an unpaid request may end its session). A call running in
+// it is cut off and answered as the service's failure (not charged).
+// CodeNotFound as for Turn.
 type Sessions interface {
+	Room(environment string) error
 	Hold(ctx context.Context, environment string) (SessionHold, error)
 	Turn(ctx context.Context, id, owner string) (SessionTurn, error)
 	Get(ctx context.Context, id string) (SessionInfo, error)
@@ -48,16 +55,19 @@ type Sessions interface {
 // be called on every path; after a successful Start it does nothing.
 //
 // Claim names the session's owner (the paying wallet, "" in free mode)
-// and counts it against the owner's own cap: CodeBusy (RetryAfter set)
-// when the owner holds as many sessions as it may. Claim is called at most
-// once, before Start.
+// and the client that asks (its address, as the per-client caps count it)
+// and counts the session against the owner's cap (sessions.max_per_payer,
+// across the fleet when there is one) or, in free mode, the client's
+// (sessions.max_per_client): CodeBusy (RetryAfter set) when either holds
+// as many sessions as it may; CodeUnavailable when the fleet's registry
+// cannot be read. Claim is called at most once, before Start.
 //
 // Start starts the session's container and returns its state. It returns
 // an *Error: CodeUnavailable when the engine cannot start it or the table
 // is closing, CodeInvalid or CodeInternal from the engine, ctx's error when
 // ctx ended first. After an error the hold still needs its Release.
 type SessionHold interface {
-	Claim(owner string) error
+	Claim(ctx context.Context, owner, client string) error
 	Start(ctx context.Context) (SessionInfo, error)
 	Release()
 }

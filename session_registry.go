@@ -21,6 +21,10 @@ import (
 // session's own replica is the truth while it lives, and its lease ends
 // its rows when it dies.
 //
+// Held counts the sessions owner holds open on the live replicas of the
+// fleet, this one's included, so that sessions.max_per_payer holds across
+// the fleet. An *Error, CodeUnavailable, when the registry cannot be read.
+//
 // Locate says where the session of hash lives. It returns an *Error: CodeNotFound
 // when the registry never heard of it, CodeUnavailable when the registry
 // cannot be read.
@@ -29,6 +33,7 @@ type SessionRegistry interface {
 	Called(ctx context.Context, hash string, lastCall, expires time.Time) error
 	Ended(ctx context.Context, hash, why string) error
 	Locate(ctx context.Context, hash string) (SessionPlace, error)
+	Held(ctx context.Context, owner string) (int, error)
 }
 
 // SessionRecord is what the registry keeps of a session when it opens.

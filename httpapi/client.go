@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -111,4 +112,25 @@ func (c *clientCounter) give(key netip.Prefix) {
 	if c.held[key]--; c.held[key] <= 0 {
 		delete(c.held, key)
 	}
+}
+
+// clientCtxKey is the context key of a request's client (clientKey of its
+// clientAddr, as text).
+type clientCtxKey struct{}
+
+// clients puts each request's client in its context (clientFrom), for the
+// caps counted deeper down than the request (the free sessions').
+func (s *Server) clients(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a, ok := s.clientAddr(r); ok {
+			r = r.WithContext(context.WithValue(r.Context(), clientCtxKey{}, clientKey(a).String()))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientFrom is the client that clients put in ctx; "" when none.
+func clientFrom(ctx context.Context) string {
+	c, _ := ctx.Value(clientCtxKey{}).(string)
+	return c
 }

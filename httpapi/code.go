@@ -10,6 +10,9 @@ import (
 	"sandboxd/x402"
 )
 
+// codePath is the path of one-shot runs.
+const codePath = "/v1/code"
+
 // codeRequest is the body of POST /v1/code.
 type codeRequest struct {
 	Language    *string       `json:"language"`
@@ -107,7 +110,7 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ext := s.httpExtensions()
-	out, err := s.execute(withBodyHold(r.Context(), hold), job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
+	out, err := s.execute(withBodyHold(r.Context(), hold), job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r, codePath),
 		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment), Extensions: ext,
 		Environment: job.Environment})
 	addServerTiming(w.Header(), phases)

@@ -52,13 +52,15 @@ type fakeGate struct {
 	checkErr   error
 	reserveErr error
 	settleErr  error
-	// checkBlock, when non-nil, makes Check wait for it (or ctx).
-	checkBlock chan struct{}
-	checked    int
-	reserved   int
-	settled    int
-	released   int
-	requests   []sandboxd.PaymentRequest
+	// checkBlock, when non-nil, makes Check wait for it (or ctx);
+	// settleBlock, when non-nil, makes Settle wait for it.
+	checkBlock  chan struct{}
+	settleBlock chan struct{}
+	checked     int
+	reserved    int
+	settled     int
+	released    int
+	requests    []sandboxd.PaymentRequest
 	// payer, when set, is the Payer of the authorizations instead of
 	// fakePayer.
 	payer string
@@ -121,6 +123,12 @@ func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) {
 }
 
 func (c fakeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
+	c.g.mu.Lock()
+	block := c.g.settleBlock
+	c.g.mu.Unlock()
+	if block != nil {
+		<-block
+	}
 	c.g.mu.Lock()
 	defer c.g.mu.Unlock()
 	if c.g.settleErr != nil {

@@ -40,6 +40,8 @@ func (v registryView) Opened(_ context.Context, s sandboxd.SessionRecord) error 
 
 func (v registryView) Called(context.Context, string, time.Time, time.Time) error { return nil }
 
+func (v registryView) Held(context.Context, string) (int, error) { return 0, nil }
+
 func (v registryView) Ended(_ context.Context, hash, why string) error {
 	v.r.mu.Lock()
 	defer v.r.mu.Unlock()
@@ -126,7 +128,7 @@ func TestFleetForwardsSessionCalls(t *testing.T) {
 	a.gate.mu.Lock()
 	last := a.gate.requests[len(a.gate.requests)-1]
 	a.gate.mu.Unlock()
-	if last.Signature != "signed-by-the-payer" || !strings.HasSuffix(last.ResourceURL, "/v1/sessions/"+open.SessionID+"/code") {
+	if last.Signature != "signed-by-the-payer" || !strings.HasSuffix(last.ResourceURL, "/v1/sessions/{session_id}/code") {
 		t.Errorf("the payment a saw: %+v", last)
 	}
 	if status, _, body := sendPaid(t, "GET", b.ts.URL+"/v1/sessions/"+open.SessionID, "", nil); status != http.StatusOK || !strings.Contains(body, `"calls":2`) {

@@ -136,6 +136,13 @@ func (s *Server) callOpenSession(ctx context.Context, req *mcp.CallToolRequest) 
 	}
 	pay.Environment = env
 	out, err := s.openSession(ctx, env, pay)
+	if err != nil && out.Info.ID != "" {
+		// Pending: the session is kept, and its id is the payer's.
+		result := s.toolError(openToolName, err)
+		result.Content = append(result.Content, &mcp.TextContent{Text: "the session was opened and is kept while its " +
+			"settlement is pending: session_id " + out.Info.ID})
+		return result, nil
+	}
 	if err != nil {
 		return s.toolFailure(ctx, openToolName, err)
 	}

@@ -50,14 +50,16 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// resourceURL is the public URL of the call, as quoted in payment terms,
-// sent to the facilitator and listed by a bazaar: so the caller must not
-// choose it. PublicURL, when set, names it alone. Else it is built from
-// the request's Host, and from X-Forwarded-Proto and X-Forwarded-Host only
-// when the peer is a trusted proxy (anyone else could write them).
-func (s *Server) resourceURL(r *http.Request) string {
+// resourceURL is the public URL of path, the route r called, as quoted in
+// payment terms, sent to the facilitator and listed by a bazaar: so the
+// caller must not choose it, and path is the route's template, never a
+// path that holds a capability (a session's id). PublicURL, when set, names
+// the service alone. Else it is built from the request's Host, and from
+// X-Forwarded-Proto and X-Forwarded-Host only when the peer is a trusted
+// proxy (anyone else could write them).
+func (s *Server) resourceURL(r *http.Request, path string) string {
 	if s.PublicURL != "" {
-		return s.PublicURL + r.URL.Path
+		return s.PublicURL + path
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -72,7 +74,7 @@ func (s *Server) resourceURL(r *http.Request) string {
 			host = h
 		}
 	}
-	return scheme + "://" + host + r.URL.Path
+	return scheme + "://" + host + path
 }
 
 // newJobID returns a short random identifier for logs and labels.

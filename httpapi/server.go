@@ -105,13 +105,13 @@ type Server struct {
 // browser's body that is not application/json (browserJSON); around
 // them all, the check of a call forwarded by another replica (fleetHops).
 func (s *Server) Handler() http.Handler {
-	return s.fleetHops(s.cors(s.browserJSON(s.router())))
+	return s.fleetHops(s.clients(s.cors(s.browserJSON(s.router()))))
 }
 
 // router routes each path and method to its handler.
 func (s *Server) router() *mux.Router {
 	r := mux.NewRouter()
-	r.HandleFunc("/v1/code", s.handleCode).Methods(http.MethodPost)
+	r.HandleFunc(codePath, s.handleCode).Methods(http.MethodPost)
 	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)

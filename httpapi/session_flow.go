@@ -10,44 +10,57 @@ import (
 // The payment flows of sessions, beside execute's and sharing its paid
 // half (deliver). Each refusal comes before anything is reserved, so that
 // nobody pays for one:
-//   - open: Sessions.Hold (429 when sessions are full, before any
-//     payment) -> Gate.Check at the open price, the sessions URL as the
-//     resource -> SessionHold.Claim (the payer's own cap, 429) -> Reserve
-//     -> SessionHold.Start -> Settle, or Release when the start failed;
+//   - open: Sessions.Room (429 when sessions are full, before any payment;
+//     nothing held) -> Gate.Check at the open price, the sessions URL as
+//     the resource -> Sessions.Hold (room held only for a payment that
+//     checked out) -> SessionHold.Claim (the payer's own cap, or a free
+//     client's, 429) -> Reserve -> SessionHold.Start -> Settle, or Release
+//     when the start failed. An opening whose settlement failed closes its
+//     session; one whose settlement is pending keeps it (202 with its id):
+//     the payment is likely collected, and it is the payer's;
 //   - call: the session found (404, before any payment; the handler) ->
-//     Gate.Check at the environment's price, the session's code URL as
-//     the resource -> Sessions.Turn (another wallet 403, busy 409) ->
-//     Reserve -> SessionTurn.Run -> Settle, or Release when the service
-//     failed to deliver. A call that ended the session (os._exit, the OOM
-//     killer) was delivered: it is charged.
+//     Gate.Check at the environment's price, a fixed template of the
+//     session's code URL as the resource (an id is a capability: it never
+//     reaches a facilitator) -> Sessions.Turn (another wallet 403, busy
+//     409) -> Reserve -> SessionTurn.Run -> Settle, or Release when the
+//     service failed to deliver (a DELETE or a shutdown that cut the call
+//     off included). The turn is held until the settlement is known: a
+//     call whose settlement was refused or is pending ends its session, so
+//     no later call reads what an unpaid one left. A call that ended the
+//     session (os._exit, the OOM killer) was delivered: it is charged.
 // One payment buys one answer: the ledger's reservation of the payment's
 // nonce refuses it a second time.
 
-// openedSession is an opened and settled session.
+// openedSession is an opened session and its settlement.
 type openedSession struct {
 	Info       sandboxd.SessionInfo
 	Settlement *sandboxd.Settlement
 }
 
-// closeUnpaidTimeout bounds the closing of a session whose opening was not
-// settled.
+// closeUnpaidTimeout bounds the closing of a session whose opening or call
+// was not settled.
 const closeUnpaidTimeout = 30 * time.Second
 
-// openSession opens a session in env through the paid flow. The errors
-// are the table's (sandboxd.Sessions, sandboxd.SessionHold) and the
-// gate's.
+// openSession opens a session in env through the paid flow; ctx may carry
+// the client's address (withClient) for the free per-client cap. The
+// errors are the table's (sandboxd.Sessions, sandboxd.SessionHold) and the
+// gate's. An opening whose settlement is pending answers CodePending with
+// the session kept: the result's Info then names it.
 func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.PaymentRequest) (openedSession, error) {
-	hold, err := s.Sessions.Hold(ctx, env)
-	if err != nil {
+	if err := s.Sessions.Room(env); err != nil {
 		return openedSession{}, err
 	}
-	defer hold.Release()
 	pay.Price = s.SessionSettings.OpenPrice
 	auth, err := s.Gate.Check(ctx, pay)
 	if err != nil {
 		return openedSession{}, err
 	}
-	if err := hold.Claim(auth.Payer()); err != nil {
+	hold, err := s.Sessions.Hold(ctx, env)
+	if err != nil {
+		return openedSession{}, err
+	}
+	defer hold.Release()
+	if err := hold.Claim(ctx, auth.Payer(), clientFrom(ctx)); err != nil {
 		return openedSession{}, err
 	}
 	var info sandboxd.SessionInfo
@@ -56,6 +69,10 @@ func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.Payme
 		info, err = hold.Start(ctx)
 		return sandboxd.Result{Status: sandboxd.StatusOK}, err
 	})
+	if err != nil && info.ID != "" && sandboxd.ErrorCode(err) == sandboxd.CodePending {
+		s.Log.Warn("session opened; its settlement is pending", "session", shortID(info.ID), "environment", env, "owner", auth.Payer())
+		return openedSession{Info: info}, err
+	}
 	if err != nil {
 		if info.ID != "" {
 			s.closeUnsettled(info.ID)
@@ -66,9 +83,10 @@ func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.Payme
 	return openedSession{Info: info, Settlement: settled}, nil
 }
 
-// closeUnsettled closes a session whose opening was not settled: its id is
-// withheld with the answer, and a session nobody paid for must not hold
-// room until it expires.
+// closeUnsettled closes a session whose opening or call was not settled:
+// an opening's id is withheld with the answer, a session nobody paid for
+// must not hold room until it expires, and no later call may read what an
+// unpaid call left in it.
 func (s *Server) closeUnsettled(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), closeUnpaidTimeout)
 	defer cancel()
@@ -85,9 +103,8 @@ type sessionOutcome struct {
 
 // callSession runs job in session id through the paid flow; ctx may carry
 // the request body's room (withBodyHold), given back once the turn is
-// taken. The errors
-// are the table's (sandboxd.Sessions, sandboxd.SessionTurn) and the
-// gate's.
+// taken. The errors are the table's (sandboxd.Sessions,
+// sandboxd.SessionTurn) and the gate's.
 func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, pay sandboxd.PaymentRequest) (sessionOutcome, error) {
 	auth, err := s.Gate.Check(ctx, pay)
 	if err != nil {
@@ -97,18 +114,25 @@ func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, p
 	if err != nil {
 		return sessionOutcome{}, err
 	}
+	// Released only once the settlement is known (the flows' comment).
 	defer turn.Release()
 	// The turn bounds what the job keeps from here on, as a sandbox slot
 	// does for a run.
 	releaseBody(ctx)
 	var res sandboxd.SessionResult
+	delivered := false
 	settled, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
 		var err error
 		res, err = turn.Run(ctx, job)
-		turn.Release() // the next call need not wait for this one's settlement
+		delivered = err == nil
 		return res.Result, err
 	})
 	if err != nil {
+		if delivered && !res.Ended {
+			s.Log.Warn("session call not settled; ending the session", "session", shortID(id), "job", job.ID,
+				"code", sandboxd.ErrorCode(err))
+			s.closeUnsettled(id)
+		}
 		return sessionOutcome{}, err
 	}
 	s.Log.Info("session call delivered", "session", shortID(id), "job", job.ID, "status", res.Status,

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -28,8 +29,15 @@ type SessionSettings struct {
 // environment, nothing more.
 const openBodyLimit = 4 << 10
 
-// sessionsPath is the path of the sessions, and the prefix of each one's.
-const sessionsPath = "/v1/sessions"
+// sessionsPath is the path of the sessions, and the prefix of each one's;
+// sessionCodeResource is the path a session's calls are quoted and paid
+// for: the route's template, the same for every session (an id is a
+// capability, and a payment's resource reaches the facilitator and the
+// bazaar).
+const (
+	sessionsPath        = "/v1/sessions"
+	sessionCodeResource = sessionsPath + "/{session_id}/code"
+)
 
 // openRequest is the body of POST /v1/sessions.
 type openRequest struct {
@@ -110,9 +118,13 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ext := s.sessionOpenExtensions()
-	out, err := s.openSession(r.Context(), env, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
+	out, err := s.openSession(r.Context(), env, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r, sessionsPath),
 		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
 		Environment: env, Extensions: ext})
+	if err != nil && out.Info.ID != "" {
+		s.writePendingSession(w, r, err, out.Info)
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, withExtensions(err, ext))
 		return
@@ -120,6 +132,27 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 	addSettlement(w.Header(), out.Settlement)
 	noStore(w.Header()) // the id is a capability
 	writeJSON(w, http.StatusCreated, newSessionResponse(out.Info))
+}
+
+// pendingSessionBody is the answer (202) of an opening whose settlement is
+// pending: the pending settlement's body and the session, which is kept.
+type pendingSessionBody struct {
+	pendingBody
+	SessionResponse
+}
+
+// writePendingSession answers an opening whose settlement is pending (err,
+// CodePending) with the session it opened: 202, the settlement's report in
+// PAYMENT-RESPONSE, and the session's id beside the pending body.
+func (s *Server) writePendingSession(w http.ResponseWriter, r *http.Request, err error, info sandboxd.SessionInfo) {
+	var e *sandboxd.Error
+	if !errors.As(err, &e) || e.Payment == nil {
+		s.writeError(w, r, err)
+		return
+	}
+	pending, _ := addPayment(w.Header(), e, pendingBody{}).(pendingBody)
+	s.Log.Warn("session kept: its opening's settlement is pending", "path", logPath(r.URL.Path), "err", err)
+	writeJSON(w, http.StatusAccepted, pendingSessionBody{pendingBody: pending, SessionResponse: newSessionResponse(info)})
 }
 
 // parseOpen reads the body of POST /v1/sessions (none, or an object that
@@ -157,7 +190,7 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ext := s.sessionCallExtensions()
-	out, err := s.callSession(withBodyHold(r.Context(), hold), id, job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r),
+	out, err := s.callSession(withBodyHold(r.Context(), hold), id, job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r, sessionCodeResource),
 		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
 		Environment: info.Environment, Extensions: ext})
 	if err != nil {

@@ -52,7 +52,7 @@ func TestSessionOverHTTP(t *testing.T) {
 		session["calls"] != 1.0 || call["session_ended"] != nil {
 		t.Fatalf("call answered %s", rec.Body)
 	}
-	if req := gate.requests[1]; req.Price != "" || req.Environment != "python" || !strings.HasSuffix(req.ResourceURL, "/v1/sessions/"+id+"/code") {
+	if req := gate.requests[1]; req.Price != "" || req.Environment != "python" || !strings.HasSuffix(req.ResourceURL, "/v1/sessions/{session_id}/code") || strings.Contains(req.ResourceURL, id) {
 		t.Fatalf("the call was checked with %+v", req)
 	}
 

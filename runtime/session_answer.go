@@ -45,7 +45,11 @@ func (cr *callRun) answer(ctx context.Context, how outcome, started time.Time) (
 			return res, err
 		}
 	case endedSession:
-		res.ExitCode = exitKilled
+		// Ended from outside mid-call (Close: a DELETE, the service
+		// stopping): the service's doing, not the program's, so the call is
+		// not delivered and not charged.
+		return res, sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.session",
+			"the session was closed while this call ran (DELETE, or the service stopping); the call was not charged")
 	case cancelledCall:
 		s.end("the call was cancelled")
 		return res, ctxError(ctx, "runtime.session")

@@ -22,8 +22,7 @@ const (
 	stuckCall
 	// diedCall: the container stopped, or its output ended, mid-call.
 	diedCall
-	// endedSession: the session ended meanwhile (output between calls,
-	// Close).
+	// endedSession: the session was closed meanwhile (Close).
 	endedSession
 	// cancelledCall: ctx ended.
 	cancelledCall
@@ -37,8 +36,9 @@ const (
 // container that stops mid-call ends the session, answered as a one-shot
 // run would be (oom, error with the exit status). Errors are the service's:
 // CodeInvalid or CodeTooLarge for files in that break the rules;
-// CodeUnavailable for a session that has ended or a Docker that went away;
-// ctx's error when ctx ends first (the session then ends too).
+// CodeUnavailable for a session that has ended, one closed during the call
+// (Close) or a Docker that went away; ctx's error when ctx ends first (the
+// session then ends too).
 func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionResult, error) {
 	if err := checkFilesIn(job.Files, s.d.cfg.MaxFiles, int64(s.d.cfg.MaxFilesBytes)); err != nil {
 		return sandboxd.SessionResult{}, err

@@ -15,6 +15,10 @@ type Config struct {
 	// hold at once; 0 means no cap of its own. Free sessions (owner "")
 	// are never counted against it.
 	MaxPerPayer int
+	// MaxPerClient is sessions.max_per_client: the free sessions one
+	// client address (an IPv6 /64) may hold at once; 0 means no cap of its
+	// own. Paid sessions are counted by their wallet instead.
+	MaxPerClient int
 	// Memory is sessions.memory: the memory limits of the sessions open at
 	// once may add up to at most this many bytes.
 	Memory int64

@@ -47,7 +47,7 @@ func (t *Table) finish(ctx context.Context, s *session, reason string) error {
 	t.mu.Lock()
 	t.count--
 	t.memory -= s.memory
-	t.unclaimLocked(s.owner)
+	t.unclaimLocked(s.owner, s.client)
 	t.mu.Unlock()
 	t.recordEnd(s, t.why(reason, s))
 	if t.cfg.Observer != nil {

@@ -184,7 +184,7 @@ func (h *harness) mustOpen(tb testing.TB, env, owner string) sandboxd.SessionInf
 		tb.Fatalf("hold: %v", err)
 	}
 	defer hold.Release()
-	if err := hold.Claim(owner); err != nil {
+	if err := hold.Claim(ctx, owner, ""); err != nil {
 		tb.Fatalf("claim: %v", err)
 	}
 	info, err := hold.Start(ctx)

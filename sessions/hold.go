@@ -17,42 +17,75 @@ type hold struct {
 	env    string
 	memory int64
 	owner  string
+	client string
 	// claimed, started and released are the hold's steps; one caller
 	// uses a hold, in order.
 	claimed, started, released bool
 }
 
-// Hold holds room for a session in environment: one of sessions.max and
-// its environment's memory limit in sessions.memory. See sandboxd.Sessions.
-func (t *Table) Hold(_ context.Context, environment string) (sandboxd.SessionHold, error) {
-	const op = "sessions.hold"
-	mem, ok := t.cfg.Environments[environment]
-	if !ok {
-		return nil, sandboxd.Errorf(sandboxd.CodeInvalid, op, "environment %q has no sessions; use one of: %s",
-			environment, strings.Join(slices.Sorted(maps.Keys(t.cfg.Environments)), ", "))
+// Room reports whether a session could open in environment now, holding
+// nothing: one of sessions.max and its environment's memory limit in
+// sessions.memory. See sandboxd.Sessions.
+func (t *Table) Room(environment string) error {
+	mem, err := t.environmentMemory(environment)
+	if err != nil {
+		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closing {
-		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; open a session again later")
+	return t.roomLocked(mem)
+}
+
+// Hold holds room for a session in environment, as Room finds it. See
+// sandboxd.Sessions.
+func (t *Table) Hold(_ context.Context, environment string) (sandboxd.SessionHold, error) {
+	mem, err := t.environmentMemory(environment)
+	if err != nil {
+		return nil, err
 	}
-	if t.count >= t.cfg.Max || t.memory+mem > t.cfg.Memory {
-		return nil, &sandboxd.Error{Code: sandboxd.CodeBusy, Op: op, RetryAfter: t.retryLocked(""),
-			Message: "every session is taken; nothing was charged, retry after the time in Retry-After"}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.roomLocked(mem); err != nil {
+		return nil, err
 	}
 	t.count++
 	t.memory += mem
 	return &hold{t: t, env: environment, memory: mem}, nil
 }
 
-// retryLocked is when a session (owner's, or any when owner is "") will
-// likely have ended: the earliest deadline among them, from 1 s to the
+// environmentMemory is the memory a session of environment counts against
+// sessions.memory; CodeInvalid for an environment without sessions.
+func (t *Table) environmentMemory(environment string) (int64, error) {
+	mem, ok := t.cfg.Environments[environment]
+	if !ok {
+		return 0, sandboxd.Errorf(sandboxd.CodeInvalid, "sessions.hold", "environment %q has no sessions; use one of: %s",
+			environment, strings.Join(slices.Sorted(maps.Keys(t.cfg.Environments)), ", "))
+	}
+	return mem, nil
+}
+
+// roomLocked is nil when one more session of memory mem fits. t.mu is
+// held.
+func (t *Table) roomLocked(mem int64) error {
+	const op = "sessions.hold"
+	if t.closing {
+		return sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; open a session again later")
+	}
+	if t.count >= t.cfg.Max || t.memory+mem > t.cfg.Memory {
+		return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: op, RetryAfter: t.retryLocked(nil),
+			Message: "every session is taken; nothing was charged, retry after the time in Retry-After"}
+	}
+	return nil
+}
+
+// retryLocked is when a session that match picks (any, when match is nil)
+// will likely have ended: the earliest deadline among them, from 1 s to the
 // idle timeout. t.mu is held.
-func (t *Table) retryLocked(owner string) time.Duration {
+func (t *Table) retryLocked(match func(*session) bool) time.Duration {
 	retry := t.cfg.IdleTimeout
 	now := t.now()
 	for _, s := range t.live {
-		if owner != "" && s.owner != owner {
+		if match != nil && !match(s) {
 			continue
 		}
 		at, _ := t.expiry(s)
@@ -61,33 +94,85 @@ func (t *Table) retryLocked(owner string) time.Duration {
 	return max(retry, time.Second)
 }
 
-// Claim counts the session against owner's cap (sessions.max_per_payer).
-func (h *hold) Claim(owner string) error {
+// Claim counts the session against owner's cap (sessions.max_per_payer,
+// across the fleet when the table has a registry) or, in free mode,
+// against client's (sessions.max_per_client).
+func (h *hold) Claim(ctx context.Context, owner, client string) error {
+	const op = "sessions.claim"
 	t := h.t
+	elsewhere, err := t.heldElsewhere(ctx, owner)
+	if err != nil {
+		return err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h.claimed || h.released {
-		return sandboxd.Errorf(sandboxd.CodeInternal, "sessions.claim", "a hold is claimed once, before it is released")
+		return sandboxd.Errorf(sandboxd.CodeInternal, op, "a hold is claimed once, before it is released")
 	}
-	if owner != "" && t.cfg.MaxPerPayer > 0 && t.perPayer[owner] >= t.cfg.MaxPerPayer {
-		return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "sessions.claim", RetryAfter: t.retryLocked(owner),
-			Message: fmt.Sprintf("this wallet holds %d sessions already, the most one wallet may; close one (DELETE /v1/sessions/{id}) "+
-				"or retry after the time in Retry-After; nothing was charged", t.perPayer[owner])}
-	}
-	h.claimed, h.owner = true, owner
 	if owner != "" {
-		t.perPayer[owner]++
+		client = "" // a paid session counts against its wallet alone
 	}
+	if owner != "" && t.cfg.MaxPerPayer > 0 {
+		if held := t.perPayer[owner] + elsewhere; held >= t.cfg.MaxPerPayer {
+			return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: op, RetryAfter: t.retryLocked(func(s *session) bool { return s.owner == owner }),
+				Message: fmt.Sprintf("this wallet holds %d sessions already, the most one wallet may; close one (DELETE /v1/sessions/{id}) "+
+					"or retry after the time in Retry-After; nothing was charged", held)}
+		}
+	}
+	if owner == "" && client != "" && t.cfg.MaxPerClient > 0 && t.perClient[client] >= t.cfg.MaxPerClient {
+		return &sandboxd.Error{Code: sandboxd.CodeBusy, Op: op, RetryAfter: t.retryLocked(func(s *session) bool { return s.client == client }),
+			Message: fmt.Sprintf("this address holds %d sessions already, the most one client may; close one (DELETE /v1/sessions/{id}) "+
+				"or retry after the time in Retry-After", t.perClient[client])}
+	}
+	h.claimed, h.owner, h.client = true, owner, client
+	t.claimLocked(owner, client)
 	return nil
 }
 
-// unclaimLocked gives back a session of owner's cap. t.mu is held.
-func (t *Table) unclaimLocked(owner string) {
-	if owner == "" {
-		return
+// heldElsewhere counts owner's sessions on the fleet's other replicas: the
+// registry's count of the live ones less those of this table it knows of.
+// Zero without a registry, a cap or an owner.
+func (t *Table) heldElsewhere(ctx context.Context, owner string) (int, error) {
+	if t.cfg.Registry == nil || owner == "" || t.cfg.MaxPerPayer == 0 {
+		return 0, nil
 	}
-	if t.perPayer[owner]--; t.perPayer[owner] <= 0 {
-		delete(t.perPayer, owner)
+	n, err := t.cfg.Registry.Held(ctx, owner)
+	if err != nil {
+		return 0, sandboxd.Wrap(sandboxd.CodeUnavailable, "sessions.claim", err,
+			"the fleet's session registry cannot be read; nothing was charged, open the session again later")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.live {
+		if s.owner == owner && s.registered {
+			n--
+		}
+	}
+	return max(n, 0), nil
+}
+
+// claimLocked counts a session for owner and client. t.mu is held.
+func (t *Table) claimLocked(owner, client string) {
+	if owner != "" {
+		t.perPayer[owner]++
+	}
+	if client != "" {
+		t.perClient[client]++
+	}
+}
+
+// unclaimLocked gives back a session of owner's and client's caps. t.mu
+// is held.
+func (t *Table) unclaimLocked(owner, client string) {
+	if owner != "" {
+		if t.perPayer[owner]--; t.perPayer[owner] <= 0 {
+			delete(t.perPayer, owner)
+		}
+	}
+	if client != "" {
+		if t.perClient[client]--; t.perClient[client] <= 0 {
+			delete(t.perClient, client)
+		}
 	}
 }
 
@@ -112,7 +197,7 @@ func (h *hold) Start(ctx context.Context) (sandboxd.SessionInfo, error) {
 		return sandboxd.SessionInfo{}, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; open a session again later")
 	}
 	id := t.freshIDLocked()
-	s := &session{key: keyOf(id), short: short(id), env: h.env, owner: h.owner, memory: h.memory, c: c,
+	s := &session{key: keyOf(id), short: short(id), env: h.env, owner: h.owner, client: h.client, memory: h.memory, c: c,
 		created: t.now(), turn: make(chan struct{}, 1), done: make(chan struct{})}
 	t.live[s.key] = s
 	h.started = true
@@ -155,6 +240,6 @@ func (h *hold) Release() {
 	t.count--
 	t.memory -= h.memory
 	if h.claimed {
-		t.unclaimLocked(h.owner)
+		t.unclaimLocked(h.owner, h.client)
 	}
 }

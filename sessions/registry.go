@@ -26,6 +26,9 @@ func (t *Table) register(ctx context.Context, s *session, info sandboxd.SessionI
 	err := t.cfg.Registry.Opened(ctx, sandboxd.SessionRecord{Hash: s.hash(), Owner: s.owner, Environment: s.env,
 		Created: info.Created, Expires: info.Expires})
 	if err == nil {
+		t.mu.Lock()
+		s.registered = true
+		t.mu.Unlock()
 		return nil
 	}
 	t.mu.Lock()

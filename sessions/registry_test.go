@@ -17,10 +17,14 @@ type fakeRegistry struct {
 	opened  map[string]sandboxd.SessionRecord
 	called  map[string]int
 	ended   map[string]string
+	// elsewhere counts each owner's sessions on other replicas; heldErr
+	// fails Held.
+	elsewhere map[string]int
+	heldErr   error
 }
 
 func newFakeRegistry() *fakeRegistry {
-	return &fakeRegistry{opened: map[string]sandboxd.SessionRecord{}, called: map[string]int{}, ended: map[string]string{}}
+	return &fakeRegistry{opened: map[string]sandboxd.SessionRecord{}, called: map[string]int{}, ended: map[string]string{}, elsewhere: map[string]int{}}
 }
 
 func (r *fakeRegistry) Opened(_ context.Context, s sandboxd.SessionRecord) error {
@@ -45,6 +49,21 @@ func (r *fakeRegistry) Ended(_ context.Context, hash, why string) error {
 	defer r.mu.Unlock()
 	r.ended[hash] = why
 	return nil
+}
+
+func (r *fakeRegistry) Held(_ context.Context, owner string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.heldErr != nil {
+		return 0, r.heldErr
+	}
+	n := r.elsewhere[owner]
+	for h, s := range r.opened {
+		if _, ended := r.ended[h]; !ended && s.Owner == owner {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (r *fakeRegistry) Locate(context.Context, string) (sandboxd.SessionPlace, error) {
@@ -93,7 +112,7 @@ func TestRegistryRefusalOpensNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hold.Claim("0xowner"); err != nil {
+	if err := hold.Claim(ctx, "0xowner", ""); err != nil {
 		t.Fatal(err)
 	}
 	_, err = hold.Start(ctx)

@@ -32,11 +32,13 @@ type Table struct {
 	live  map[key]*session
 	ended map[key]tombstone
 	// count and memory are the room held, by sessions open and by holds
-	// not started yet; perPayer counts each owner's.
-	count    int
-	memory   int64
-	perPayer map[string]int
-	closing  bool
+	// not started yet; perPayer counts each owner's, perClient each free
+	// client's.
+	count     int
+	memory    int64
+	perPayer  map[string]int
+	perClient map[string]int
+	closing   bool
 
 	// ends counts the containers being closed (Shutdown waits for them).
 	ends sync.WaitGroup
@@ -50,12 +52,18 @@ var _ sandboxd.Sessions = (*Table)(nil)
 // session is one live session. Its id is not kept: only its hash (key)
 // and the start of it for the logs (short).
 type session struct {
-	key    key
-	short  string
-	env    string
-	owner  string
+	key   key
+	short string
+	env   string
+	owner string
+	// client is the address that opened a free session, as the
+	// per-client cap counts it; "" for a paid one.
+	client string
 	memory int64
 	c      sandboxd.SessionContainer
+	// registered reports that the fleet's registry recorded it (guarded by
+	// the table's mu).
+	registered bool
 
 	created time.Time
 	// lastCall, calls and busy are guarded by the table's mu.
@@ -91,7 +99,7 @@ func newTable(engine sandboxd.SessionEngine, cfg Config, log *slog.Logger, now f
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := &Table{engine: engine, cfg: cfg, log: log, now: now, live: map[key]*session{}, ended: map[key]tombstone{},
-		perPayer: map[string]int{}, stop: make(chan struct{}), swept: make(chan struct{})}
+		perPayer: map[string]int{}, perClient: map[string]int{}, stop: make(chan struct{}), swept: make(chan struct{})}
 	return t
 }
 

@@ -185,7 +185,7 @@ func TestPerPayerCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, hold.Claim("0xa"), sandboxd.CodeBusy, "this wallet holds 2 sessions already")
+	wantCode(t, hold.Claim(context.Background(), "0xa", ""), sandboxd.CodeBusy, "this wallet holds 2 sessions already")
 	hold.Release()
 	if n, _, _ := h.held(); n != 2 {
 		t.Fatalf("%d held after a refused claim, want 2", n)
@@ -260,7 +260,7 @@ func TestFailedStartHoldsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hold.Claim("0xa"); err != nil {
+	if err := hold.Claim(context.Background(), "0xa", ""); err != nil {
 		t.Fatal(err)
 	}
 	_, err = hold.Start(context.Background())

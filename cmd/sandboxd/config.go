@@ -173,14 +173,15 @@ func defaultConfig() Config {
 			},
 		},
 		Sessions: SessionsConfig{
-			Enabled:     true,
-			Max:         8,
-			MaxPerPayer: 2,
-			Memory:      0,
-			IdleTimeout: 5 * time.Minute,
-			MaxLifetime: 30 * time.Minute,
-			OpenPrice:   "",
-			QueueWait:   2 * time.Second,
+			Enabled:      true,
+			Max:          8,
+			MaxPerPayer:  2,
+			MaxPerClient: 2,
+			Memory:       0,
+			IdleTimeout:  5 * time.Minute,
+			MaxLifetime:  30 * time.Minute,
+			OpenPrice:    "",
+			QueueWait:    2 * time.Second,
 		},
 		// python's defaults are the runtime.* keys (resolveEnvironments).
 		Environments: map[string]EnvironmentConfig{

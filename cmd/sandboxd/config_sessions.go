@@ -21,6 +21,10 @@ type SessionsConfig struct {
 	// MaxPerPayer is sessions.max_per_payer, the sessions one wallet may
 	// hold at once (paid mode); 0 means no cap of its own.
 	MaxPerPayer int `mapstructure:"max_per_payer"`
+	// MaxPerClient is sessions.max_per_client, the sessions one client
+	// address (an IPv6 /64) may hold at once (free mode); 0 means no cap of
+	// its own.
+	MaxPerClient int `mapstructure:"max_per_client"`
 	// Memory is sessions.memory, the memory limits of the sessions open at
 	// once in all; 0 means max × the largest environment's memory, at
 	// most the sessions' share of the host (sessionsMemory).
@@ -52,6 +56,7 @@ func (c Config) validateSessions() []error {
 	s := c.Sessions
 	check(s.Max >= 1 && s.Max <= 1024, "sessions.max", "%d is outside 1..1024", s.Max)
 	check(s.MaxPerPayer >= 0 && s.MaxPerPayer <= s.Max, "sessions.max_per_payer", "%d is outside 0 (no cap)..sessions.max (%d)", s.MaxPerPayer, s.Max)
+	check(s.MaxPerClient >= 0 && s.MaxPerClient <= s.Max, "sessions.max_per_client", "%d is outside 0 (no cap)..sessions.max (%d)", s.MaxPerClient, s.Max)
 	check(s.IdleTimeout >= time.Second && s.IdleTimeout <= 24*time.Hour, "sessions.idle_timeout", "%v is outside 1s..24h", s.IdleTimeout)
 	check(s.MaxLifetime >= s.IdleTimeout && s.MaxLifetime <= 24*time.Hour, "sessions.max_lifetime",
 		"%v is outside sessions.idle_timeout (%v)..24h", s.MaxLifetime, s.IdleTimeout)
@@ -103,11 +108,12 @@ func (c Config) sessionsConfig(observer sessions.Observer) sessions.Config {
 	for _, name := range c.enabledEnvironments() {
 		envs[name] = int64(c.Environments[name].MemoryBytes)
 	}
-	maxPerPayer := s.MaxPerPayer
+	maxPerPayer, maxPerClient := s.MaxPerPayer, 0
 	if !c.Payments.Enabled {
-		maxPerPayer = 0 // free sessions have no owner to count
+		// Free sessions have no owner to count: their clients are.
+		maxPerPayer, maxPerClient = 0, s.MaxPerClient
 	}
-	return sessions.Config{Max: s.Max, MaxPerPayer: maxPerPayer, Memory: c.sessionsMemory(), Environments: envs,
+	return sessions.Config{Max: s.Max, MaxPerPayer: maxPerPayer, MaxPerClient: maxPerClient, Memory: c.sessionsMemory(), Environments: envs,
 		IdleTimeout: s.IdleTimeout, MaxLifetime: s.MaxLifetime, QueueWait: s.QueueWait, Observer: observer}
 }
 
