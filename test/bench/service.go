@@ -105,9 +105,11 @@ func withService(ctx context.Context, o *options, f func(*service) phase, env ..
 func startService(ctx context.Context, o *options, env []string) (*service, error) {
 	s := &service{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}}
 	sv, err := servicetest.Launch(ctx, servicetest.Options{
-		Binary:      o.binary,
-		Instance:    "bench",
-		Env:         append([]string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image}, env...),
+		Binary:   o.binary,
+		Instance: "bench",
+		// The load comes from one client (loopback): no per-client session cap.
+		Env: append([]string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image,
+			"SANDBOX_SESSIONS_MAX_PER_CLIENT=0"}, env...),
 		OnLine:      s.readPool,
 		StartWithin: 30 * time.Second,
 	})

@@ -40,7 +40,9 @@ func sessionEnv(oci string, extra ...string) []string {
 		"SANDBOX_RUNTIME_POOL_SIZE=1", "SANDBOX_ENVIRONMENTS_DATA_POOL_SIZE=1",
 		"SANDBOX_RUNTIME_TIMEOUT=" + sessionPythonTimeout.String(),
 		"SANDBOX_ENVIRONMENTS_DATA_TIMEOUT=" + sessionDataTimeout.String(),
-		"SANDBOX_SESSIONS_MAX=8"}, extra...)
+		// Every case calls from loopback, one client: the free per-client
+		// cap would count them all as one.
+		"SANDBOX_SESSIONS_MAX=8", "SANDBOX_SESSIONS_MAX_PER_CLIENT=0"}, extra...)
 }
 
 // mustSessionService starts the service for oci, stopped (and checked for
