@@ -176,7 +176,7 @@ func defaultConfig() Config {
 			Enabled:      true,
 			Max:          8,
 			MaxPerPayer:  2,
-			MaxPerClient: 2,
+			MaxPerClient: 4,
 			Memory:       0,
 			IdleTimeout:  5 * time.Minute,
 			MaxLifetime:  30 * time.Minute,

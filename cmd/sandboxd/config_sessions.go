@@ -56,7 +56,9 @@ func (c Config) validateSessions() []error {
 	s := c.Sessions
 	check(s.Max >= 1 && s.Max <= 1024, "sessions.max", "%d is outside 1..1024", s.Max)
 	check(s.MaxPerPayer >= 0 && s.MaxPerPayer <= s.Max, "sessions.max_per_payer", "%d is outside 0 (no cap)..sessions.max (%d)", s.MaxPerPayer, s.Max)
-	check(s.MaxPerClient >= 0 && s.MaxPerClient <= s.Max, "sessions.max_per_client", "%d is outside 0 (no cap)..sessions.max (%d)", s.MaxPerClient, s.Max)
+	// Above sessions.max it caps nothing more: no error, so that lowering max
+	// alone never stops a start.
+	check(s.MaxPerClient >= 0 && s.MaxPerClient <= 1024, "sessions.max_per_client", "%d is outside 0 (no cap)..1024", s.MaxPerClient)
 	check(s.IdleTimeout >= time.Second && s.IdleTimeout <= 24*time.Hour, "sessions.idle_timeout", "%v is outside 1s..24h", s.IdleTimeout)
 	check(s.MaxLifetime >= s.IdleTimeout && s.MaxLifetime <= 24*time.Hour, "sessions.max_lifetime",
 		"%v is outside sessions.idle_timeout (%v)..24h", s.MaxLifetime, s.IdleTimeout)

@@ -133,3 +133,85 @@ func (c *chain) drain(t *testing.T, from, to string) {
 		t.Fatalf("%s still holds %d after the drain (%s)", from, b, tx)
 	}
 }
+
+// TestUnfundedOpensHoldNoRoom: opens paid by unfunded keys, well signed and refused slowly
+// by the chain, are in flight while a funded payer opens a session: it gets its session,
+// since room is held only for a payment that checked out (it was held before the check,
+// and four such opens answered every payer 429 with Retry-After of a whole idle timeout).
+func TestUnfundedOpensHoldNoRoom(t *testing.T) {
+	mustInterop(t)
+	_, env := startMode(t, "onchain", slowRefusals)
+	svc := startService(t, instance("session-unfunded"), true, append(paymentEnv(env), "SANDBOX_SESSIONS_MAX=2")...)
+	// The opening's terms are the run's (sessions.open_price is the price), so payments
+	// signed for /v1/code's terms pay for an opening as well.
+	flood := signPayments(t, svc.URL+"/v1/code", "--fresh", "4")
+	var wg sync.WaitGroup
+	statuses := make([]int, len(flood))
+	for i, h := range flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = postOpen(t, svc, h)
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the unfunded payments are being checked
+	key := writeKey(t, "payer.key", payer.key)
+	code, out := runSandboxd(t, "session", "open", "--key-file", key, "--url", svc.URL+"/v1/sessions")
+	wg.Wait()
+	if code != 0 || !strings.Contains(out, "HTTP 201") {
+		t.Fatalf("a funded open among unfunded ones in flight: exit %d\n%s", code, out)
+	}
+	for i, s := range statuses {
+		if s != http.StatusPaymentRequired {
+			t.Errorf("unfunded open %d answered %d, want 402", i, s)
+		}
+	}
+}
+
+// postOpen sends POST /v1/sessions with the payment h and returns the status.
+func postOpen(t *testing.T, svc *service, h signed) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, svc.URL+"/v1/sessions", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(h.Name, h.Value)
+	res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestDeleteMidCallIsNotCharged: a paid call whose session is closed (DELETE) while it
+// runs is the service's failure: 503, and its payment never moves.
+func TestDeleteMidCallIsNotCharged(t *testing.T) {
+	mustInterop(t)
+	c, env := startMode(t, "onchain", nil)
+	svc := startService(t, instance("session-delete-mid-call"), true, paymentEnv(env)...)
+	key := writeKey(t, "payer.key", payer.key)
+	id := openPaidSession(t, svc, key)
+	before := snapshot(t, c)
+	type ran struct {
+		code int
+		out  string
+	}
+	done := make(chan ran, 1)
+	go func() {
+		code, out := runSandboxd(t, "call", "--key-file", key, "--url", svc.URL+"/v1/code", "--session", id,
+			"-c", "import time\ntime.sleep(4)")
+		done <- ran{code, out}
+	}()
+	waitFor(30*time.Second, func() bool { return sessionBusy(t, svc, id) })
+	if code, out := runSandboxd(t, "session", "close", "--url", svc.URL+"/v1/sessions", id); code != 0 {
+		t.Fatalf("session close: exit %d\n%s", code, out)
+	}
+	r := <-done
+	if r.code == 0 || !strings.Contains(r.out, "503") {
+		t.Fatalf("the call cut off by DELETE: exit %d\n%s", r.code, r.out)
+	}
+	time.Sleep(2 * time.Second) // a settlement, had one been sent, would be mined by now
+	expectUnmoved(t, c, before)
+}
