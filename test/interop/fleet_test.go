@@ -134,6 +134,7 @@ func runFleetScenarios(t *testing.T, c *chain, f *fleet) {
 	t.Run("replica-killed", func(t *testing.T) { testFleetKill(t, c, f, payerKey) })
 	if f.mode == "onchain" {
 		t.Run("sessions", func(t *testing.T) { testFleetSessions(t, c, f, payerKey) })
+		t.Run("sessions-payer-cap", func(t *testing.T) { testFleetPayerCap(t, c, f, payerKey) })
 		t.Run("sessions-replica-killed", func(t *testing.T) { testFleetSessionKill(t, c, f, payerKey) })
 	}
 }
