@@ -180,13 +180,20 @@ func (d *Docker) retire(b *box) <-chan struct{} {
 // kill of ours is under way, its removal first waits up to wait for the
 // container's exit.
 func (d *Docker) retireWithin(b *box, wait time.Duration) <-chan struct{} {
-	b.s.close()
 	var before <-chan struct{}
 	if b.killing != nil {
 		before = b.killing
 	} else if wait > 0 {
 		before = closedWithin(b.exited, wait)
 	}
+	return d.retireAfter(b, before)
+}
+
+// retireAfter is retire for a container that must not be removed before
+// the channel before (when not nil) is closed: a session's, until it is
+// thawed.
+func (d *Docker) retireAfter(b *box, before <-chan struct{}) <-chan struct{} {
+	b.s.close()
 	gone := make(chan struct{})
 	d.removeLater(b.id, b.log, before, func() {
 		b.stopWait()

@@ -53,6 +53,13 @@ func (d *Docker) removeListed(ctx context.Context, filter filters.Args) (int, er
 	var errs []error
 	n := 0
 	for _, c := range list {
+		if c.State == "paused" {
+			// A frozen session's: under runsc Docker cannot kill a paused
+			// container, so it is thawed first (session_freeze.go).
+			if err := d.cli.ContainerUnpause(ctx, c.ID); err != nil {
+				d.log.Warn("cannot thaw a paused leftover container", "container", shortID(c.ID), "err", err)
+			}
+		}
 		if err := d.remove(ctx, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("%s: remove %s: %w", op, shortID(c.ID), err))
 			continue

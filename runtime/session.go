@@ -50,6 +50,9 @@ type Session struct {
 	// readDone is closed when the reader has stopped; readErr says why.
 	readDone chan struct{}
 	readErr  error
+
+	// frz freezes the container between calls (session_freeze.go).
+	frz freezer
 }
 
 var _ sandboxd.SessionContainer = (*Session)(nil)
@@ -57,7 +60,7 @@ var _ sandboxd.SessionContainer = (*Session)(nil)
 // newSession returns the session of a box whose stream it now owns.
 func newSession(d *Docker, b *box) *Session {
 	return &Session{d: d, b: b, log: b.log.With("kind", kindSession), maxOut: int64(d.cfg.MaxOutputBytes),
-		ended: make(chan struct{}), readDone: make(chan struct{})}
+		ended: make(chan struct{}), readDone: make(chan struct{}), frz: freezer{engine: d.cli, id: b.id}}
 }
 
 // Ended is closed once the session has ended, for any reason.
@@ -78,12 +81,13 @@ func (s *Session) end(reason string) {
 }
 
 // endLocked ends the session: the attach stream closed (the reader stops),
-// the container killed and removed in the background (Close waits).
+// the container thawed when frozen, then killed and removed in the
+// background (Close waits).
 func (s *Session) endLocked(reason string) {
 	s.endOnce.Do(func() {
 		s.reason = reason
 		close(s.ended)
-		s.gone = s.d.retire(s.b)
+		s.gone = s.d.retireAfter(s.b, s.frz.close(s.unpausedToEnd))
 		s.d.sessions.remove(s)
 		s.log.Info("session ended", "reason", reason, "read_bytes", s.read)
 	})

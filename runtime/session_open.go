@@ -152,6 +152,7 @@ func (d *Docker) switchBox(ctx context.Context, b *box) (*Session, error) {
 		s.cur = nil
 		s.mu.Unlock()
 		s.checkDead()
+		s.freezeAfterCall()
 		return s, nil
 	case <-s.readDone:
 	case <-b.exited:

@@ -50,6 +50,9 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 		return sandboxd.SessionResult{}, err
 	}
 	defer end()
+	if err := s.thawForCall(ctx); err != nil {
+		return sandboxd.SessionResult{}, err
+	}
 	proto := newCallProtocol(s.d.cfg.MaxFiles, int64(s.d.cfg.MaxFilesBytes), s.maxOut)
 	c := newCall(proto, int(s.d.cfg.MaxOutputBytes), false)
 	s.mu.Lock()
@@ -80,6 +83,9 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 		return sandboxd.SessionResult{}, err
 	}
 	res.Ended, res.EndReason = s.endedNow()
+	if !res.Ended {
+		s.freezeAfterCall()
+	}
 	if res.Ended {
 		// As a run's: whoever bounds the sandboxes holds the bound until
 		// the container is gone.

@@ -95,9 +95,12 @@ func (t *Table) watch(s *session) {
 
 // endReason is the metrics' reason of a container that ended by itself,
 // from the runtime's sentence (session containers say "output between
-// calls" and "the interpreter did not come back from the interrupt").
+// calls", "the interpreter did not come back from the interrupt", and
+// "could not be frozen" when the service failed to freeze one after a call).
 func endReason(why string) string {
 	switch {
+	case strings.Contains(why, "could not be frozen"):
+		return ReasonFailed
 	case strings.Contains(why, "between calls"):
 		return ReasonOutputBetweenCalls
 	case strings.Contains(why, "interrupt"):
