@@ -12,7 +12,8 @@ port=${FLEET_PG_PORT:-55432}
 mkdir -p "$state"
 
 url=$("$root/scripts/pg.sh" start "$state/pg" "$port")
-# The fleet secret signs the calls one replica forwards to the replica that holds their session.
+# The fleet secret signs the calls one replica forwards to the replica that holds their session:
+# 64 hex digits (256 bits, as openssl rand -hex 32 writes them), or no replica starts.
 secret="$state/fleet.secret"
 [ -s "$secret" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$secret")
 chmod 600 "$secret"

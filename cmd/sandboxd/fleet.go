@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +17,9 @@ import (
 	"sandboxd/payments/ledger"
 )
 
-// minFleetSecret is the shortest fleet secret accepted, in bytes: 256 bits
-// as hex (openssl rand -hex 32).
-const minFleetSecret = 32
+// fleetSecretBytes is the size of the fleet secret: 256 bits, written in
+// the file as 64 hex digits (openssl rand -hex 32).
+const fleetSecretBytes = 32
 
 // inFleet reports whether this replica shares its sessions with a fleet:
 // sessions on, on a PostgreSQL ledger (payments.ledger), which the
@@ -53,7 +54,8 @@ func (c Config) fleetKeysError() error {
 	}
 	if s.FleetSecretFile == "" {
 		errs = append(errs, fmt.Errorf("config: server.fleet_secret_file: is empty; a replica of a fleet needs the file "+
-			"(mode 600, the same secret on every replica: openssl rand -hex 32 > fleet.secret) its forwarded calls are signed with"))
+			"(mode 600, the same secret of 64 hex digits on every replica: openssl rand -hex 32 > fleet.secret) its forwarded "+
+			"calls are signed with"))
 	}
 	return errors.Join(errs...)
 }
@@ -72,7 +74,9 @@ func advertiseURL(raw string) (string, error) {
 }
 
 // loadFleetSecret reads the fleet secret from path: a file only its owner
-// may read, of at least minFleetSecret bytes once trimmed.
+// may read, holding 2*fleetSecretBytes hex digits (space around them
+// allowed); the secret is the bytes they spell, so a file written in upper
+// case signs as one in lower case.
 func loadFleetSecret(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -92,11 +96,13 @@ func loadFleetSecret(path string) ([]byte, error) {
 		return nil, fmt.Errorf("server.fleet_secret_file: %w", err)
 	}
 	b = bytes.TrimSpace(b)
-	if len(b) < minFleetSecret {
-		return nil, fmt.Errorf("server.fleet_secret_file: %s holds %d bytes; the fleet secret needs at least %d "+
-			"(openssl rand -hex 32 > %s)", path, len(b), minFleetSecret, path)
+	secret, err := hex.DecodeString(string(b))
+	if err != nil || len(secret) != fleetSecretBytes {
+		return nil, fmt.Errorf("server.fleet_secret_file: %s holds %d bytes that are not %d hex digits, the fleet "+
+			"secret (256 bits, the same on every replica): make it with openssl rand -hex %d > %s",
+			path, len(b), 2*fleetSecretBytes, fleetSecretBytes, path)
 	}
-	return b, nil
+	return secret, nil
 }
 
 // forwardLimit bounds a call forwarded to the replica of a session in
