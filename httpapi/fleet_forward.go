@@ -64,7 +64,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p sandboxd.Sess
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Set(hopHeader, signHop(s.Fleet.Secret, time.Now(), pr.Out.Method, pr.Out.URL.EscapedPath(), client, s.Fleet.Replica))
+			pr.Out.Header.Set(hopHeader, signHop(s.Fleet.Secret, time.Now(), pr.Out.Method, pr.Out.URL.EscapedPath(), client,
+				s.Fleet.Replica, p.Replica))
 		},
 		Transport: s.Fleet.transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
