@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -91,12 +93,24 @@ const (
 	forwardThere
 )
 
+// holder is the replica a call for a session held elsewhere goes to.
+type holder struct {
+	// replica is its id, for the hop and the log (never for the caller).
+	replica string
+	// url is its address, checked (ReplicaURL).
+	url *url.URL
+	// environment is the session's (Fleet.Limit).
+	environment string
+}
+
 // place decides where the call r for session id is served: here, or at
-// the replica of the place returned. A session whose replica is gone, or
-// that ended elsewhere, is the CodeNotFound error that says so. A call
-// another replica forwarded is always served here.
-func (s *Server) place(r *http.Request, id string) (placement, sandboxd.SessionPlace, error) {
-	var none sandboxd.SessionPlace
+// the holder returned. A session whose replica is gone, or that ended
+// elsewhere, is the CodeNotFound error that says so; one whose recorded
+// address is not a replica's (ReplicaURL) is CodeInternal, and nothing is
+// forwarded. A call another replica forwarded is always served here. The
+// errors name no replica and no address: those go to the log.
+func (s *Server) place(r *http.Request, id string) (placement, holder, error) {
+	var none holder
 	if s.Fleet == nil || s.Sessions == nil {
 		return serveHere, none, nil
 	}
@@ -114,23 +128,30 @@ func (s *Server) place(r *http.Request, id string) (placement, sandboxd.SessionP
 	case err != nil:
 		return serveHere, none, err
 	case p.Ended:
-		return serveHere, none, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.fleet", "%s; open a new one with POST /v1/sessions", p.Why)
+		return serveHere, none, &sandboxd.Error{Code: sandboxd.CodeNotFound, Op: "httpapi.fleet",
+			Message: p.Why + "; open a new one with POST /v1/sessions", Err: fmt.Errorf("held by replica %s", p.Replica)}
 	case p.Here:
 		return serveHere, none, nil
 	}
-	return forwardThere, p, nil
+	u, err := ReplicaURL(p.URL, s.TrustedProxies)
+	if err != nil {
+		return serveHere, none, &sandboxd.Error{Code: sandboxd.CodeInternal, Op: "httpapi.fleet",
+			Message: "the fleet's registry names an address no replica may have; nothing was forwarded",
+			Err:     fmt.Errorf("replica %s: %w", p.Replica, err)}
+	}
+	return forwardThere, holder{replica: p.Replica, url: u, environment: p.Environment}, nil
 }
 
 // located serves a session's route here, or forwards it to the replica
 // that holds the session (place).
 func (s *Server) located(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		where, p, err := s.place(r, mux.Vars(r)["id"])
+		where, to, err := s.place(r, mux.Vars(r)["id"])
 		switch {
 		case err != nil:
 			s.writeError(w, r, err)
 		case where == forwardThere:
-			s.forward(w, r, p, nil)
+			s.forward(w, r, to, nil)
 		default:
 			h(w, r)
 		}

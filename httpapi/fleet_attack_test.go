@@ -1,9 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"sandboxd"
@@ -44,5 +51,124 @@ func TestFleetHopForAnotherReplicaIsRefused(t *testing.T) {
 	}
 	if _, _, runs := c.engine.counts(); runs != 0 {
 		t.Errorf("c ran %d calls", runs)
+	}
+}
+
+// countingServer is an outside host: it counts the requests that reach it.
+func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(ts.Close)
+	return ts, &n
+}
+
+// TestFleetForwardsOnlyToReplicaAddresses: whoever can write the registry
+// cannot send a session's calls, payment headers and all, anywhere but to
+// a replica's address: a URL that breaks server.advertise_url's rule is a
+// 500 to the caller, nothing forwarded, over HTTP and MCP.
+func TestFleetForwardsOnlyToReplicaAddresses(t *testing.T) {
+	reg := &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}
+	b := newFleetReplica(t, reg, "b")
+	outside, reached := countingServer(t)
+	hostPort := strings.TrimPrefix(outside.URL, "http://")
+	_, port, _ := net.SplitHostPort(hostPort)
+	bad := map[string]string{
+		"a name":        "http://localhost:" + port,
+		"https, a name": "https://outside.example",
+		"userinfo":      "http://user:pw@" + hostPort,
+		"a path":        outside.URL + "/collect",
+		"a query":       outside.URL + "?to=there",
+		"a fragment":    outside.URL + "#x",
+		"ftp":           "ftp://" + hostPort,
+		"opaque":        "http:" + hostPort,
+		"no host":       "http://:" + port,
+		"not trusted":   "http://127.0.0.2:" + port,
+	}
+	i := 0
+	for name, raw := range bad {
+		i++
+		id := fmt.Sprintf("ses_%032x", 0xbad0+i)
+		reg.places[sandboxd.SessionHash(id)] = sandboxd.SessionPlace{Replica: "holder", URL: raw, Environment: "python"}
+		status, _, body := sendPaid(t, "POST", b.ts.URL+"/v1/sessions/"+id+"/code", `{"code":"1"}`,
+			http.Header{"Payment-Signature": {"signed-by-the-payer"}})
+		if status != http.StatusInternalServerError {
+			t.Errorf("%s (%s): %d %s; want 500", name, raw, status, body)
+		}
+		mcpStatus, mcpBody := postMCPCall(t, b, id)
+		if mcpStatus != http.StatusOK || !strings.Contains(mcpBody, `"isError":true`) {
+			t.Errorf("%s over MCP: %d %s; want the tool's error", name, mcpStatus, mcpBody)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("%d forwarded calls reached the outside host", n)
+	}
+	if n := b.gate.count(&b.gate.checked); n != 0 {
+		t.Errorf("%d payments checked", n)
+	}
+}
+
+// postMCPCall posts run_python for session id to rp's /mcp, as JSON-RPC.
+func postMCPCall(t *testing.T, rp *replica, id string) (int, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"1","session_id":"` + id + `"}}}`
+	status, _, answer := sendPaid(t, "POST", rp.ts.URL+"/mcp", body,
+		http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}})
+	return status, answer
+}
+
+// wordCount is a log that counts how often it was given word.
+type wordCount struct {
+	word string
+	n    atomic.Int64
+}
+
+func (c *wordCount) Write(p []byte) (int, error) {
+	c.n.Add(int64(bytes.Count(p, []byte(c.word))))
+	return len(p), nil
+}
+
+// TestFleetErrorsNameNoReplica: no answer of the fleet path, over HTTP or
+// MCP, names the replica that holds a session or its address (a holder
+// that does not answer, an address the registry should not hold, a host
+// gone): they are in the log alone.
+func TestFleetErrorsNameNoReplica(t *testing.T) {
+	reg := &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}
+	b := newFleetReplica(t, reg, "b")
+	const holder = "holder-7c1e9a"
+	logged := &wordCount{word: holder}
+	b.srv.Log = slog.New(slog.NewTextHandler(logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	places := map[string]sandboxd.SessionPlace{
+		"unreachable": {URL: deadURL},
+		"bad address": {URL: "http://ops:hunter2@" + strings.TrimPrefix(deadURL, "http://") + "/ops-only"},
+		"host gone":   {URL: deadURL, Ended: true, Why: "this session's host is gone"},
+	}
+	i := 0
+	for name, p := range places {
+		i++
+		id := fmt.Sprintf("ses_%032x", 0xe770+i)
+		p.Replica, p.Environment = holder, "python"
+		reg.places[sandboxd.SessionHash(id)] = p
+		u, _ := url.Parse(p.URL)
+		secrets := []string{holder, u.Host, u.Port(), "hunter2", "ops-only"}
+		status, _, body := sendPaid(t, "POST", b.ts.URL+"/v1/sessions/"+id+"/code", `{"code":"1"}`, nil)
+		_, mcpBody := postMCPCall(t, b, id)
+		for _, s := range secrets {
+			if strings.Contains(body, s) {
+				t.Errorf("%s: the answer (%d %s) names %q", name, status, body, s)
+			}
+			if strings.Contains(mcpBody, s) {
+				t.Errorf("%s over MCP: the answer %s names %q", name, mcpBody, s)
+			}
+		}
+		if n := logged.n.Load(); n < int64(2*i) {
+			t.Errorf("%s: the log names the holder %d times so far, want at least %d (each HTTP and MCP call)", name, n, 2*i)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"time"
 
@@ -28,15 +27,21 @@ func (c Config) inFleet() bool {
 	return c.Sessions.Enabled && ledger.IsPostgresURL(c.Payments.Ledger)
 }
 
-// fleetErrors checks server.advertise_url when set: a plain base URL.
-// That a replica of a fleet sets it, and server.fleet_secret_file, is
-// checked when it serves (fleetKeysError): the operator's commands on a
-// fleet's configuration need neither.
+// fleetErrors checks server.advertise_url when set, by the rule every
+// replica holds the addresses the registry names to (httpapi.ReplicaURL):
+// a base URL at an IP address among server.trusted_proxies, where a fleet
+// lists its replicas. That a replica of a fleet sets it, and
+// server.fleet_secret_file, is checked when it serves (fleetKeysError):
+// the operator's commands on a fleet's configuration need neither.
 func (c Config) fleetErrors() []error {
 	if c.Server.AdvertiseURL == "" {
 		return nil
 	}
-	if _, err := advertiseURL(c.Server.AdvertiseURL); err != nil {
+	proxies, err := trustedProxies(c.Server.TrustedProxies)
+	if err != nil {
+		return nil // clientErrors says what is wrong with them
+	}
+	if _, err := httpapi.ReplicaURL(c.Server.AdvertiseURL, proxies); err != nil {
 		return []error{fmt.Errorf("config: server.advertise_url: %w", err)}
 	}
 	return nil
@@ -49,8 +54,8 @@ func (c Config) fleetKeysError() error {
 	s := c.Server
 	if s.AdvertiseURL == "" {
 		errs = append(errs, fmt.Errorf("config: server.advertise_url: is empty; a replica of a fleet (payments.ledger on "+
-			"PostgreSQL, sessions on) must name the address the other replicas reach it at, such as http://10.0.0.11:8080 "+
-			"(or turn sessions off: sessions.enabled false)"))
+			"PostgreSQL, sessions on) must name the address the other replicas reach it at, such as http://10.0.0.11:8080, "+
+			"its IP address listed in server.trusted_proxies (or turn sessions off: sessions.enabled false)"))
 	}
 	if s.FleetSecretFile == "" {
 		errs = append(errs, fmt.Errorf("config: server.fleet_secret_file: is empty; a replica of a fleet needs the file "+
@@ -58,19 +63,6 @@ func (c Config) fleetKeysError() error {
 			"calls are signed with"))
 	}
 	return errors.Join(errs...)
-}
-
-// advertiseURL checks server.advertise_url: an absolute http(s) URL with a
-// host and no path, user, query or fragment (a forwarded call keeps its
-// own path).
-func advertiseURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
-		return "", fmt.Errorf("%q is not a base URL such as http://10.0.0.11:8080 (http or https, a host, no path, "+
-			"user, query or fragment)", raw)
-	}
-	return u.Scheme + "://" + u.Host, nil
 }
 
 // loadFleetSecret reads the fleet secret from path: a file only its owner
@@ -147,7 +139,12 @@ func (m *Main) openFleet(ctx context.Context, gate sandboxd.PaymentGate) (*ledge
 	if err != nil {
 		return nil, nil, err
 	}
-	base, _ := advertiseURL(m.Config.Server.AdvertiseURL)
+	proxies, _ := trustedProxies(m.Config.Server.TrustedProxies)
+	u, err := httpapi.ReplicaURL(m.Config.Server.AdvertiseURL, proxies)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: server.advertise_url: %w", err)
+	}
+	base := u.String()
 	l, closeLedger, err := m.fleetLedger(ctx, gate)
 	if err != nil {
 		return nil, nil, err

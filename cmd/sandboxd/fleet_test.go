@@ -53,3 +53,40 @@ func TestFleetSecretIs64Hex(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// TestAdvertiseURLIsAReplicaAddress: server.advertise_url follows the rule
+// every replica holds the registry's addresses to (httpapi.ReplicaURL): a
+// base URL at an IP address listed in server.trusted_proxies. Anything
+// else is refused at start, naming the key.
+func TestAdvertiseURLIsAReplicaAddress(t *testing.T) {
+	const proxies = "  trusted_proxies: [\"10.0.0.10\", \"10.0.0.0/29\", \"fd00::/64\"]\n"
+	cases := []struct {
+		name, url, proxies, want string
+	}{
+		{"an address listed", "http://10.0.0.3:8080", proxies, ""},
+		{"https, trailing slash", "https://10.0.0.3:8443/", proxies, ""},
+		{"IPv6 in a listed block", "http://[fd00::11]:8080", proxies, ""},
+		{"an address not listed", "http://10.0.0.11:8080", proxies, "not among server.trusted_proxies"},
+		{"no proxies listed", "http://10.0.0.3:8080", "", "not among server.trusted_proxies"},
+		{"a name", "http://replica-a.internal:8080", proxies, "not by an IP address"},
+		{"an outside host over https", "https://collect.example", proxies, "not by an IP address"},
+		{"a path", "http://10.0.0.3:8080/api", proxies, "not a base URL"},
+		{"userinfo", "http://u:p@10.0.0.3:8080", proxies, "not a base URL"},
+		{"a query", "http://10.0.0.3:8080?x=1", proxies, "not a base URL"},
+		{"a fragment", "http://10.0.0.3:8080#x", proxies, "not a base URL"},
+		{"another scheme", "ftp://10.0.0.3:8080", proxies, "not a base URL"},
+		{"no scheme", "10.0.0.3:8080", proxies, "not a base URL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeConfig(t, "server:\n  advertise_url: \""+tc.url+"\"\n"+tc.proxies))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "server.advertise_url: ") ||
+				!strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("%v; want an error naming server.advertise_url and %q", err, tc.want)
+			}
+		})
+	}
+}
