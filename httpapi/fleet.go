@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
@@ -36,13 +37,22 @@ type Fleet struct {
 	once      sync.Once
 	transport http.RoundTripper
 	lookups   chan struct{}
-	hops      hopsSeen
+	// looking counts each client's lookups in flight.
+	looking clientCounter
+	hops    hopsSeen
 }
 
 // maxLookups bounds the registry lookups in flight on one replica: a
 // flood of calls for ids nobody holds costs each one a query of the shared
 // database, and must not take it from the paid calls.
 const maxLookups = 32
+
+// maxLookupsPerClient bounds one client's lookups in flight (clientAddr,
+// as the per-client caps count): a client flooding calls for random ids is
+// refused past it at once, and leaves the rest of maxLookups to the
+// others. A lookup takes about a millisecond, so an honest client seldom
+// has more than one in flight.
+const maxLookupsPerClient = 4
 
 // lookupWait is how long a lookup waits for its turn before the call is
 // refused as busy.
@@ -64,10 +74,22 @@ func (f *Fleet) seen() *hopsSeen {
 	return &f.hops
 }
 
-// locate says where session id lives, as the registry knows it; a lookup
-// that cannot have its turn is CodeBusy.
-func (f *Fleet) locate(ctx context.Context, id string) (sandboxd.SessionPlace, error) {
+// locate says where session id lives, as the registry knows it, for the
+// caller at client (ok false: an address it could not read, not counted).
+// A client with maxLookupsPerClient lookups in flight already is CodeBusy
+// at once; a lookup that cannot have its turn among maxLookups within
+// lookupWait is CodeBusy too.
+func (f *Fleet) locate(ctx context.Context, client netip.Addr, ok bool, id string) (sandboxd.SessionPlace, error) {
 	f.init()
+	if ok {
+		key := clientKey(client)
+		if !f.looking.take(key, maxLookupsPerClient) {
+			return sandboxd.SessionPlace{}, &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "httpapi.fleet", RetryAfter: time.Second,
+				Message: fmt.Sprintf("your address is already having %d sessions looked up at once, the most one client may; "+
+					"nothing was charged, retry after the time in Retry-After", maxLookupsPerClient)}
+		}
+		defer f.looking.give(key)
+	}
 	timer := time.NewTimer(lookupWait)
 	defer timer.Stop()
 	select {
@@ -121,7 +143,8 @@ func (s *Server) place(r *http.Request, id string) (placement, holder, error) {
 	if sandboxd.ErrorCode(err) != sandboxd.CodeNotFound {
 		return serveHere, none, nil
 	}
-	p, err := s.Fleet.locate(r.Context(), id)
+	client, ok := s.clientAddr(r)
+	p, err := s.Fleet.locate(r.Context(), client, ok, id)
 	switch {
 	case sandboxd.ErrorCode(err) == sandboxd.CodeNotFound:
 		return serveHere, none, nil

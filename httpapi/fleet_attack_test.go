@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"sandboxd"
 )
@@ -171,4 +173,80 @@ func TestFleetErrorsNameNoReplica(t *testing.T) {
 			t.Errorf("%s: the log names the holder %d times so far, want at least %d (each HTTP and MCP call)", name, n, 2*i)
 		}
 	}
+}
+
+// stallUnknown is a registry whose lookups of sessions it does not know
+// hang until release is closed, as a database under a flood of them.
+type stallUnknown struct {
+	sandboxd.SessionRegistry
+	known   string
+	release chan struct{}
+	stalled atomic.Int64
+}
+
+func (s *stallUnknown) Locate(ctx context.Context, hash string) (sandboxd.SessionPlace, error) {
+	if hash != s.known {
+		s.stalled.Add(1)
+		defer s.stalled.Add(-1)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return sandboxd.SessionPlace{}, ctx.Err()
+		}
+	}
+	return s.SessionRegistry.Locate(ctx, hash)
+}
+
+// TestFleetLookupFloodIsPerClient: one client flooding a replica with calls
+// for random session ids, its lookups hanging on the registry, is refused
+// (429) past its own share of lookups; another client's call for a real
+// session, held by another replica, is still looked up and forwarded.
+func TestFleetLookupFloodIsPerClient(t *testing.T) {
+	reg := &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}
+	a, b := newFleetReplica(t, reg, "a"), newFleetReplica(t, reg, "b")
+	path := openCodePath(t, a)
+	id := strings.TrimSuffix(strings.TrimPrefix(path, "/v1/sessions/"), "/code")
+	stall := &stallUnknown{SessionRegistry: b.srv.Fleet.Registry, known: sandboxd.SessionHash(id), release: make(chan struct{})}
+	b.srv.Fleet.Registry = stall
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(stall.release)
+		}
+	}
+	defer release()
+
+	const flood = 3 * maxLookups
+	flooder := http.Header{"X-Forwarded-For": {"198.51.100.66"}}
+	var answered, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range flood {
+		wg.Go(func() {
+			status, _, _ := sendPaid(t, "POST", fmt.Sprintf("%s/v1/sessions/ses_%032x/code", b.ts.URL, i+1), `{"code":"1"}`, flooder)
+			if status == http.StatusTooManyRequests {
+				refused.Add(1)
+			}
+			answered.Add(1)
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for answered.Load()+stall.stalled.Load() < flood && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("flood: %d lookups hang, %d answered (%d of them 429)", stall.stalled.Load(), answered.Load(), refused.Load())
+
+	status, _, body := sendPaid(t, "POST", b.ts.URL+path, `{"code":"6*7"}`, http.Header{"X-Forwarded-For": {"198.51.100.7"}})
+	if status != http.StatusOK {
+		t.Errorf("another client's call during the flood: %d %s; want it forwarded and served", status, body)
+	}
+	if refused.Load() == 0 || stall.stalled.Load() > maxLookupsPerClient {
+		t.Errorf("the flooding client had %d lookups in flight and %d calls refused; want at most %d in flight, the rest 429",
+			stall.stalled.Load(), refused.Load(), maxLookupsPerClient)
+	}
+	if _, _, runs := a.engine.counts(); runs != 1 {
+		t.Errorf("a ran %d calls, want the other client's one", runs)
+	}
+	release()
+	wg.Wait()
 }
