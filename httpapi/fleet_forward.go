@@ -51,8 +51,8 @@ func ReplicaURL(raw string, replicas []netip.Prefix) (*url.URL, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
 		strings.Contains(raw, "#") || u.Opaque != "" {
-		return nil, fmt.Errorf("%q is not a base URL such as http://10.0.0.11:8080 (http or https, an IP address "+
-			"and a port, no user, path, query or fragment)", raw)
+		return nil, fmt.Errorf("%q is not a base URL such as http://10.0.0.11:8080 (http or https, an IP address, "+
+			"a port if not the scheme's; no user, path, query or fragment)", raw)
 	}
 	a, err := netip.ParseAddr(u.Hostname())
 	if err != nil || a.Zone() != "" {
