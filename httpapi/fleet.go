@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"sync"
 	"time"
 
@@ -34,13 +37,22 @@ type Fleet struct {
 	once      sync.Once
 	transport http.RoundTripper
 	lookups   chan struct{}
-	hops      hopsSeen
+	// looking counts each client's lookups in flight.
+	looking clientCounter
+	hops    hopsSeen
 }
 
 // maxLookups bounds the registry lookups in flight on one replica: a
 // flood of calls for ids nobody holds costs each one a query of the shared
 // database, and must not take it from the paid calls.
 const maxLookups = 32
+
+// maxLookupsPerClient bounds one client's lookups in flight (clientAddr,
+// as the per-client caps count): a client flooding calls for random ids is
+// refused past it at once, and leaves the rest of maxLookups to the
+// others. A lookup takes about a millisecond, so an honest client seldom
+// has more than one in flight.
+const maxLookupsPerClient = 4
 
 // lookupWait is how long a lookup waits for its turn before the call is
 // refused as busy.
@@ -62,10 +74,22 @@ func (f *Fleet) seen() *hopsSeen {
 	return &f.hops
 }
 
-// locate says where session id lives, as the registry knows it; a lookup
-// that cannot have its turn is CodeBusy.
-func (f *Fleet) locate(ctx context.Context, id string) (sandboxd.SessionPlace, error) {
+// locate says where session id lives, as the registry knows it, for the
+// caller at client (ok false: an address it could not read, not counted).
+// A client with maxLookupsPerClient lookups in flight already is CodeBusy
+// at once; a lookup that cannot have its turn among maxLookups within
+// lookupWait is CodeBusy too.
+func (f *Fleet) locate(ctx context.Context, client netip.Addr, ok bool, id string) (sandboxd.SessionPlace, error) {
 	f.init()
+	if ok {
+		key := clientKey(client)
+		if !f.looking.take(key, maxLookupsPerClient) {
+			return sandboxd.SessionPlace{}, &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "httpapi.fleet", RetryAfter: time.Second,
+				Message: fmt.Sprintf("your address is already having %d sessions looked up at once, the most one client may; "+
+					"nothing was charged, retry after the time in Retry-After", maxLookupsPerClient)}
+		}
+		defer f.looking.give(key)
+	}
 	timer := time.NewTimer(lookupWait)
 	defer timer.Stop()
 	select {
@@ -91,12 +115,24 @@ const (
 	forwardThere
 )
 
+// holder is the replica a call for a session held elsewhere goes to.
+type holder struct {
+	// replica is its id, for the hop and the log (never for the caller).
+	replica string
+	// url is its address, checked (ReplicaURL).
+	url *url.URL
+	// environment is the session's (Fleet.Limit).
+	environment string
+}
+
 // place decides where the call r for session id is served: here, or at
-// the replica of the place returned. A session whose replica is gone, or
-// that ended elsewhere, is the CodeNotFound error that says so. A call
-// another replica forwarded is always served here.
-func (s *Server) place(r *http.Request, id string) (placement, sandboxd.SessionPlace, error) {
-	var none sandboxd.SessionPlace
+// the holder returned. A session whose replica is gone, or that ended
+// elsewhere, is the CodeNotFound error that says so; one whose recorded
+// address is not a replica's (ReplicaURL) is CodeInternal, and nothing is
+// forwarded. A call another replica forwarded is always served here. The
+// errors name no replica and no address: those go to the log.
+func (s *Server) place(r *http.Request, id string) (placement, holder, error) {
+	var none holder
 	if s.Fleet == nil || s.Sessions == nil {
 		return serveHere, none, nil
 	}
@@ -107,30 +143,38 @@ func (s *Server) place(r *http.Request, id string) (placement, sandboxd.SessionP
 	if sandboxd.ErrorCode(err) != sandboxd.CodeNotFound {
 		return serveHere, none, nil
 	}
-	p, err := s.Fleet.locate(r.Context(), id)
+	client, ok := s.clientAddr(r)
+	p, err := s.Fleet.locate(r.Context(), client, ok, id)
 	switch {
 	case sandboxd.ErrorCode(err) == sandboxd.CodeNotFound:
 		return serveHere, none, nil
 	case err != nil:
 		return serveHere, none, err
 	case p.Ended:
-		return serveHere, none, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.fleet", "%s; open a new one with POST /v1/sessions", p.Why)
+		return serveHere, none, &sandboxd.Error{Code: sandboxd.CodeNotFound, Op: "httpapi.fleet",
+			Message: p.Why + "; open a new one with POST /v1/sessions", Err: fmt.Errorf("held by replica %s", p.Replica)}
 	case p.Here:
 		return serveHere, none, nil
 	}
-	return forwardThere, p, nil
+	u, err := ReplicaURL(p.URL, s.TrustedProxies)
+	if err != nil {
+		return serveHere, none, &sandboxd.Error{Code: sandboxd.CodeInternal, Op: "httpapi.fleet",
+			Message: "the fleet's registry names an address no replica may have; nothing was forwarded",
+			Err:     fmt.Errorf("replica %s: %w", p.Replica, err)}
+	}
+	return forwardThere, holder{replica: p.Replica, url: u, environment: p.Environment}, nil
 }
 
 // located serves a session's route here, or forwards it to the replica
 // that holds the session (place).
 func (s *Server) located(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		where, p, err := s.place(r, mux.Vars(r)["id"])
+		where, to, err := s.place(r, mux.Vars(r)["id"])
 		switch {
 		case err != nil:
 			s.writeError(w, r, err)
 		case where == forwardThere:
-			s.forward(w, r, p, nil)
+			s.forward(w, r, to, nil)
 		default:
 			h(w, r)
 		}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,21 +37,44 @@ func newHopTransport() http.RoundTripper {
 	}
 }
 
-// forward sends the call r, whole, to the replica of p, which holds its
+// ReplicaURL checks raw as the address of a replica of the fleet, given
+// the addresses the fleet's replicas are at (server.trusted_proxies, where
+// a fleet lists them): an http or https URL whose host is an IP address
+// among replicas, with an optional port, and no user, path, query or
+// fragment (a forwarded call keeps its own path). It is the rule of
+// server.advertise_url at start and of every address the registry names
+// before a call is sent there, payment headers and all: whoever can write
+// the registry can point a forward at another replica, nowhere else. It
+// returns the URL, scheme and host alone.
+func ReplicaURL(raw string, replicas []netip.Prefix) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
+		strings.Contains(raw, "#") || u.Opaque != "" {
+		return nil, fmt.Errorf("%q is not a base URL such as http://10.0.0.11:8080 (http or https, an IP address, "+
+			"a port if not the scheme's; no user, path, query or fragment)", raw)
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil || a.Zone() != "" {
+		return nil, fmt.Errorf("%q names its host %q, not by an IP address such as 10.0.0.11: a replica is "+
+			"reached at an address the fleet lists (server.trusted_proxies), never at a name", raw, u.Hostname())
+	}
+	if !trusted(replicas, a.Unmap()) {
+		return nil, fmt.Errorf("%q: %s is not among server.trusted_proxies, where every replica of a fleet is "+
+			"listed; the replicas forward calls to those addresses alone", raw, a)
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
+}
+
+// forward sends the call r, whole, to the replica to, which holds its
 // session, and streams its answer back. The body is r's, streamed as it
 // arrives, or body when the caller read it already (MCP). The request
 // keeps its method, path, Host and headers, payment headers included; the
 // X-Forwarded-* headers are dropped (the hop names the caller, signed).
 // The owner does the payment check, the run and the settlement: this
 // replica settles nothing. The whole hop is bounded by Fleet.Limit.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, p sandboxd.SessionPlace, body []byte) {
-	target, err := url.Parse(p.URL)
-	if err != nil || target.Host == "" {
-		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeInternal, "httpapi.forward",
-			"the registry holds no usable address %q for replica %s", p.URL, p.Replica))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.Fleet.Limit(p.Environment))
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, to holder, body []byte) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.Fleet.Limit(to.environment))
 	defer cancel()
 	if body != nil {
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
@@ -62,9 +88,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p sandboxd.Sess
 	clear(w.Header())
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
+			pr.SetURL(to.url)
 			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Set(hopHeader, signHop(s.Fleet.Secret, time.Now(), pr.Out.Method, pr.Out.URL.EscapedPath(), client, s.Fleet.Replica))
+			pr.Out.Header.Set(hopHeader, signHop(s.Fleet.Secret, time.Now(), pr.Out.Method, pr.Out.URL.EscapedPath(), client,
+				s.Fleet.Replica, to.replica))
 		},
 		Transport: s.Fleet.transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -72,13 +99,14 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p sandboxd.Sess
 				return // the caller hung up
 			}
 			maps.Copy(w.Header(), own)
-			s.writeError(w, r, &sandboxd.Error{Code: sandboxd.CodeUnavailable, Op: "httpapi.forward", Err: err, RetryAfter: 2 * time.Second,
-				Message: "the replica that holds this session (" + p.Replica + ") did not answer; retry after the time in Retry-After " +
+			s.writeError(w, r, &sandboxd.Error{Code: sandboxd.CodeUnavailable, Op: "httpapi.forward", RetryAfter: 2 * time.Second,
+				Err: fmt.Errorf("replica %s at %s: %w", to.replica, to.url, err),
+				Message: "the replica that holds this session did not answer; retry after the time in Retry-After " +
 					"(a payment sent with this call is settled or released by that replica, never twice); " +
 					"if the replica is gone, the session ends once its lease runs out"})
 		},
 	}
-	s.Log.Debug("forwarding a session call", "path", logPath(r.URL.Path), "to", p.Replica)
+	s.Log.Debug("forwarding a session call", "path", logPath(r.URL.Path), "to", to.replica, "url", to.url.String())
 	proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -103,13 +131,13 @@ func (s *Server) mcpLocated(w http.ResponseWriter, r *http.Request, body []byte)
 	if id == "" {
 		return false
 	}
-	where, p, err := s.place(r, id)
+	where, to, err := s.place(r, id)
 	switch {
 	case err != nil:
 		s.writeToolResult(w, body, s.toolError(tool, err))
 		return true
 	case where == forwardThere:
-		s.forward(w, r, p, body)
+		s.forward(w, r, to, body)
 		return true
 	}
 	return false

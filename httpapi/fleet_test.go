@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,9 @@ func newFleetReplica(t *testing.T, reg *fakeRegistry, name string) *replica {
 	rp.srv = newSessionServer(t, rp.engine, rp.gate, cfg)
 	rp.srv.MaxBodyBytes = 64 << 10
 	rp.srv.MaxCodeBytes = 1 << 10
+	// The replicas reach each other on loopback, listed as the fleet's
+	// addresses (and proxies) as docs/operating.md says.
+	rp.srv.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	rp.srv.Fleet = &Fleet{Registry: view, Replica: name, Secret: testSecret, Limit: func(string) time.Duration { return 10 * time.Second }}
 	h = rp.srv.Handler()
 	return rp
@@ -199,7 +203,7 @@ func TestFleetHopIsNeverForwardedTwice(t *testing.T) {
 	const id = "ses_00000000000000000000000000000003"
 	reg.places[sandboxd.SessionHash(id)] = sandboxd.SessionPlace{Replica: "a", URL: a.ts.URL, Environment: "python"}
 	path := "/v1/sessions/" + id + "/code"
-	hop := signHop(testSecret, time.Now(), "POST", path, netip.MustParseAddr("203.0.113.7"), "a")
+	hop := signHop(testSecret, time.Now(), "POST", path, netip.MustParseAddr("203.0.113.7"), "a", "b")
 	status, _, body := sendPaid(t, "POST", b.ts.URL+path, `{"code":"1"}`, http.Header{hopHeader: {hop}})
 	if status != http.StatusNotFound || strings.Contains(body, "did not answer") {
 		t.Errorf("a hop for a session b does not hold: %d %s", status, body)
@@ -224,23 +228,27 @@ func openCodePath(t *testing.T, rp *replica) string {
 }
 
 // TestFleetHopRefusals: a hop header that does not verify is 403 and
-// runs nothing: a forged or altered signature, another path or method
-// than it signs, a stale time, a replica with no secret, garbage.
+// runs nothing: a forged or altered signature, another path, method or
+// destination than it signs, a hop signed for another replica, a stale
+// time, a replica with no secret, an older version, garbage.
 func TestFleetHopRefusals(t *testing.T) {
 	a := newFleetReplica(t, &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}, "a")
 	path := openCodePath(t, a)
 	client := netip.MustParseAddr("198.51.100.4")
 	now := time.Now()
 	cases := map[string]string{
-		"other secret": signHop([]byte(strings.Repeat("x", 48)), now, "POST", path, client, "b"),
-		"other path":   signHop(testSecret, now, "POST", "/v1/sessions", client, "b"),
-		"other method": signHop(testSecret, now, "DELETE", path, client, "b"),
-		"stale":        signHop(testSecret, now.Add(-2*hopSkew), "POST", path, client, "b"),
-		"future":       signHop(testSecret, now.Add(2*hopSkew), "POST", path, client, "b"),
-		"garbage":      "v2;;;;;",
+		"other secret": signHop([]byte(strings.Repeat("x", 48)), now, "POST", path, client, "b", "a"),
+		"other path":   signHop(testSecret, now, "POST", "/v1/sessions", client, "b", "a"),
+		"other method": signHop(testSecret, now, "DELETE", path, client, "b", "a"),
+		"stale":        signHop(testSecret, now.Add(-2*hopSkew), "POST", path, client, "b", "a"),
+		"future":       signHop(testSecret, now.Add(2*hopSkew), "POST", path, client, "b", "a"),
+		"garbage":      "v3;;;;;;",
 		"version 1":    "v1;1;198.51.100.4;b;00",
-		"short nonce":  strings.Replace(signHop(testSecret, now, "POST", path, client, "b"), ";", ";;", 1),
-		"other client": strings.Replace(signHop(testSecret, now, "POST", path, client, "b"), "198.51.100.4", "198.51.100.5", 1),
+		"version 2":    "v2;" + strconv.FormatInt(now.Unix(), 10) + ";" + strings.Repeat("0", 32) + ";198.51.100.4;b;00",
+		"for another":  signHop(testSecret, now, "POST", path, client, "b", "c"),
+		"readdressed":  strings.Replace(signHop(testSecret, now, "POST", path, client, "b", "c"), ";b;c;", ";b;a;", 1),
+		"short nonce":  strings.Replace(signHop(testSecret, now, "POST", path, client, "b", "a"), ";", ";;", 1),
+		"other client": strings.Replace(signHop(testSecret, now, "POST", path, client, "b", "a"), "198.51.100.4", "198.51.100.5", 1),
 	}
 	for name, hop := range cases {
 		status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, http.Header{hopHeader: {hop}})
@@ -249,17 +257,17 @@ func TestFleetHopRefusals(t *testing.T) {
 		}
 	}
 	a.srv.Fleet.Secret = nil
-	good := signHop(testSecret, now, "POST", path, client, "b")
+	good := signHop(testSecret, now, "POST", path, client, "b", "a")
 	if status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, http.Header{hopHeader: {good}}); status != http.StatusForbidden {
 		t.Errorf("a replica with no secret took a hop: %d %s", status, body)
 	}
 	if _, _, runs := a.engine.counts(); runs != 0 {
 		t.Errorf("%d calls ran on refused hops", runs)
 	}
-	if _, err := verifyHop(testSecret, now, good, httptest.NewRequest("POST", path, nil)); err != nil {
+	if _, err := verifyHop(testSecret, "a", now, good, httptest.NewRequest("POST", path, nil)); err != nil {
 		t.Errorf("the good hop: %v", err)
 	}
-	if got, err := verifyHop(testSecret, now, good, httptest.NewRequest("POST", path, nil)); err != nil || got.client != client {
+	if got, err := verifyHop(testSecret, "a", now, good, httptest.NewRequest("POST", path, nil)); err != nil || got.client != client {
 		t.Errorf("the hop vouches for %v, %v; want %v", got.client, err, client)
 	}
 }
@@ -323,7 +331,7 @@ func TestFleetForwardKeepsOneCORSAnswer(t *testing.T) {
 func TestFleetHopIsTakenOnce(t *testing.T) {
 	a := newFleetReplica(t, &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}, "a")
 	path := openCodePath(t, a)
-	hop := signHop(testSecret, time.Now(), "POST", path, netip.MustParseAddr("198.51.100.4"), "b")
+	hop := signHop(testSecret, time.Now(), "POST", path, netip.MustParseAddr("198.51.100.4"), "b", "a")
 	pay := http.Header{hopHeader: {hop}, "Payment-Signature": {"signed-by-the-payer"}}
 	if status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, pay); status != http.StatusOK {
 		t.Fatalf("the hop, first: %d %s", status, body)

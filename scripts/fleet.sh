@@ -12,7 +12,8 @@ port=${FLEET_PG_PORT:-55432}
 mkdir -p "$state"
 
 url=$("$root/scripts/pg.sh" start "$state/pg" "$port")
-# The fleet secret signs the calls one replica forwards to the replica that holds their session.
+# The fleet secret signs the calls one replica forwards to the replica that holds their session:
+# 64 hex digits (256 bits, as openssl rand -hex 32 writes them), or no replica starts.
 secret="$state/fleet.secret"
 [ -s "$secret" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$secret")
 chmod 600 "$secret"
@@ -39,7 +40,7 @@ start_replica() {
   SANDBOX_PAYMENTS_LEDGER="$url" \
   SANDBOX_PAYMENTS_REPLICA_ID="$(hostname)/fleet$i" \
   SANDBOX_SERVER_PUBLIC_URL="${FLEET_PUBLIC_URL:-http://127.0.0.1:808$i}" \
-  SANDBOX_SERVER_TRUSTED_PROXIES="${FLEET_TRUSTED_PROXIES:-127.0.0.1}" \
+  SANDBOX_SERVER_TRUSTED_PROXIES="127.0.0.1${FLEET_TRUSTED_PROXIES:+,$FLEET_TRUSTED_PROXIES}" \
     "$root/bin/sandboxd" serve --config "$root/config.yaml" 2>>"$state/replica$i.log" &
   pids[$i]=$!
 }
@@ -55,8 +56,9 @@ fleet: three replicas on http://127.0.0.1:8081 :8082 :8083 (logs in .fleet/repli
              SANDBOX_PAYMENTS_LEDGER='$url' bin/sandboxd ledger sessions
              SANDBOX_PAYMENTS_LEDGER='$url' bin/sandboxd ledger stats
        a load balancer in front: deploy/nginx.conf, then FLEET_PUBLIC_URL=<its URL> names the resource
-       payers pay for on every replica, and FLEET_TRUSTED_PROXIES=<its address> (default 127.0.0.1)
-       the peers whose X-Forwarded-* are read. Ctrl-C stops the fleet and PostgreSQL.
+       payers pay for on every replica, and FLEET_TRUSTED_PROXIES=<its address> the peers whose
+       X-Forwarded-* are read, beside 127.0.0.1 (the replicas, which forward only to listed addresses).
+       Ctrl-C stops the fleet and PostgreSQL.
 MSG
 # A replica that dies (try kill -9 on one) is restarted after FLEET_RESTART_AFTER seconds
 # (default 45, past the 30 s lease): meanwhile the others end its sessions once its lease

@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"time"
 
@@ -16,9 +16,9 @@ import (
 	"sandboxd/payments/ledger"
 )
 
-// minFleetSecret is the shortest fleet secret accepted, in bytes: 256 bits
-// as hex (openssl rand -hex 32).
-const minFleetSecret = 32
+// fleetSecretBytes is the size of the fleet secret: 256 bits, written in
+// the file as 64 hex digits (openssl rand -hex 32).
+const fleetSecretBytes = 32
 
 // inFleet reports whether this replica shares its sessions with a fleet:
 // sessions on, on a PostgreSQL ledger (payments.ledger), which the
@@ -27,15 +27,21 @@ func (c Config) inFleet() bool {
 	return c.Sessions.Enabled && ledger.IsPostgresURL(c.Payments.Ledger)
 }
 
-// fleetErrors checks server.advertise_url when set: a plain base URL.
-// That a replica of a fleet sets it, and server.fleet_secret_file, is
-// checked when it serves (fleetKeysError): the operator's commands on a
-// fleet's configuration need neither.
+// fleetErrors checks server.advertise_url when set, by the rule every
+// replica holds the addresses the registry names to (httpapi.ReplicaURL):
+// a base URL at an IP address among server.trusted_proxies, where a fleet
+// lists its replicas. That a replica of a fleet sets it, and
+// server.fleet_secret_file, is checked when it serves (fleetKeysError):
+// the operator's commands on a fleet's configuration need neither.
 func (c Config) fleetErrors() []error {
 	if c.Server.AdvertiseURL == "" {
 		return nil
 	}
-	if _, err := advertiseURL(c.Server.AdvertiseURL); err != nil {
+	proxies, err := trustedProxies(c.Server.TrustedProxies)
+	if err != nil {
+		return nil // clientErrors says what is wrong with them
+	}
+	if _, err := httpapi.ReplicaURL(c.Server.AdvertiseURL, proxies); err != nil {
 		return []error{fmt.Errorf("config: server.advertise_url: %w", err)}
 	}
 	return nil
@@ -48,31 +54,21 @@ func (c Config) fleetKeysError() error {
 	s := c.Server
 	if s.AdvertiseURL == "" {
 		errs = append(errs, fmt.Errorf("config: server.advertise_url: is empty; a replica of a fleet (payments.ledger on "+
-			"PostgreSQL, sessions on) must name the address the other replicas reach it at, such as http://10.0.0.11:8080 "+
-			"(or turn sessions off: sessions.enabled false)"))
+			"PostgreSQL, sessions on) must name the address the other replicas reach it at, such as http://10.0.0.11:8080, "+
+			"its IP address listed in server.trusted_proxies (or turn sessions off: sessions.enabled false)"))
 	}
 	if s.FleetSecretFile == "" {
 		errs = append(errs, fmt.Errorf("config: server.fleet_secret_file: is empty; a replica of a fleet needs the file "+
-			"(mode 600, the same secret on every replica: openssl rand -hex 32 > fleet.secret) its forwarded calls are signed with"))
+			"(mode 600, the same secret of 64 hex digits on every replica: openssl rand -hex 32 > fleet.secret) its forwarded "+
+			"calls are signed with"))
 	}
 	return errors.Join(errs...)
 }
 
-// advertiseURL checks server.advertise_url: an absolute http(s) URL with a
-// host and no path, user, query or fragment (a forwarded call keeps its
-// own path).
-func advertiseURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
-		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
-		return "", fmt.Errorf("%q is not a base URL such as http://10.0.0.11:8080 (http or https, a host, no path, "+
-			"user, query or fragment)", raw)
-	}
-	return u.Scheme + "://" + u.Host, nil
-}
-
 // loadFleetSecret reads the fleet secret from path: a file only its owner
-// may read, of at least minFleetSecret bytes once trimmed.
+// may read, holding 2*fleetSecretBytes hex digits (space around them
+// allowed); the secret is the bytes they spell, so a file written in upper
+// case signs as one in lower case.
 func loadFleetSecret(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -92,11 +88,13 @@ func loadFleetSecret(path string) ([]byte, error) {
 		return nil, fmt.Errorf("server.fleet_secret_file: %w", err)
 	}
 	b = bytes.TrimSpace(b)
-	if len(b) < minFleetSecret {
-		return nil, fmt.Errorf("server.fleet_secret_file: %s holds %d bytes; the fleet secret needs at least %d "+
-			"(openssl rand -hex 32 > %s)", path, len(b), minFleetSecret, path)
+	secret, err := hex.DecodeString(string(b))
+	if err != nil || len(secret) != fleetSecretBytes {
+		return nil, fmt.Errorf("server.fleet_secret_file: %s holds %d bytes that are not %d hex digits, the fleet "+
+			"secret (256 bits, the same on every replica): make it with openssl rand -hex %d > %s",
+			path, len(b), 2*fleetSecretBytes, fleetSecretBytes, path)
 	}
-	return b, nil
+	return secret, nil
 }
 
 // forwardLimit bounds a call forwarded to the replica of a session in
@@ -141,7 +139,12 @@ func (m *Main) openFleet(ctx context.Context, gate sandboxd.PaymentGate) (*ledge
 	if err != nil {
 		return nil, nil, err
 	}
-	base, _ := advertiseURL(m.Config.Server.AdvertiseURL)
+	proxies, _ := trustedProxies(m.Config.Server.TrustedProxies)
+	u, err := httpapi.ReplicaURL(m.Config.Server.AdvertiseURL, proxies)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: server.advertise_url: %w", err)
+	}
+	base := u.String()
 	l, closeLedger, err := m.fleetLedger(ctx, gate)
 	if err != nil {
 		return nil, nil, err

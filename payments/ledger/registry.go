@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"sandboxd"
@@ -39,10 +37,10 @@ const endedKeep = 24 * time.Hour
 func (l *SQL) Registry(url string) *Registry { return &Registry{l: l, url: url} }
 
 // hostGone is the why of the sessions of a replica whose lease ran out.
-func hostGone(replica string) string {
-	return fmt.Sprintf("this session's host is gone: replica %s stopped answering and its sessions ended with it; "+
-		"nothing was charged for this call", replica)
-}
+// A why is shown to callers, so it names no replica: the fleet's topology
+// is the operator's (sandboxd ledger sessions).
+const hostGone = "this session's host is gone: the replica that held it stopped answering and its sessions " +
+	"ended with it; nothing was charged for this call"
 
 // Opened records a session just opened on this replica.
 func (r *Registry) Opened(ctx context.Context, s sandboxd.SessionRecord) error {
@@ -111,7 +109,7 @@ FROM sessions s WHERE s.id_hash = ?`), r.l.lease.Seconds(), hash).
 	case state == sessionEnded:
 		p.Ended = true
 	case !alive && !p.Here:
-		p.Ended, p.Why = true, hostGone(p.Replica)
+		p.Ended, p.Why = true, hostGone
 	}
 	return p, nil
 }
@@ -125,9 +123,9 @@ func (r *Registry) EndStale(ctx context.Context) (int64, error) {
 	defer cancel()
 	d := r.l.dialect
 	res, err := r.l.db.ExecContext(ctx, d.bind(`UPDATE sessions SET state = ?, ended_at = `+d.dbNow+`,
-	why = CAST(? AS TEXT) || replica || CAST(? AS TEXT) WHERE state = ? AND replica <> ?
+	why = ? WHERE state = ? AND replica <> ?
 	AND replica NOT IN (SELECT id FROM replicas WHERE seen_at >= `+d.dbAgo+`)`),
-		sessionEnded, hostGonePrefix, hostGoneSuffix, sessionOpen, r.l.replica, r.l.lease.Seconds())
+		sessionEnded, hostGone, sessionOpen, r.l.replica, r.l.lease.Seconds())
 	if err != nil {
 		return 0, ledgerError(op, err)
 	}
@@ -138,10 +136,6 @@ func (r *Registry) EndStale(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
-
-// hostGonePrefix and hostGoneSuffix are hostGone around the replica's id,
-// for the SQL that writes it.
-var hostGonePrefix, hostGoneSuffix, _ = strings.Cut(hostGone("\x00"), "\x00")
 
 // EndOwn ends every session this replica's registry still holds open: at
 // start, a replica holds no session (its containers are reaped), whatever

@@ -57,7 +57,8 @@ func measureFleet(ctx context.Context, o *options, n int) (fleetReport, error) {
 		}
 		s, err := launchReplica(ctx, o, name, []string{"SANDBOX_PAYMENTS_LEDGER=" + pg.URL("postgres"),
 			"SANDBOX_PAYMENTS_REPLICA_ID=bench-" + name, "SANDBOX_SERVER_ADDR=" + addr,
-			"SANDBOX_SERVER_ADVERTISE_URL=http://" + addr, "SANDBOX_SERVER_FLEET_SECRET_FILE=" + secret})
+			"SANDBOX_SERVER_ADVERTISE_URL=http://" + addr, "SANDBOX_SERVER_TRUSTED_PROXIES=127.0.0.1",
+			"SANDBOX_SERVER_FLEET_SECRET_FILE=" + secret})
 		if err != nil {
 			return r, err
 		}

@@ -58,6 +58,8 @@ func startFleet(t *testing.T, mode string, modeEnv func(i int) []string) *fleet 
 			"SANDBOX_RUNTIME_POOL_SIZE=1",
 			"SANDBOX_SERVER_ADDR="+addr,
 			"SANDBOX_SERVER_ADVERTISE_URL=http://"+addr,
+			// The replicas' addresses: the only ones a replica forwards to.
+			"SANDBOX_SERVER_TRUSTED_PROXIES=127.0.0.1",
 			"SANDBOX_SERVER_FLEET_SECRET_FILE="+secret)
 		f.env = append(f.env, env)
 		f.nodes = append(f.nodes, f.start(t, i))
