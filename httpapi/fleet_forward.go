@@ -37,27 +37,33 @@ func newHopTransport() http.RoundTripper {
 	}
 }
 
-// ReplicaURL checks raw as the address of a replica of the fleet, given
-// the addresses the fleet's replicas are at (server.trusted_proxies, where
-// a fleet lists them): an http or https URL whose host is an IP address
-// among replicas, with an optional port, and no user, path, query or
-// fragment (a forwarded call keeps its own path). It is the rule of
-// server.advertise_url at start and of every address the registry names
-// before a call is sent there, payment headers and all: whoever can write
-// the registry can point a forward at another replica, nowhere else. It
-// returns the URL, scheme and host alone.
+// ReplicaURL checks raw as the address of a replica of the fleet: an
+// http or https URL with a host and an optional port, and no user, path,
+// query or fragment (a forwarded call keeps its own path). When the fleet
+// lists its replicas' addresses (replicas: server.trusted_proxies, where
+// the docs have a fleet list them), the host must also be an IP address
+// among them. It is the rule of server.advertise_url at start and of every
+// address the registry names, before a call is sent there, payment
+// headers and all: once the replicas are listed, whoever can write the
+// registry can point a forward at another replica and nowhere else (an
+// operator who lists none keeps the names a fleet of old may use, and the
+// start-up log says forwards are not pinned). It returns the URL, scheme
+// and host alone.
 func ReplicaURL(raw string, replicas []netip.Prefix) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
 		strings.Contains(raw, "#") || u.Opaque != "" {
-		return nil, fmt.Errorf("%q is not a base URL such as http://10.0.0.11:8080 (http or https, an IP address, "+
+		return nil, fmt.Errorf("%q is not a base URL such as http://10.0.0.11:8080 (http or https, a host, "+
 			"a port if not the scheme's; no user, path, query or fragment)", raw)
+	}
+	if len(replicas) == 0 {
+		return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
 	}
 	a, err := netip.ParseAddr(u.Hostname())
 	if err != nil || a.Zone() != "" {
-		return nil, fmt.Errorf("%q names its host %q, not by an IP address such as 10.0.0.11: a replica is "+
-			"reached at an address the fleet lists (server.trusted_proxies), never at a name", raw, u.Hostname())
+		return nil, fmt.Errorf("%q names its host %q, not by an IP address such as 10.0.0.11: with server.trusted_proxies "+
+			"set, a replica is reached at an address listed there, never at a name", raw, u.Hostname())
 	}
 	if !trusted(replicas, a.Unmap()) {
 		return nil, fmt.Errorf("%q: %s is not among server.trusted_proxies, where every replica of a fleet is "+

@@ -140,22 +140,37 @@ func (p *pool) measure(b *box, left chan struct{}) {
 	p.fillLocked()
 }
 
-// residentSize is the container's resident memory: the memory cgroup's
-// usage without its inactive file cache, as the Engine API's one-shot
-// stats give it (cgroup v1 and v2).
-func (d *Docker) residentSize(ctx context.Context, id string) (int64, error) {
+// containerStats is what the service reads of the Engine API's one-shot
+// stats of a container (cgroup v1 and v2 alike).
+type containerStats struct {
+	CPUStats struct {
+		CPUUsage struct {
+			TotalUsage uint64 `json:"total_usage"`
+		} `json:"cpu_usage"`
+	} `json:"cpu_stats"`
+	MemoryStats struct {
+		Usage uint64            `json:"usage"`
+		Stats map[string]uint64 `json:"stats"`
+	} `json:"memory_stats"`
+}
+
+// stats reads the container's one-shot stats.
+func (d *Docker) stats(ctx context.Context, id string) (containerStats, error) {
+	var st containerStats
 	resp, err := d.cli.ContainerStatsOneShot(ctx, id)
 	if err != nil {
-		return 0, d.fail(ctx, "runtime.stats", err)
+		return st, d.fail(ctx, "runtime.stats", err)
 	}
 	defer resp.Body.Close()
-	var st struct {
-		MemoryStats struct {
-			Usage uint64            `json:"usage"`
-			Stats map[string]uint64 `json:"stats"`
-		} `json:"memory_stats"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st)
+	return st, err
+}
+
+// residentSize is the container's resident memory: the memory cgroup's
+// usage without its inactive file cache.
+func (d *Docker) residentSize(ctx context.Context, id string) (int64, error) {
+	st, err := d.stats(ctx, id)
+	if err != nil {
 		return 0, err
 	}
 	ms := st.MemoryStats
@@ -164,4 +179,13 @@ func (d *Docker) residentSize(ctx context.Context, id string) (int64, error) {
 		return 0, errors.New("the engine reports no memory usage")
 	}
 	return int64(ms.Usage - inactive), nil
+}
+
+// cpuTime is the CPU time the container's processes have used so far.
+func (d *Docker) cpuTime(ctx context.Context, id string) (time.Duration, error) {
+	st, err := d.stats(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sandboxd"
@@ -51,8 +52,13 @@ type Session struct {
 	readDone chan struct{}
 	readErr  error
 
-	// frz freezes the container between calls (session_freeze.go).
-	frz freezer
+	// frz freezes the container between calls (session_freeze.go), when
+	// the meter says so (session_meter.go): meterStop stops the meter of
+	// the idle period under way (guarded by mu); restless is set once a
+	// call's leftovers used CPU between calls.
+	frz       freezer
+	meterStop context.CancelFunc
+	restless  atomic.Bool
 }
 
 var _ sandboxd.SessionContainer = (*Session)(nil)
@@ -87,6 +93,7 @@ func (s *Session) endLocked(reason string) {
 	s.endOnce.Do(func() {
 		s.reason = reason
 		close(s.ended)
+		s.stopMeterLocked()
 		s.gone = s.d.retireAfter(s.b, s.frz.close(s.unpausedToEnd))
 		s.d.sessions.remove(s)
 		s.log.Info("session ended", "reason", reason, "read_bytes", s.read)

@@ -19,15 +19,17 @@ type pauser interface {
 	ContainerUnpause(ctx context.Context, id string) error
 }
 
-// freezer keeps a session's container frozen between calls, so what a call
+// freezer freezes a session's container between calls, so what a call
 // left running (threads, child processes) takes no CPU while no call is
-// paid for. The Engine API freezes it: dockerd then knows it is paused
+// paid for; the meter (session_meter.go) says when. The Engine API
+// freezes it: dockerd then knows it is paused
 // (its state, its kill and removal paths), which a write to the cgroup
 // behind its back would hide, and the service needs no access to the
 // cgroup tree (deploy/sandboxd.service makes it read-only).
 //
-// A freeze is started after a call is answered and runs in the
-// background; a thaw waits for it, so the two never overlap. Once closed
+// A freeze runs in the background, never during a call (from its thaw to
+// callOver); a thaw waits for a freeze under way, so the two never
+// overlap. Once closed
 // (the session ends) no freeze starts, and the container is thawed for its
 // removal: under runsc Docker cannot kill a paused container (its kill
 // fails, and a forced removal fails after 10 s), and under runc a paused
@@ -48,6 +50,9 @@ type freezer struct {
 	// to call off a freeze still waiting out freezeSpacing.
 	thawed time.Time
 	skip   chan struct{}
+	// inCall is set from a call's thaw to its end (callOver): no freeze
+	// starts meanwhile, whoever asks for it (the meter, late).
+	inCall bool
 }
 
 // freezeSpacing is the least time from a thaw to the next freeze. dockerd
@@ -65,7 +70,7 @@ const freezeSpacing = 20 * time.Millisecond
 func (f *freezer) freeze(failed func(error)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed || f.frozen || f.busy != nil {
+	if f.closed || f.frozen || f.busy != nil || f.inCall {
 		return
 	}
 	done, skip := make(chan struct{}), make(chan struct{})
@@ -106,6 +111,9 @@ func (f *freezer) freeze(failed func(error)) {
 // close tries again). It returns errFreezerClosed once the freezer is
 // closed: the session has ended.
 func (f *freezer) thaw(ctx context.Context) error {
+	f.mu.Lock()
+	f.inCall = true
+	f.mu.Unlock()
 	for {
 		f.mu.Lock()
 		switch {
@@ -144,6 +152,13 @@ func (f *freezer) thaw(ctx context.Context) error {
 		close(done)
 		return err
 	}
+}
+
+// callOver ends the call that thaw began: a freeze may start again.
+func (f *freezer) callOver() {
+	f.mu.Lock()
+	f.inCall = false
+	f.mu.Unlock()
 }
 
 // close stops the freezes and returns a channel closed once the container
@@ -210,13 +225,6 @@ func settled(ctx context.Context, op func(context.Context) error) error {
 
 // errFreezerClosed is thaw's error once the session has ended.
 var errFreezerClosed = errors.New("runtime: the session has ended")
-
-// freezeAfterCall freezes the session's container in the background, once
-// a call has been answered (or the loop has acknowledged, before the
-// first call): the answer never waits for it.
-func (s *Session) freezeAfterCall() {
-	s.frz.freeze(s.freezeFailed)
-}
 
 // freezeFailed ends the session whose container could not be frozen, as
 // the service's failure. Kept running, it would spend the CPU that no

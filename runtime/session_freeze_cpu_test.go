@@ -38,8 +38,7 @@ func TestSessionFrozenBetweenCalls(t *testing.T) {
 			if res.Status != sandboxd.StatusOK || res.Ended {
 				t.Fatalf("starting the spinners: status %q ended %v stderr %q", res.Status, res.Ended, res.Stderr)
 			}
-			var atEnd int64
-			fmt.Sscan(valueOf(res), &atEnd)
+			// The meter sees the spinners' CPU and freezes the container.
 			if !waitPaused(t, d, s.b.id, true) {
 				t.Errorf("the container was not paused within 20 s of the call's answer")
 			}
@@ -48,26 +47,34 @@ func TestSessionFrozenBetweenCalls(t *testing.T) {
 			if used := cpuUsage(t, d, s.b.id) - before; used > betweenCPU {
 				t.Errorf("the container used %s of CPU in 2 s between calls, want at most %s", used, betweenCPU)
 			}
-			// The thread resumes in the next call, and counted only while
-			// calls ran: less before this call's code (the freeze's and
-			// the thaw's latency, and the runner's steps, slow under
-			// runsc while the thread holds the GIL) than in its 2 s.
+			// The thread resumes in the next call; from then on the session
+			// is frozen at once after each call, so it counts less between
+			// this call and the next (the freeze's and the thaw's latency,
+			// and the runner's steps, slow under runsc while the thread
+			// holds the GIL) than in this call's 2 s.
 			res = mustCall(t, s, "import time\nc0 = count[0]\ntime.sleep(2)\nc0, count[0], child.poll()")
 			var c0, c1 int64
 			var poll string
 			if _, err := fmt.Sscanf(valueOf(res), "(%d, %d, %s", &c0, &c1, &poll); err != nil || res.Ended {
 				t.Fatalf("the next call: value %s stderr %q ended %v", valueOf(res), res.Stderr, res.Ended)
 			}
-			between, during := c0-atEnd, c1-c0
-			t.Logf("the thread counted %d between the calls, %d in the next call's 2 s", between, during)
+			if !waitPaused(t, d, s.b.id, true) {
+				t.Errorf("the container was not paused again after the second call")
+			}
+			time.Sleep(time.Second)
+			res = mustCall(t, s, "count[0]")
+			var c2 int64
+			fmt.Sscan(valueOf(res), &c2)
+			between, during := c2-c1, c1-c0
+			t.Logf("the thread counted %d in a call's 2 s, %d between that call and the next", during, between)
 			if during <= 0 || between >= during || poll != "None)" {
-				t.Errorf("counted %d between calls and %d in 2 s of the next call (child %s): want it resumed, and less between",
-					between, during, poll)
+				t.Errorf("counted %d in 2 s of a call and %d between calls (child %s): want it resumed, and less between",
+					during, between, poll)
 			}
 			// Closing a frozen session: under runsc Docker cannot kill a
 			// paused container (its kill gives up after 10 s).
 			if !waitPaused(t, d, s.b.id, true) {
-				t.Errorf("the container was not paused again after the second call")
+				t.Errorf("the container was not paused after the third call")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -83,14 +90,36 @@ func TestSessionFrozenBetweenCalls(t *testing.T) {
 	}
 }
 
+// TestQuietSessionIsNeverFrozen: a session whose calls leave nothing
+// running is metered, never frozen, so its calls never wait for a thaw.
+func TestQuietSessionIsNeverFrozen(t *testing.T) {
+	for _, oci := range ociRuntimes {
+		t.Run(oci, func(t *testing.T) {
+			d := mustDocker(t, func(c *Config) { c.OCIRuntime = oci })
+			s := mustSession(t, d)
+			for i := range 3 {
+				mustCall(t, s, "import time\nx = sum(range(100000))")
+				time.Sleep(3 * idleSampleFirst)
+				info, err := d.cli.ContainerInspect(t.Context(), s.b.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.State.Paused || s.restless.Load() {
+					t.Fatalf("a quiet session's container was frozen after call %d", i+1)
+				}
+			}
+		})
+	}
+}
+
 func TestSessionFrozenReaped(t *testing.T) {
 	for _, oci := range ociRuntimes {
 		t.Run(oci, func(t *testing.T) {
 			d := mustDocker(t, func(c *Config) { c.OCIRuntime = oci })
 			s := mustSession(t, d)
-			// Frozen from its opening, before any call.
+			mustCall(t, s, spinners)
 			if !waitPaused(t, d, s.b.id, true) {
-				t.Fatalf("the opened session's container was not paused")
+				t.Fatalf("the session's container was not paused")
 			}
 			again := mustDocker(t, func(c *Config) { c.OCIRuntime = oci })
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

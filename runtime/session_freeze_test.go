@@ -101,9 +101,11 @@ func TestFreezerThawOfAThawedContainerCallsNothing(t *testing.T) {
 	if err := f.thaw(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	f.callOver()
 	f.freeze(nil)
 	f.freeze(nil) // frozen or freezing already: no second pause
 	waitIdle(t, f)
+	f.callOver()
 	f.freeze(nil)
 	if calls, _ := p.state(); len(calls) != 1 {
 		t.Errorf("calls %v, want one pause", calls)
@@ -114,6 +116,7 @@ func TestFreezerThawFails(t *testing.T) {
 	p := newFakePauser()
 	p.errs["unpause"] = []error{errors.New("engine down")}
 	f := &freezer{engine: p, id: "c"}
+	f.callOver()
 	f.freeze(nil)
 	waitIdle(t, f)
 	if err := f.thaw(context.Background()); err == nil {
@@ -156,6 +159,7 @@ func TestFreezerCloseDuringTheFreeze(t *testing.T) {
 	p := newFakePauser()
 	p.gate = make(chan struct{})
 	f := &freezer{engine: p, id: "c"}
+	f.callOver()
 	f.freeze(nil)
 	<-p.entered
 	done := f.close(nil)
@@ -169,6 +173,7 @@ func TestFreezerCloseDuringTheFreeze(t *testing.T) {
 	if calls, paused := p.state(); paused || len(calls) != 2 {
 		t.Errorf("calls %v paused %v, want the container thawed for its removal", calls, paused)
 	}
+	f.callOver()
 	f.freeze(nil)
 	if calls, _ := p.state(); len(calls) != 2 {
 		t.Errorf("a freeze after close paused: %v", calls)
@@ -180,6 +185,7 @@ func TestFreezerThawCancelledWhileFreezing(t *testing.T) {
 	p.gate = make(chan struct{})
 	defer close(p.gate)
 	f := &freezer{engine: p, id: "c"}
+	f.callOver()
 	f.freeze(nil)
 	<-p.entered
 	ctx, cancel := context.WithCancel(context.Background())
@@ -194,6 +200,7 @@ func TestFreezerRetriesAConflict(t *testing.T) {
 	// dockerd's paused flag, flipped by the late event of the last thaw.
 	p.errs["unpause"] = []error{fmt.Errorf("Container c is not paused: %w", cerrdefs.ErrConflict)}
 	f := &freezer{engine: p, id: "c"}
+	f.callOver()
 	f.freeze(nil)
 	waitIdle(t, f)
 	if err := f.thaw(context.Background()); err != nil {
@@ -207,6 +214,7 @@ func TestFreezerRetriesAConflict(t *testing.T) {
 func TestFreezerCallOffAFreezeSoonAfterAThaw(t *testing.T) {
 	p := newFakePauser()
 	f := &freezer{engine: p, id: "c"}
+	f.callOver()
 	f.freeze(nil)
 	waitIdle(t, f)
 	if err := f.thaw(context.Background()); err != nil {
@@ -214,6 +222,7 @@ func TestFreezerCallOffAFreezeSoonAfterAThaw(t *testing.T) {
 	}
 	// Within freezeSpacing of the thaw: the freeze waits, and the next
 	// thaw calls it off.
+	f.callOver()
 	f.freeze(nil)
 	if err := f.thaw(context.Background()); err != nil {
 		t.Fatal(err)
@@ -221,9 +230,31 @@ func TestFreezerCallOffAFreezeSoonAfterAThaw(t *testing.T) {
 	if calls, paused := p.state(); paused || len(calls) != 2 {
 		t.Errorf("calls %v paused %v, want the second freeze called off", calls, paused)
 	}
+	f.callOver()
 	f.freeze(nil)
 	waitIdle(t, f)
 	if calls, paused := p.state(); !paused || len(calls) != 3 {
 		t.Errorf("calls %v paused %v, want a freeze once the spacing is over", calls, paused)
+	}
+}
+
+func TestFreezerNeverFreezesDuringACall(t *testing.T) {
+	p := newFakePauser()
+	f := &freezer{engine: p, id: "c"}
+	if err := f.thaw(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A meter that decided late asks during the call: nothing happens.
+	f.freeze(nil)
+	waitIdle(t, f)
+	if calls, paused := p.state(); paused || len(calls) != 0 {
+		t.Errorf("calls %v paused %v during a call, want none", calls, paused)
+	}
+	f.callOver()
+	f.freeze(nil)
+	time.Sleep(2 * freezeSpacing)
+	waitIdle(t, f)
+	if _, paused := p.state(); !paused {
+		t.Errorf("not frozen once the call was over")
 	}
 }

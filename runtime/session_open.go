@@ -152,7 +152,7 @@ func (d *Docker) switchBox(ctx context.Context, b *box) (*Session, error) {
 		s.cur = nil
 		s.mu.Unlock()
 		s.checkDead()
-		s.freezeAfterCall()
+		s.afterCall()
 		return s, nil
 	case <-s.readDone:
 	case <-b.exited:

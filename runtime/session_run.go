@@ -50,6 +50,7 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 		return sandboxd.SessionResult{}, err
 	}
 	defer end()
+	s.stopMeter()
 	if err := s.thawForCall(ctx); err != nil {
 		return sandboxd.SessionResult{}, err
 	}
@@ -84,7 +85,7 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 	}
 	res.Ended, res.EndReason = s.endedNow()
 	if !res.Ended {
-		s.freezeAfterCall()
+		s.afterCall()
 	}
 	if res.Ended {
 		// As a run's: whoever bounds the sandboxes holds the bound until

@@ -29,8 +29,8 @@ func (c Config) inFleet() bool {
 
 // fleetErrors checks server.advertise_url when set, by the rule every
 // replica holds the addresses the registry names to (httpapi.ReplicaURL):
-// a base URL at an IP address among server.trusted_proxies, where a fleet
-// lists its replicas. That a replica of a fleet sets it, and
+// a base URL, at an IP address among server.trusted_proxies when the fleet
+// lists its replicas there. That a replica of a fleet sets it, and
 // server.fleet_secret_file, is checked when it serves (fleetKeysError):
 // the operator's commands on a fleet's configuration need neither.
 func (c Config) fleetErrors() []error {
@@ -55,7 +55,7 @@ func (c Config) fleetKeysError() error {
 	if s.AdvertiseURL == "" {
 		errs = append(errs, fmt.Errorf("config: server.advertise_url: is empty; a replica of a fleet (payments.ledger on "+
 			"PostgreSQL, sessions on) must name the address the other replicas reach it at, such as http://10.0.0.11:8080, "+
-			"its IP address listed in server.trusted_proxies (or turn sessions off: sessions.enabled false)"))
+			"best its IP address, listed in server.trusted_proxies (or turn sessions off: sessions.enabled false)"))
 	}
 	if s.FleetSecretFile == "" {
 		errs = append(errs, fmt.Errorf("config: server.fleet_secret_file: is empty; a replica of a fleet needs the file "+
@@ -157,6 +157,10 @@ func (m *Main) openFleet(ctx context.Context, gate sandboxd.PaymentGate) (*ledge
 	}
 	log := m.Log.With("component", "fleet")
 	log.Info("fleet sessions on", "replica", l.Replica(), "advertise_url", base, "ended_from_before", n)
+	if len(proxies) == 0 {
+		log.Warn("server.trusted_proxies lists no replica: forwards go to whatever address the registry names; " +
+			"list every replica's address there to pin them")
+	}
 	m.fleetLoop = startRegistryLoop(ctx, l, reg, m.metrics, log)
 	m.fleetClose = closeLedger
 	return reg, &httpapi.Fleet{Registry: reg, Replica: l.Replica(), Secret: secret, Limit: m.Config.forwardLimit}, nil

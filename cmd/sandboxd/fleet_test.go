@@ -56,8 +56,8 @@ func TestFleetSecretIs64Hex(t *testing.T) {
 
 // TestAdvertiseURLIsAReplicaAddress: server.advertise_url follows the rule
 // every replica holds the registry's addresses to (httpapi.ReplicaURL): a
-// base URL at an IP address listed in server.trusted_proxies. Anything
-// else is refused at start, naming the key.
+// base URL, at an IP address listed in server.trusted_proxies when any is
+// listed. Anything else is refused at start, naming the key.
 func TestAdvertiseURLIsAReplicaAddress(t *testing.T) {
 	const proxies = "  trusted_proxies: [\"10.0.0.10\", \"10.0.0.0/29\", \"fd00::/64\"]\n"
 	cases := []struct {
@@ -67,7 +67,9 @@ func TestAdvertiseURLIsAReplicaAddress(t *testing.T) {
 		{"https, trailing slash", "https://10.0.0.3:8443/", proxies, ""},
 		{"IPv6 in a listed block", "http://[fd00::11]:8080", proxies, ""},
 		{"an address not listed", "http://10.0.0.11:8080", proxies, "not among server.trusted_proxies"},
-		{"no proxies listed", "http://10.0.0.3:8080", "", "not among server.trusted_proxies"},
+		{"no proxies listed: an address", "http://10.0.0.3:8080", "", ""},
+		{"no proxies listed: a name", "http://replica-a.internal:8080", "", ""},
+		{"no proxies listed: a path", "http://replica-a.internal:8080/api", "", "not a base URL"},
 		{"a name", "http://replica-a.internal:8080", proxies, "not by an IP address"},
 		{"an outside host over https", "https://collect.example", proxies, "not by an IP address"},
 		{"a path", "http://10.0.0.3:8080/api", proxies, "not a base URL"},
