@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -13,28 +14,62 @@ import (
 	"github.com/ethereum/go-ethereum/signer/core/apitypes"
 )
 
-// transferTypes are the EIP-712 types of an EIP-3009 transfer authorization.
-var transferTypes = apitypes.Types{
-	"EIP712Domain": {
-		{Name: "name", Type: "string"},
-		{Name: "version", Type: "string"},
-		{Name: "chainId", Type: "uint256"},
-		{Name: "verifyingContract", Type: "address"},
-	},
-	"TransferWithAuthorization": {
-		{Name: "from", Type: "address"},
-		{Name: "to", Type: "address"},
-		{Name: "value", Type: "uint256"},
-		{Name: "validAfter", Type: "uint256"},
-		{Name: "validBefore", Type: "uint256"},
-		{Name: "nonce", Type: "bytes32"},
-	},
+// domainType is the EIP-712 domain type of the tokens and of the
+// batch-settlement escrow: name, version, chain id, verifying contract.
+var domainType = []apitypes.Type{
+	{Name: "name", Type: "string"},
+	{Name: "version", Type: "string"},
+	{Name: "chainId", Type: "uint256"},
+	{Name: "verifyingContract", Type: "address"},
 }
+
+// TypedDataTypes reads EIP-712 type strings in their canonical encodeType
+// form, "Name(type field,...)", into go-ethereum's typed-data types, with
+// the domain type (name, version, chainId, verifyingContract) added: the
+// type hashes then are the keccak256 of the strings as written, which a
+// reader can compare with a contract's. defs are the caller's own
+// constants.
+func TypedDataTypes(defs ...string) apitypes.Types {
+	types := apitypes.Types{"EIP712Domain": domainType}
+	for _, def := range defs {
+		name, fields, _ := strings.Cut(strings.TrimSuffix(def, ")"), "(")
+		for _, f := range strings.Split(fields, ",") {
+			typ, field, _ := strings.Cut(f, " ")
+			types[name] = append(types[name], apitypes.Type{Name: field, Type: typ})
+		}
+	}
+	return types
+}
+
+// authorizationFields are the fields of both EIP-3009 authorizations, the
+// transfer ("exact") and the receive (a channel's deposit, which only the
+// payee may submit).
+const authorizationFields = "(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
+
+// The EIP-3009 primary types.
+const (
+	transferPrimary = "TransferWithAuthorization"
+	receivePrimary  = "ReceiveWithAuthorization"
+)
 
 // transferDigest returns the EIP-712 hash a payer signs for t: the domain is
 // the asset's (name and version from req.Extra, the chain id of req.Network,
 // the asset as verifying contract).
 func transferDigest(req Requirements, t *Transfer) (common.Hash, error) {
+	return authorizationDigest(transferPrimary, req, t)
+}
+
+// ReceiveDigest returns the EIP-712 hash of t as an EIP-3009
+// ReceiveWithAuthorization under the asset's domain of req, the
+// authorization of a batch-settlement deposit (t.To is the deposit
+// collector, which alone may submit it).
+func ReceiveDigest(req Requirements, t *Transfer) (common.Hash, error) {
+	return authorizationDigest(receivePrimary, req, t)
+}
+
+// authorizationDigest returns the EIP-712 hash of t as the EIP-3009
+// authorization primary under the asset's domain of req.
+func authorizationDigest(primary string, req Requirements, t *Transfer) (common.Hash, error) {
 	chainID, err := ChainID(req.Network)
 	if err != nil {
 		return common.Hash{}, err
@@ -43,8 +78,8 @@ func transferDigest(req Requirements, t *Transfer) (common.Hash, error) {
 		return common.Hash{}, fmt.Errorf("asset %q is not an address", req.Asset)
 	}
 	td := apitypes.TypedData{
-		Types:       transferTypes,
-		PrimaryType: "TransferWithAuthorization",
+		Types:       TypedDataTypes(primary + authorizationFields),
+		PrimaryType: primary,
 		Domain: apitypes.TypedDataDomain{
 			Name:              req.Extra.Name,
 			Version:           req.Extra.Version,
@@ -89,10 +124,10 @@ var (
 	errHighS     = errors.New("signature's s is in the upper half of the curve order (malleable) or r/s is out of range")
 )
 
-// recoverSigner checks the form of a 65-byte signature over digest and
+// RecoverSigner checks the form of a 65-byte signature over digest and
 // returns the address it recovers to, and the signature with v normalized to
 // 27 or 28. It accepts v of 27/28 or 0/1 and rejects high-s signatures.
-func recoverSigner(digest common.Hash, sig []byte) (common.Address, []byte, error) {
+func RecoverSigner(digest common.Hash, sig []byte) (common.Address, []byte, error) {
 	if len(sig) != 65 {
 		return common.Address{}, nil, ErrSigLength
 	}

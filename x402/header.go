@@ -101,14 +101,14 @@ func decodePayment(value string) (*Payment, error) {
 	p := &Payment{Version: *probe.X402Version}
 	if p.Version == 1 {
 		var v1 PaymentPayloadV1
-		if err := decodeStrict(raw, paymentV1Shape, &v1); err != nil {
+		if err := DecodeStrict(raw, paymentV1Shape, &v1); err != nil {
 			return nil, fmt.Errorf("not a v1 payment: %w", err)
 		}
 		p.Scheme, p.Network, p.Exact = v1.Scheme, v1.Network, v1.Payload
 		return p, nil
 	}
 	var v2 PaymentPayload
-	if err := decodeStrict(raw, paymentV2Shape, &v2); err != nil {
+	if err := DecodeStrict(raw, paymentV2Shape, &v2); err != nil {
 		return nil, fmt.Errorf("not a v2 payment: %w", err)
 	}
 	p.Scheme, p.Network, p.Exact = v2.Accepted.Scheme, v2.Accepted.Network, v2.Payload

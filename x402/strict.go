@@ -45,8 +45,10 @@ func checkKeys(raw []byte, s *jsonkeys.Shape) error {
 	return errors.New(msg)
 }
 
-// decodeStrict checks raw's keys against s, then decodes it into v.
-func decodeStrict(raw []byte, s *jsonkeys.Shape, v any) error {
+// DecodeStrict checks raw's keys against s (see checkKeys), then decodes it
+// into v: the one strict reading of every x402 object, shared with the
+// scheme packages.
+func DecodeStrict(raw []byte, s *jsonkeys.Shape, v any) error {
 	if err := checkKeys(raw, s); err != nil {
 		return err
 	}

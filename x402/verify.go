@@ -104,7 +104,7 @@ func checkSignature(req Requirements, t *Transfer, sigHex string) error {
 	if err != nil {
 		return &RejectError{Reason: ReasonSignature, Check: "authorization cannot be hashed", Err: err}
 	}
-	signer, norm, err := recoverSigner(digest, sig)
+	signer, norm, err := RecoverSigner(digest, sig)
 	if err != nil {
 		return &RejectError{Reason: ReasonSignature, Check: "signature is malformed", Err: err}
 	}
