@@ -223,11 +223,11 @@ func stringMember(m map[string]json.RawMessage, name string) (string, error) {
 }
 
 // parseAmount parses a canonical decimal: digits only, no leading zero but
-// in "0", at most limit.
+// in "0", at most limit (2^n - 1).
 func parseAmount(field, s string, limit *big.Int) (*big.Int, error) {
 	n, ok := new(big.Int).SetString(s, 10)
 	if !canonicalDigits(s) || !ok || n.Cmp(limit) > 0 {
-		return nil, fmt.Errorf("%s %q is not a canonical decimal string up to %s (digits, no sign, no leading zeros)", field, s, limit)
+		return nil, fmt.Errorf("%s %q is not a uint%d as a canonical decimal string (digits, no sign, no leading zeros)", field, s, limit.BitLen())
 	}
 	return n, nil
 }
