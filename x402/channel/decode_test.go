@@ -120,3 +120,29 @@ func TestConfigJSON(t *testing.T) {
 		t.Errorf("encoded %s, want the keys of %s", got, c.Config)
 	}
 }
+
+// TestPayloadRoundTrip: every official payload re-encodes to a payload
+// that decodes to the same values, so what a facilitator is sent is what
+// was verified.
+func TestPayloadRoundTrip(t *testing.T) {
+	for _, c := range mustVectors(t).Cases {
+		for _, raw := range []string{c.Deposit.JSON, c.Voucher.JSON, c.Refunds[0].JSON, c.Refunds[1].JSON} {
+			p := mustDecodePayment(t, raw)
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := channel.Decode(b)
+			if err != nil {
+				t.Fatalf("%s: the re-encoding %s does not decode: %v", c.Name, b, err)
+			}
+			again, err := json.Marshal(back)
+			if err != nil || string(again) != string(b) {
+				t.Fatalf("%s: %s re-encodes as %s, %v", c.Name, b, again, err)
+			}
+			if back.Config != p.Config || back.Voucher.ChannelID != p.Voucher.ChannelID {
+				t.Fatalf("%s: round trip changed the channel: %+v", c.Name, back)
+			}
+		}
+	}
+}

@@ -135,3 +135,33 @@ type Payload struct {
 	// all that is left.
 	RefundAmount *big.Int
 }
+
+// MarshalJSON encodes p as the official client does, from its parsed
+// values (EIP-55 addresses, canonical decimals, lower-case hex): what a
+// facilitator is sent, never the payer's spelling.
+func (p Payload) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Type          Kind            `json:"type"`
+		ChannelConfig Config          `json:"channelConfig"`
+		Voucher       Voucher         `json:"voucher"`
+		Deposit       json.RawMessage `json:"deposit,omitempty"`
+		Amount        string          `json:"amount,omitempty"`
+	}{Type: p.Kind, ChannelConfig: p.Config, Voucher: p.Voucher}
+	if p.Deposit != nil {
+		d := p.Deposit
+		b, err := json.Marshal(map[string]any{
+			"amount": d.Amount.String(),
+			"authorization": map[string]any{"erc3009Authorization": map[string]string{
+				"validAfter": d.ValidAfter.String(), "validBefore": d.ValidBefore.String(),
+				"salt": d.Salt.Hex(), "signature": hexutil.Encode(d.Signature)}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.Deposit = b
+	}
+	if p.RefundAmount != nil {
+		out.Amount = p.RefundAmount.String()
+	}
+	return json.Marshal(out)
+}
