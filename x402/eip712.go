@@ -52,6 +52,12 @@ const (
 	receivePrimary  = "ReceiveWithAuthorization"
 )
 
+// authorizationTypes are the typed-data types of each EIP-3009 primary type.
+var authorizationTypes = map[string]apitypes.Types{
+	transferPrimary: TypedDataTypes(transferPrimary + authorizationFields),
+	receivePrimary:  TypedDataTypes(receivePrimary + authorizationFields),
+}
+
 // transferDigest returns the EIP-712 hash a payer signs for t: the domain is
 // the asset's (name and version from req.Extra, the chain id of req.Network,
 // the asset as verifying contract).
@@ -78,7 +84,7 @@ func authorizationDigest(primary string, req Requirements, t *Transfer) (common.
 		return common.Hash{}, fmt.Errorf("asset %q is not an address", req.Asset)
 	}
 	td := apitypes.TypedData{
-		Types:       TypedDataTypes(primary + authorizationFields),
+		Types:       authorizationTypes[primary],
 		PrimaryType: primary,
 		Domain: apitypes.TypedDataDomain{
 			Name:              req.Extra.Name,

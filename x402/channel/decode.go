@@ -62,7 +62,8 @@ type wirePayload struct {
 			} `json:"erc3009Authorization"`
 		} `json:"authorization"`
 	} `json:"deposit"`
-	Amount *string `json:"amount"`
+	// Amount is a refund's amount; nil when absent (null is not absent).
+	Amount json.RawMessage `json:"amount"`
 }
 
 // Decode reads a batch-settlement payload (the payload member of a v2
@@ -194,12 +195,17 @@ func decodeDeposit(w *wirePayload) (*Deposit, error) {
 	return d, nil
 }
 
-// decodeRefundAmount reads a refund's optional amount; nil asks for all.
-func decodeRefundAmount(s *string) (*big.Int, error) {
-	if s == nil {
+// decodeRefundAmount reads a refund's optional amount, a decimal string;
+// absent (nil) asks for all.
+func decodeRefundAmount(raw json.RawMessage) (*big.Int, error) {
+	if raw == nil {
 		return nil, nil
 	}
-	n, err := parseAmount("amount", *s, maxUint128)
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || string(raw) == "null" {
+		return nil, fmt.Errorf("refund amount %s is not a decimal string", raw)
+	}
+	n, err := parseAmount("amount", s, maxUint128)
 	if err != nil {
 		return nil, err
 	}

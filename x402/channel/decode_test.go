@@ -31,6 +31,21 @@ func replaceOnce(tb testing.TB, s, old, new string) string {
 	return strings.Replace(s, old, new, 1)
 }
 
+// withMember returns the JSON object payload with its member key set to raw.
+func withMember(tb testing.TB, payload, key, raw string) string {
+	tb.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(payload), &m); err != nil {
+		tb.Fatal(err)
+	}
+	m[key] = json.RawMessage(raw)
+	b, err := json.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
 // TestDecodeStrict: the official payloads decode; each edit below makes
 // one read differently by another JSON reader, or a number or hex value
 // non-canonical, and is refused as undecodable (400), except the types a
@@ -78,6 +93,10 @@ func TestDecodeStrict(t *testing.T) {
 		{"zero deposit", replaceOnce(t, deposit, `"amount":"10000"`, `"amount":"0"`), "", false},
 		{"claim from a payer", `{"type":"claim","claims":[]}`, channel.ReasonPayloadType, false},
 		{"settle from a payer", `{"type":"settle","receiver":"0x0000000000000000000000000000000000000001","token":"0x0000000000000000000000000000000000000002"}`, channel.ReasonPayloadType, false},
+		{"refund amount null", replaceOnce(t, refund, `"amount":"1000"`, `"amount":null`), "", false},
+		{"refund amount a number", replaceOnce(t, refund, `"amount":"1000"`, `"amount":1000`), "", false},
+		{"voucher null", withMember(t, voucher, "voucher", `null`), "", false},
+		{"channelConfig null", withMember(t, voucher, "channelConfig", `null`), "", false},
 		{"refund of nothing", replaceOnce(t, refund, `"amount":"1000"`, `"amount":"0"`), channel.ReasonRefundAmount, false},
 	}
 	for _, tc := range cases {

@@ -40,7 +40,9 @@ const (
 
 // Entry returns the batch-settlement entry of the terms: exact's entry
 // (same network, amount, asset, payTo, timeout and token domain) with
-// scheme batch-settlement and e's members in extra.
+// scheme batch-settlement and e's members in extra. e.MinDeposit must be
+// set (the seller's configured hint, or 10 x amount as the official server
+// defaults).
 func Entry(exact x402.Requirements, e Extra) x402.Requirements {
 	entry := exact
 	entry.Scheme = Scheme

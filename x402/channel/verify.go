@@ -90,7 +90,10 @@ func CheckVoucherSignature(v *Voucher, c Config, chainID *big.Int) error {
 			"this service needs an EOA authorizer that signs the vouchers")
 	}
 	digest, err := VoucherDigest(id, v.MaxClaimableAmount, chainID)
-	norm, err := checkSigner(ReasonVoucherSignature, "voucher", digest, err, v.Signature, c.PayerAuthorizer,
+	if err != nil {
+		return &x402.RejectError{Reason: ReasonVoucherSignature, Check: "voucher cannot be hashed", Err: err}
+	}
+	norm, err := checkSigner(ReasonVoucherSignature, "voucher", digest, v.Signature, c.PayerAuthorizer,
 		"channelConfig.payerAuthorizer", "another channel, amount or chain")
 	if err != nil {
 		return err
@@ -99,14 +102,10 @@ func CheckVoucherSignature(v *Voucher, c Config, chainID *big.Int) error {
 	return nil
 }
 
-// checkSigner requires sig to be a well-formed signature over digest (whose
-// hashing failed when hashErr is set) by want, and returns it with v 27 or
-// 28; a refusal has reason and names what was signed and what else the
-// signature may have been over.
-func checkSigner(reason, what string, digest common.Hash, hashErr error, sig []byte, want common.Address, wantName, over string) ([]byte, error) {
-	if hashErr != nil {
-		return nil, &x402.RejectError{Reason: reason, Check: what + " cannot be hashed", Err: hashErr}
-	}
+// checkSigner requires sig to be a well-formed signature over digest by
+// want (named wantName), and returns it with v 27 or 28; a refusal has
+// reason and names what was signed and what else it may have been over.
+func checkSigner(reason, what string, digest common.Hash, sig []byte, want common.Address, wantName, over string) ([]byte, error) {
 	signer, norm, err := x402.RecoverSigner(digest, sig)
 	if err != nil {
 		return nil, &x402.RejectError{Reason: reason, Check: what + " signature is malformed", Err: err}
@@ -174,7 +173,10 @@ func VerifyDeposit(d *Deposit, c Config, req x402.Requirements, now time.Time) e
 		return err
 	}
 	digest, err := ReceiveDigest(req, d, c.Payer, id)
-	norm, err := checkSigner(ReasonReceiveSignature, "deposit", digest, err, d.Signature, c.Payer, "channelConfig.payer",
+	if err != nil {
+		return &x402.RejectError{Reason: ReasonReceiveSignature, Check: "deposit authorization cannot be hashed", Err: err}
+	}
+	norm, err := checkSigner(ReasonReceiveSignature, "deposit", digest, d.Signature, c.Payer, "channelConfig.payer",
 		fmt.Sprintf("another amount, channel or token domain (check the asset's EIP-712 name %q and version %q)", req.Extra.Name, req.Extra.Version))
 	if err != nil {
 		return err
