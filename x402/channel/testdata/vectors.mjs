@@ -1,8 +1,10 @@
 // vectors.mjs writes vectors.json: batch-settlement channel configs, ids, vouchers, deposits
 // and refunds made by the official x402 client (@x402/evm 2.27.0's batch-settlement client,
 // @x402/core's x402Client, viem), for the Go tests of package x402/channel to check without
-// node. Keys are anvil's public test keys; nothing touches a network. Every signature it
-// writes is recovered here first, so a vector the client did not sign cannot be written.
+// node. Keys are anvil's public test keys; nothing touches a network. Every signature the
+// client made is recovered here first (with viem and the types @x402/evm exports), so a
+// vector the client did not sign cannot be written; the wrongly typed signatures (wrongType)
+// are viem's, by the same key, over the voucher's numbers under another type or domain.
 //
 // Regenerate (the packages are those of test/interop; the output is committed):
 //
