@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -106,6 +107,7 @@ func TestChannelContracts(t *testing.T) {
 	checkChannelSteps(t, out.Steps)
 	checkChannelEvents(t, c)
 	checkChannelReverts(t, c, out)
+	checkChannelSupported(t, c)
 
 	// Read apart from the driver: what each party holds at the end.
 	for addr, want := range map[string]int64{payer.address: 10_000_000 - 7000, payee.address: 7000, escrowAddr: 0, collectorAddr: 0} {
@@ -192,6 +194,47 @@ func checkChannelSteps(t *testing.T, steps []channelStep) {
 	if steps[0].Amount != "10000" || steps[5].Vouchers != 1 || steps[9].Amount != "3000" {
 		t.Errorf("deposit amount %q, claimed vouchers %d, refund amount %q; want 10000, 1, 3000",
 			steps[0].Amount, steps[5].Vouchers, steps[9].Amount)
+	}
+}
+
+// checkChannelSupported starts facilitator.mjs as the other interop tests will, with
+// --channels, once with a receiver authorizer key and once without, and reads /supported:
+// the batch-settlement kind advertises the authorizer only when it has one.
+func checkChannelSupported(t *testing.T, c *chain) {
+	t.Helper()
+	key := writeKey(t, "facilitator.key", facilitator.key)
+	for _, authorizer := range []string{channelAuthorizer.address, ""} {
+		flags := []string{"--channels"}
+		if authorizer != "" {
+			flags = append(flags, "--authorizer-key-file", writeKey(t, "authorizer.key", channelAuthorizer.key))
+		}
+		res, err := httpClient.Get(startFacilitator(t, c, key, flags...) + "/supported")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var supported struct {
+			Kinds []struct {
+				Scheme, Network string
+				Extra           struct{ ReceiverAuthorizer string }
+			}
+		}
+		err = json.NewDecoder(res.Body).Decode(&supported)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, k := range supported.Kinds {
+			if k.Scheme == "batch-settlement" && k.Network == "eip155:84532" {
+				found = true
+				if k.Extra.ReceiverAuthorizer != authorizer {
+					t.Errorf("/supported receiverAuthorizer %q, want %q", k.Extra.ReceiverAuthorizer, authorizer)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("/supported lists no batch-settlement kind on eip155:84532: %+v", supported.Kinds)
+		}
 	}
 }
 
