@@ -165,6 +165,24 @@ contract EIP3009Token {
         );
     }
 
+    /// @notice receiveWithAuthorization is the bytes-signature form of the above (a 65-byte
+    /// signature, or an ERC-1271 signature when from is a contract), which the x402
+    /// batch-settlement ERC-3009 deposit collector calls.
+    function receiveWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes memory signature
+    ) external {
+        require(to == msg.sender, "FiatTokenV2: caller must be the payee");
+        _transferWithAuthorization(
+            RECEIVE_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce, signature
+        );
+    }
+
     /// @notice cancelAuthorization burns an unused nonce of authorizer.
     function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external {
         require(!_authorizationStates[authorizer][nonce], "FiatTokenV2: authorization is used or canceled");

@@ -2,9 +2,11 @@
 // chain.mjs prepares and reads a local anvil chain for the interop tests and the demo.
 // Anvil itself is started by the caller (it owns the process); this only talks JSON-RPC.
 //
-//   node chain.mjs setup --rpc URL [--mint ADDR=ATOMIC]... [--eth ADDR]...
+//   node chain.mjs setup --rpc URL [--mint ADDR=ATOMIC]... [--eth ADDR]... [--channels]
 //       puts the test token's runtime code at the Base Sepolia USDC address and Multicall3
-//       at its canonical address, mints USDC (atomic units, 6 decimals) and gives ETH.
+//       at its canonical address, mints USDC (atomic units, 6 decimals) and gives ETH;
+//       --channels also places the batch-settlement escrow stand-in and its ERC-3009
+//       deposit collector at the official addresses.
 //   node chain.mjs balance --rpc URL ADDR...       USDC balances (atomic units)
 //   node chain.mjs tx --rpc URL HASH               a receipt: status and USDC transfers
 //   node chain.mjs transfers --rpc URL ADDR        every USDC transfer to ADDR, with its tx
@@ -21,6 +23,10 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 export const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 /** MULTICALL3 is the canonical Multicall3 address that the facilitator reads through. */
 export const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
+/** ESCROW is the official address of the x402 batch-settlement escrow, where its stand-in is placed. */
+export const ESCROW = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
+/** COLLECTOR is the official address of the escrow's ERC-3009 deposit collector. */
+export const COLLECTOR = "0x4020806089470a89826cB9fB1f4059150b550004";
 /** CHAIN_ID is Base Sepolia's, which anvil is started with. */
 export const CHAIN_ID = 84532;
 /** MINTER is anvil's last default account (unlocked), which sends the mint transactions. */
@@ -30,6 +36,9 @@ const testdata = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "paym
 /** token is the compiled test token: {abi, bytecode, deployedBytecode}. */
 export const token = JSON.parse(readFileSync(join(testdata, "token.json"), "utf8"));
 const multicall3 = JSON.parse(readFileSync(join(testdata, "multicall3.json"), "utf8"));
+/** escrow is the compiled batch-settlement escrow stand-in (BatchSettlement.sol). */
+export const escrow = JSON.parse(readFileSync(join(testdata, "escrow.json"), "utf8"));
+const collector = JSON.parse(readFileSync(join(testdata, "collector.json"), "utf8"));
 
 /** chainFor describes the local chain at rpc for viem. */
 export function chainFor(rpc) {
@@ -52,11 +61,15 @@ export async function balanceOf(pub, addr) {
   return pub.readContract({ address: USDC, abi: token.abi, functionName: "balanceOf", args: [getAddress(addr)] });
 }
 
-async function setup(rpc, mints, eths) {
+async function setup(rpc, mints, eths, channels) {
   const chain = chainFor(rpc);
   const pub = createPublicClient({ chain, transport: http(rpc) });
   await pub.request({ method: "anvil_setCode", params: [USDC, token.deployedBytecode] });
   await pub.request({ method: "anvil_setCode", params: [MULTICALL3, multicall3.deployedBytecode] });
+  if (channels) {
+    await pub.request({ method: "anvil_setCode", params: [ESCROW, escrow.deployedBytecode] });
+    await pub.request({ method: "anvil_setCode", params: [COLLECTOR, collector.deployedBytecode] });
+  }
   for (const addr of eths) {
     // 100 ETH: enough gas for any number of settlements in a test.
     await pub.request({ method: "anvil_setBalance", params: [getAddress(addr), "0x56bc75e2d63100000"] });
@@ -70,7 +83,8 @@ async function setup(rpc, mints, eths) {
     if (receipt.status !== "success") throw new Error(`mint to ${addr} failed in ${hash}`);
   }
   const name = await pub.readContract({ address: USDC, abi: token.abi, functionName: "name" });
-  return { ok: true, chainId: await pub.getChainId(), token: USDC, name, multicall3: MULTICALL3 };
+  const placed = channels ? { escrow: ESCROW, collector: COLLECTOR } : {};
+  return { ok: true, chainId: await pub.getChainId(), token: USDC, name, multicall3: MULTICALL3, ...placed };
 }
 
 async function receipt(rpc, hash) {
@@ -92,12 +106,13 @@ async function transfersTo(rpc, to) {
 }
 
 function parseArgs(argv) {
-  const out = { rpc: "", mint: [], eth: [], rest: [] };
+  const out = { rpc: "", mint: [], eth: [], channels: false, rest: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--rpc") out.rpc = argv[++i];
     else if (a === "--mint") out.mint.push(argv[++i].split("="));
     else if (a === "--eth") out.eth.push(argv[++i]);
+    else if (a === "--channels") out.channels = true;
     else out.rest.push(a);
   }
   return out;
@@ -113,7 +128,7 @@ async function main() {
   let result;
   switch (cmd) {
     case "setup":
-      result = await setup(needRpc(), args.mint, args.eth);
+      result = await setup(needRpc(), args.mint, args.eth, args.channels);
       break;
     case "balance": {
       const pub = createPublicClient({ chain: chainFor(needRpc()), transport: http(args.rpc) });

@@ -44,18 +44,27 @@ func (c *chain) call(out any, method string, params ...any) error {
 	defer res.Body.Close()
 	var r struct {
 		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Message string `json:"message"`
-		} `json:"error"`
+		Error  *rpcError       `json:"error"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	if r.Error != nil {
-		return fmt.Errorf("%s: %s", method, r.Error.Message)
+		r.Error.Method = method
+		return r.Error
 	}
 	return json.Unmarshal(r.Result, out)
 }
+
+// rpcError is a JSON-RPC error answer; Data holds a revert's data (a custom error's selector
+// and arguments) when the node gives it.
+type rpcError struct {
+	Method  string `json:"-"`
+	Message string `json:"message"`
+	Data    string `json:"data"`
+}
+
+func (e *rpcError) Error() string { return e.Method + ": " + e.Message }
 
 // waitUp waits until the chain answers eth_chainId with 84532, or exited closes.
 func (c *chain) waitUp(timeout time.Duration, exited <-chan struct{}) error {
@@ -75,10 +84,11 @@ func (c *chain) waitUp(timeout time.Duration, exited <-chan struct{}) error {
 }
 
 // setup places the token at the USDC address and mints to the given addresses, with
-// test/interop/chain.mjs (the same code the demo uses).
-func (c *chain) setup(t testing.TB, mints map[string]int64) {
+// test/interop/chain.mjs (the same code the demo uses); flags are passed on (--channels
+// also places the batch-settlement escrow stand-in and its collector).
+func (c *chain) setup(t testing.TB, mints map[string]int64, flags ...string) {
 	t.Helper()
-	args := []string{"setup", "--rpc", c.rpc}
+	args := append([]string{"setup", "--rpc", c.rpc}, flags...)
 	for addr, amount := range mints {
 		args = append(args, "--mint", fmt.Sprintf("%s=%d", addr, amount))
 	}

@@ -4,14 +4,21 @@
 // 127.0.0.1, settling with a viem wallet on a local chain:
 //
 //   node facilitator.mjs --rpc URL --key-file FILE [--port 0] [--watch-stdin]
+//                        [--channels [--authorizer-key-file FILE]]
+//
+// --channels also registers @x402/evm's batch-settlement scheme (v2), which needs the escrow
+// placed by `chain.mjs setup --channels`; with --authorizer-key-file the facilitator signs
+// claims and refunds with that key and advertises it as extra.receiverAuthorizer.
 //
 // Routes: POST /verify, POST /settle (body {x402Version, paymentPayload, paymentRequirements}),
 // GET /supported. It prints {"event":"listening","url":...} on stdout once it listens, one
 // JSON line per verify/settle outcome on stderr, and exits on SIGTERM/SIGINT, or with
 // --watch-stdin when its stdin closes (the parent that holds it died).
 import { createServer } from "node:http";
+import { fileURLToPath } from "node:url";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/facilitator";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -20,19 +27,26 @@ import { chainFor, readKeyFile } from "./chain.mjs";
 const MAX_BODY = 1 << 20;
 
 function parseArgs(argv) {
-  const out = { rpc: "", keyFile: "", port: 0, watchStdin: false };
+  const out = { rpc: "", keyFile: "", port: 0, watchStdin: false, channels: false, authorizerKeyFile: "" };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--rpc") out.rpc = argv[++i];
     else if (argv[i] === "--key-file") out.keyFile = argv[++i];
     else if (argv[i] === "--port") out.port = Number(argv[++i]);
     else if (argv[i] === "--watch-stdin") out.watchStdin = true;
+    else if (argv[i] === "--channels") out.channels = true;
+    else if (argv[i] === "--authorizer-key-file") out.authorizerKeyFile = argv[++i];
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   if (!out.rpc || !out.keyFile) throw new Error("usage: facilitator.mjs --rpc URL --key-file FILE [--port N]");
   return out;
 }
 
-function buildFacilitator(rpc, key) {
+/**
+ * buildFacilitator is the official facilitator settling with key on the chain at rpc: the
+ * exact scheme always; with opts.channels the batch-settlement scheme too, signing claims and
+ * refunds with opts.authorizerKey when given.
+ */
+export function buildFacilitator(rpc, key, opts = {}) {
   const account = privateKeyToAccount(key);
   const client = createWalletClient({ account, chain: chainFor(rpc), transport: http(rpc) }).extend(publicActions);
   // The wrapper keeps readContract's args defined and binds every call to the client, as
@@ -51,6 +65,10 @@ function buildFacilitator(rpc, key) {
   );
   const facilitator = new x402Facilitator();
   registerExactEvmScheme(facilitator, { signer, networks: "eip155:84532" });
+  if (opts.channels) {
+    const authorizer = opts.authorizerKey ? privateKeyToAccount(opts.authorizerKey) : undefined;
+    facilitator.register("eip155:84532", new BatchSettlementEvmScheme(signer, authorizer));
+  }
   return { facilitator, address: account.address };
 }
 
@@ -116,7 +134,10 @@ function handler(facilitator) {
 
 function main() {
   const args = parseArgs(process.argv.slice(2));
-  const { facilitator, address } = buildFacilitator(args.rpc, readKeyFile(args.keyFile));
+  const { facilitator, address } = buildFacilitator(args.rpc, readKeyFile(args.keyFile), {
+    channels: args.channels,
+    authorizerKey: args.authorizerKeyFile ? readKeyFile(args.authorizerKeyFile) : undefined,
+  });
   const server = createServer(handler(facilitator));
   server.requestTimeout = 30_000;
   const stop = () => {
@@ -137,9 +158,11 @@ function main() {
   });
 }
 
-try {
-  main();
-} catch (err) {
-  process.stderr.write(`facilitator.mjs: ${err.message}\n`);
-  process.exit(1);
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    main();
+  } catch (err) {
+    process.stderr.write(`facilitator.mjs: ${err.message}\n`);
+    process.exit(1);
+  }
 }

@@ -183,8 +183,8 @@ func runNode(t testing.TB, timeout time.Duration, out any, script string, args .
 }
 
 // startFacilitator serves the official facilitator (test/interop/facilitator.mjs) with the key
-// in keyFile, settling on c; it returns its base URL.
-func startFacilitator(t testing.TB, c *chain, keyFile string) string {
+// in keyFile, settling on c, with flags passed on (--channels ...); it returns its base URL.
+func startFacilitator(t testing.TB, c *chain, keyFile string, flags ...string) string {
 	t.Helper()
 	// The facilitator exits when this pipe's write end closes: when the test process dies
 	// if nothing else stops it. An *os.File is handed to the child as is; an io.Reader
@@ -194,8 +194,9 @@ func startFacilitator(t testing.TB, c *chain, keyFile string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	p := startProc(t, "facilitator", nil, r, "node", filepath.Join(interopDir, "facilitator.mjs"),
-		"--rpc", c.rpc, "--key-file", keyFile, "--watch-stdin")
+	argv := append([]string{"node", filepath.Join(interopDir, "facilitator.mjs"),
+		"--rpc", c.rpc, "--key-file", keyFile, "--watch-stdin"}, flags...)
+	p := startProc(t, "facilitator", nil, r, argv...)
 	r.Close()
 	return p.waitLine(t, regexp.MustCompile(`"url":"([^"]+)"`), 20*time.Second)
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# gen-token.sh compiles the test contracts in payments/testdata with solc-js (the npm
+# gen-contracts.sh compiles the test contracts in payments/testdata with solc-js (the npm
 # package pinned in test/interop/) into JSON beside them, {"abi":[...],"bytecode":"0x...",
 # "deployedBytecode":"0x..."}:
-#   EIP3009Token.sol -> token.json       (a USDC stand-in with EIP-3009, open mint)
-#   Multicall3.sol   -> multicall3.json  (tryAggregate, for the facilitator's diagnostics)
+#   EIP3009Token.sol    -> token.json       (a USDC stand-in with EIP-3009, open mint)
+#   Multicall3.sol      -> multicall3.json  (tryAggregate, for the facilitator's reads)
+#   BatchSettlement.sol -> escrow.json      (BatchSettlement, the x402 batch-settlement escrow stand-in)
+#                       -> collector.json   (DepositCollector3009, its ERC-3009 deposit collector)
 # The output is checked in; run this again only after changing a Solidity source.
 set -euo pipefail
 
@@ -20,6 +22,8 @@ const dir = process.env.TESTDATA;
 const targets = [
   ["EIP3009Token.sol", "EIP3009Token", "token.json"],
   ["Multicall3.sol", "Multicall3", "multicall3.json"],
+  ["BatchSettlement.sol", "BatchSettlement", "escrow.json"],
+  ["BatchSettlement.sol", "DepositCollector3009", "collector.json"],
 ];
 for (const [file, name, outFile] of targets) {
   const input = {
@@ -42,6 +46,6 @@ for (const [file, name, outFile] of targets) {
     deployedBytecode: "0x" + c.evm.deployedBytecode.object,
   };
   writeFileSync(`${dir}/${outFile}`, JSON.stringify(json, null, 2) + "\n");
-  console.error(`gen-token: solc ${solc.version()} wrote ${dir}/${outFile}`);
+  console.error(`gen-contracts: solc ${solc.version()} wrote ${dir}/${outFile}`);
 }
 '
