@@ -62,7 +62,7 @@ func assertServiceFlat(tb testing.TB, svc *servicetest.Service, base serviceGaug
 // longProbe is a call of the long session: a counter, and every 50th call
 // the container's own counts (its descriptors, processes, resident KiB).
 const longProbe = `x += 1
-if x %% 50 == 0:
+if x % 50 == 0:
     import os
     rss = [l for l in open('/proc/self/status') if l.startswith('VmRSS')][0].split()[1]
     print(len(os.listdir('/proc/self/fd')), len([p for p in os.listdir('/proc') if p.isdigit()]), rss)
