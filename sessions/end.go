@@ -101,7 +101,7 @@ func endReason(why string) string {
 	switch {
 	case strings.Contains(why, "could not be frozen"):
 		return ReasonFailed
-	case strings.Contains(why, "between calls"):
+	case strings.Contains(why, "output between calls"):
 		return ReasonOutputBetweenCalls
 	case strings.Contains(why, "interrupt"):
 		return ReasonInterrupt
