@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"testing"
+	"time"
 
 	"sandboxd"
 )
@@ -71,4 +72,38 @@ func TestRoomHoldsNothing(t *testing.T) {
 	h.mustOpen(t, "python", "")
 	wantCode(t, h.t.Room("python"), sandboxd.CodeBusy, "every session is taken")
 	wantCode(t, h.t.Room("nope"), sandboxd.CodeInvalid, "has no sessions")
+}
+
+// TestCapsFreeWhenTheSessionLeaves: a wallet's or client's cap counts
+// sessions in the table: one being closed (its container still being
+// removed) no longer counts, so its owner opens the next at once.
+func TestCapsFreeWhenTheSessionLeaves(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxPerPayer = 1
+	h := newHarness(t, cfg)
+	info := h.mustOpen(t, "python", "0xa")
+	c := h.engine.last()
+	block := make(chan struct{})
+	c.mu.Lock()
+	c.closeBlock = block
+	c.mu.Unlock()
+	closed := make(chan error, 1)
+	go func() { closed <- h.t.Close(context.Background(), info.ID) }()
+	defer func() {
+		close(block)
+		if err := <-closed; err != nil {
+			t.Error(err)
+		}
+	}()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := h.t.Get(context.Background(), info.ID); err != nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the session did not leave the table")
+		}
+	}
+	if err := h.claim(t, "0xa", ""); err != nil {
+		t.Fatalf("the wallet's next session while the last one's container is removed: %v", err)
+	}
 }

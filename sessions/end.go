@@ -16,6 +16,9 @@ func (t *Table) removeLocked(s *session, reason string) bool {
 		return false
 	}
 	delete(t.live, s.key)
+	// Its owner and client hold it no more (their caps count sessions in
+	// the table); its room is held until its container is gone (finish).
+	t.unclaimLocked(s.owner, s.client)
 	t.ended[s.key] = tombstone{why: t.why(reason, s), until: t.now().Add(t.cfg.MaxLifetime)}
 	close(s.done)
 	t.ends.Add(1)
@@ -47,7 +50,6 @@ func (t *Table) finish(ctx context.Context, s *session, reason string) error {
 	t.mu.Lock()
 	t.count--
 	t.memory -= s.memory
-	t.unclaimLocked(s.owner, s.client)
 	t.mu.Unlock()
 	t.recordEnd(s, t.why(reason, s))
 	if t.cfg.Observer != nil {

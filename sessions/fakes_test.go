@@ -46,11 +46,13 @@ type fakeContainer struct {
 	result sandboxd.SessionResult
 	err    error
 	block  chan struct{}
-	runs   int
-	closed int
-	reason string
-	ended  chan struct{}
-	once   sync.Once
+	// closeBlock, when not nil, holds Close (a slow removal).
+	closeBlock chan struct{}
+	runs       int
+	closed     int
+	reason     string
+	ended      chan struct{}
+	once       sync.Once
 }
 
 func (c *fakeContainer) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionResult, error) {
@@ -78,7 +80,11 @@ func (c *fakeContainer) EndReason() string {
 func (c *fakeContainer) Close(context.Context) error {
 	c.mu.Lock()
 	c.closed++
+	block := c.closeBlock
 	c.mu.Unlock()
+	if block != nil {
+		<-block
+	}
 	c.endBy("closed")
 	return nil
 }
