@@ -75,20 +75,7 @@ func TestUnpaidCallEndsItsSession(t *testing.T) {
 	svc := startService(t, instance("session-unpaid"), true, paymentEnv(env)...)
 	key := writeKey(t, "payer.key", payer.key)
 	id := openPaidSession(t, svc, key)
-	type ran struct {
-		code int
-		out  string
-	}
-	done := make(chan ran, 1)
-	go func() {
-		code, out := runSandboxd(t, "call", "--key-file", key, "--url", svc.URL+"/v1/code", "--session", id,
-			"-c", "import time\ntime.sleep(3)\nsecret = 42")
-		done <- ran{code, out}
-	}()
-	waitFor(30*time.Second, func() bool { return sessionBusy(t, svc, id) })
-	if !sessionBusy(t, svc, id) {
-		t.Fatal("the heavy call never started")
-	}
+	done := callUnderWay(t, svc, key, id, "import time\ntime.sleep(3)\nsecret = 42")
 	c.drain(t, payer.address, unfunded.address)
 	r := <-done
 	if r.code == 0 || !strings.Contains(r.out, "insufficient_funds") || strings.Contains(r.out, `"status": "ok"`) {
@@ -99,6 +86,28 @@ func TestUnpaidCallEndsItsSession(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "HTTP 404") || strings.Contains(out, "42") {
 		t.Fatalf("the call after the unpaid one: exit %d\n%s", code, out)
 	}
+}
+
+// ran is how `sandboxd call` ended: its exit code and what it printed.
+type ran struct {
+	code int
+	out  string
+}
+
+// callUnderWay has `sandboxd call` run code in session id of svc, paid with key, and
+// returns once the call is running (the session busy); the channel gets how it ended.
+func callUnderWay(t *testing.T, svc *service, key, id, code string) <-chan ran {
+	t.Helper()
+	done := make(chan ran, 1)
+	go func() {
+		code, out := runSandboxd(t, "call", "--key-file", key, "--url", svc.URL+"/v1/code", "--session", id, "-c", code)
+		done <- ran{code, out}
+	}()
+	waitFor(30*time.Second, func() bool { return sessionBusy(t, svc, id) })
+	if !sessionBusy(t, svc, id) {
+		t.Fatal("the call never started")
+	}
+	return done
 }
 
 // sessionBusy reports whether session id of svc is running a call.
@@ -194,17 +203,7 @@ func TestDeleteMidCallIsNotCharged(t *testing.T) {
 	key := writeKey(t, "payer.key", payer.key)
 	id := openPaidSession(t, svc, key)
 	before := snapshot(t, c)
-	type ran struct {
-		code int
-		out  string
-	}
-	done := make(chan ran, 1)
-	go func() {
-		code, out := runSandboxd(t, "call", "--key-file", key, "--url", svc.URL+"/v1/code", "--session", id,
-			"-c", "import time\ntime.sleep(4)")
-		done <- ran{code, out}
-	}()
-	waitFor(30*time.Second, func() bool { return sessionBusy(t, svc, id) })
+	done := callUnderWay(t, svc, key, id, "import time\ntime.sleep(4)")
 	if code, out := runSandboxd(t, "session", "close", "--url", svc.URL+"/v1/sessions", id); code != 0 {
 		t.Fatalf("session close: exit %d\n%s", code, out)
 	}
