@@ -145,20 +145,14 @@ func testUnfundedFlood(t *testing.T, c *chain, url, keyFile string) {
 	before := snapshot(t, c)
 	flood := signPayments(t, url, "--fresh", "24")
 	mine := signPayments(t, url, "--key-file", keyFile)[0]
-	var wg sync.WaitGroup
-	statuses := make([]int, len(flood))
-	for i, h := range flood {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i], _, _ = paidPost(t, url, h, "print(1)", 60*time.Second)
-		}()
-	}
-	time.Sleep(300 * time.Millisecond) // the unfunded payments are being checked
+	wait := sendAll(flood, func(h signed) int {
+		status, _, _ := paidPost(t, url, h, "print(1)", 60*time.Second)
+		return status
+	})
 	start := time.Now()
 	status, body, _ := paidPost(t, url, mine, "print(6*7)", 60*time.Second)
 	took := time.Since(start)
-	wg.Wait()
+	statuses := wait()
 	if status != http.StatusOK || body.Stdout == nil || *body.Stdout != "42\n" {
 		t.Fatalf("the paying caller among 24 unfunded payers: status %d, body %v; want 200 with 42", status, body)
 	}
@@ -173,6 +167,25 @@ func testUnfundedFlood(t *testing.T, c *chain, url, keyFile string) {
 	}
 	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
 	expectMoved(t, c, before, payer.address)
+}
+
+// sendAll sends every payment of flood at once through send, and returns once they are
+// being checked (300 ms later); the function it returns waits for their statuses.
+func sendAll(flood []signed, send func(signed) int) func() []int {
+	var wg sync.WaitGroup
+	statuses := make([]int, len(flood))
+	for i, h := range flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = send(h)
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	return func() []int {
+		wg.Wait()
+		return statuses
+	}
 }
 
 // slowRefusals serves a reverse proxy to target that holds every refusal for

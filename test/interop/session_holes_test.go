@@ -154,19 +154,10 @@ func TestUnfundedOpensHoldNoRoom(t *testing.T) {
 	// The opening's terms are the run's (sessions.open_price is the price), so payments
 	// signed for /v1/code's terms pay for an opening as well.
 	flood := signPayments(t, svc.URL+"/v1/code", "--fresh", "4")
-	var wg sync.WaitGroup
-	statuses := make([]int, len(flood))
-	for i, h := range flood {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = postOpen(t, svc, h)
-		}()
-	}
-	time.Sleep(300 * time.Millisecond) // the unfunded payments are being checked
+	wait := sendAll(flood, func(h signed) int { return postOpen(t, svc, h) })
 	key := writeKey(t, "payer.key", payer.key)
 	code, out := runSandboxd(t, "session", "open", "--key-file", key, "--url", svc.URL+"/v1/sessions")
-	wg.Wait()
+	statuses := wait()
 	if code != 0 || !strings.Contains(out, "HTTP 201") {
 		t.Fatalf("a funded open among unfunded ones in flight: exit %d\n%s", code, out)
 	}
