@@ -102,6 +102,12 @@ type Settlement struct {
 	Network string
 	// Payer is the paying address.
 	Payer string
+	// Amount is what the settlement moved, in atomic units, when the
+	// scheme reports it (a channel's deposit); "" otherwise.
+	Amount string
+	// Extra is the scheme's own report (a channel's chargedAmount and
+	// channelState), a JSON object; nil when none.
+	Extra json.RawMessage
 }
 
 // Error implements the error interface.

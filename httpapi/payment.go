@@ -64,7 +64,7 @@ func noStore(h http.Header) { h.Set("Cache-Control", "no-store") }
 // it, for its payer's version.
 func settleReport(s *sandboxd.Settlement) (string, x402.SettleResponse) {
 	return x402.SettleReport(s.Version, x402.SettleResponse{Success: s.Success, ErrorReason: s.ErrorReason,
-		Transaction: s.Transaction, Network: s.Network, Payer: s.Payer})
+		Transaction: s.Transaction, Network: s.Network, Payer: s.Payer, Amount: s.Amount, Extra: s.Extra})
 }
 
 // jsonObject decodes raw, a JSON object, or returns nil when it is not one.

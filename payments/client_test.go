@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func TestPay(t *testing.T) {
 			network = "base-sepolia"
 		}
 		want := x402.SettleResponse{Success: true, Transaction: "0x77", Network: network, Payer: payer}
-		if resp.Settlement == nil || *resp.Settlement != want {
+		if resp.Settlement == nil || !reflect.DeepEqual(*resp.Settlement, want) {
 			t.Fatalf("v1Only=%v: settlement %+v, want %+v", v1Only, resp.Settlement, want)
 		}
 		if resp.Requirements == nil || resp.Requirements.Amount != "5000" {

@@ -11,6 +11,7 @@ import (
 	"sandboxd"
 	"sandboxd/internal/slots"
 	"sandboxd/payments/chain"
+	"sandboxd/payments/channels"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
@@ -41,6 +42,9 @@ type Gate struct {
 	drain time.Duration
 	// sql is the ledger NewGate opened (Ledger).
 	sql *ledger.SQL
+	// seller takes batch-settlement payments; nil when channels are not
+	// offered.
+	seller *channels.Seller
 }
 
 // Ledger returns the ledger NewGate opened, which the fleet's session
@@ -66,6 +70,9 @@ type options struct {
 	// Drain bounds how long Close waits for settlements in flight; zero
 	// means the settle timeout plus two ledger writes.
 	Drain time.Duration
+	// Seller, when set, takes batch-settlement payments, quoted after
+	// exact's entry.
+	Seller *channels.Seller
 }
 
 // Check decodes the payment header, verifies it locally (its validity
@@ -85,6 +92,10 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	if p == nil {
 		return nil, pt.paymentError(op, r.ResourceURL, fmt.Sprintf(
 			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", pt.priceText()), nil)
+	}
+	if p.Scheme == x402.SchemeBatchSettlement && pt.batch != nil && p.Version == 2 {
+		return g.seller.Check(ctx, channels.Request{Payment: p, Entry: *pt.batch, Resource: r.ResourceURL,
+			Terms: channelTerms{q: pt.quote, resourceURL: r.ResourceURL}})
 	}
 	now := g.now()
 	if err := x402.Verify(pt.req, p, now); err != nil {
@@ -154,15 +165,14 @@ func newGate(cfg Config, o options) (*Gate, error) {
 	}
 	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, charges: &charges{}},
 		priced: map[string]*parts{}, quotes: quotes{cfg: cfg, byPrice: map[string]*parts{}}, log: o.Log, now: o.Now,
-		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(o.Run), drain: o.Drain}
+		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(o.Run), drain: o.Drain, seller: o.Seller}
+	g.parts = *g.priceParts(req)
 	for env, price := range cfg.Prices {
 		req, err := cfg.requirements(price)
 		if err != nil {
 			return nil, fmt.Errorf("environments.%s.price: %w", env, err)
 		}
-		pt := g.parts
-		pt.req = req
-		g.priced[env] = &pt
+		g.priced[env] = g.priceParts(req)
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,7 +273,7 @@ func TestGateSettle(t *testing.T) {
 				t.Fatalf("report in %s, want %s", name, respHeader)
 			}
 			payer := crypto.PubkeyToAddress(key.PublicKey).Hex()
-			if sr != (x402.SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
+			if !reflect.DeepEqual(sr, x402.SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
 				t.Fatalf("settle response %+v", sr)
 			}
 			row := wantStatus(t, l, ledger.Entry{Payer: payer, Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled)

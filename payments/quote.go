@@ -14,14 +14,30 @@ import (
 // quote is what the gate quotes: the terms entry and the description of the
 // paid resource.
 type quote struct {
-	req         x402.Requirements
+	req x402.Requirements
+	// batch is the batch-settlement entry offered after req, nil when
+	// channels are not offered.
+	batch       *x402.Requirements
 	description string
 }
 
 // paymentError returns a CodePayment error carrying the terms: the v2
 // and v1 documents, encoded here once (see sandboxd.PaymentTerms).
 func (q quote) paymentError(op, resourceURL, message string, cause error) *sandboxd.Error {
-	v2, v1 := x402.Terms(q.req, q.description, resourceURL, message)
+	return q.termsError(op, resourceURL, message, cause, q.offers()...)
+}
+
+// offers are the entries quoted after req: the batch entry, if any.
+func (q quote) offers() []x402.Requirements {
+	if q.batch == nil {
+		return nil
+	}
+	return []x402.Requirements{*q.batch}
+}
+
+// termsError is paymentError quoting req and then more.
+func (q quote) termsError(op, resourceURL, message string, cause error, more ...x402.Requirements) *sandboxd.Error {
+	v2, v1 := x402.Terms(q.req, q.description, resourceURL, message, more...)
 	terms := &sandboxd.PaymentTerms{}
 	terms.V2, _ = json.Marshal(v2)
 	terms.V1 = bodyJSON(v1)
@@ -77,4 +93,22 @@ func (q quote) quoted(r sandboxd.PaymentRequest) x402.Quoted {
 		out.Extensions[name] = raw
 	}
 	return out
+}
+
+// channelTerms answers a channel payment's refusals with q's terms for
+// one resource (channels.Terms).
+type channelTerms struct {
+	q           quote
+	resourceURL string
+}
+
+// Refuse is q's refusal quoting both entries.
+func (t channelTerms) Refuse(op, message string, cause error) *sandboxd.Error {
+	return t.q.paymentError(op, t.resourceURL, message, cause)
+}
+
+// Corrective quotes entry in place of the batch entry, with code as the
+// terms' error: the official client acts on the bare code only.
+func (t channelTerms) Corrective(op, code string, entry x402.Requirements, cause error) *sandboxd.Error {
+	return t.q.termsError(op, t.resourceURL, code, cause, entry)
 }

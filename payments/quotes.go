@@ -35,10 +35,21 @@ func (g *Gate) partsOf(r sandboxd.PaymentRequest) (*parts, error) {
 	if err != nil {
 		return nil, sandboxd.Wrap(sandboxd.CodeInternal, "payments.check", err, fmt.Sprintf("price %q", r.Price))
 	}
+	pt := g.priceParts(req)
+	q.byPrice[r.Price] = pt
+	return pt, nil
+}
+
+// priceParts are the gate's parts quoting req (and its batch entry when
+// channels are offered).
+func (g *Gate) priceParts(req x402.Requirements) *parts {
 	pt := g.parts
-	pt.req = req
-	q.byPrice[r.Price] = &pt
-	return &pt, nil
+	pt.req, pt.batch = req, nil
+	if g.seller != nil {
+		b := g.seller.Entry(req)
+		pt.batch = &b
+	}
+	return &pt
 }
 
 // RequirementsOf returns the terms entry the gate quotes for r: its own

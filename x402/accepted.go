@@ -18,7 +18,7 @@ import (
 // server's rule: a payment is for terms the server offered, never for a
 // copy the payer edited (a facilitator, and the bazaar's listing built from
 // what reaches it, would otherwise see the payer's terms as the
-// operator's). A difference is a reasonRequirementsMismatch refusal naming
+// operator's). A difference is a ReasonRequirementsMismatch refusal naming
 // the field. A v1 payment echoes no entry (a nil accepted).
 func checkAccepted(req Requirements, a *Requirements) error {
 	if a == nil {
@@ -40,7 +40,7 @@ func checkAccepted(req Requirements, a *Requirements) error {
 	}
 	for _, f := range fields {
 		if !f.same {
-			return Reject(reasonRequirementsMismatch, "accepted.%s %s is not the %s this service quoted (%s); "+
+			return Reject(ReasonRequirementsMismatch, "accepted.%s %s is not the %s this service quoted (%s); "+
 				"echo the terms entry of the PAYMENT-REQUIRED header unchanged", f.name, quoted(f.got), f.name, quoted(f.want))
 		}
 	}

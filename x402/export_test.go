@@ -17,8 +17,6 @@ const (
 	ReasonInvalidNetwork = reasonInvalidNetwork
 	// ReasonInvalidPayload is reasonInvalidPayload.
 	ReasonInvalidPayload = reasonInvalidPayload
-	// ReasonRequirementsMismatch is reasonRequirementsMismatch.
-	ReasonRequirementsMismatch = reasonRequirementsMismatch
 	// ReasonRecipientMismatch is reasonRecipientMismatch.
 	ReasonRecipientMismatch = reasonRecipientMismatch
 	// ReasonMissingDomain is reasonMissingDomain.

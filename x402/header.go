@@ -107,11 +107,39 @@ func decodePayment(value string) (*Payment, error) {
 		p.Scheme, p.Network, p.Exact = v1.Scheme, v1.Network, v1.Payload
 		return p, nil
 	}
+	var scheme struct {
+		Accepted struct {
+			Scheme string `json:"scheme"`
+		} `json:"accepted"`
+	}
+	if json.Unmarshal(raw, &scheme) == nil && scheme.Accepted.Scheme == SchemeBatchSettlement {
+		return decodeRaw(raw, p)
+	}
 	var v2 PaymentPayload
 	if err := DecodeStrict(raw, paymentV2Shape, &v2); err != nil {
 		return nil, fmt.Errorf("not a v2 payment: %w", err)
 	}
 	p.Scheme, p.Network, p.Exact = v2.Accepted.Scheme, v2.Accepted.Network, v2.Payload
+	p.Accepted, p.Resource, p.Extensions = &v2.Accepted, v2.Resource, v2.Extensions
+	return p, nil
+}
+
+// decodeRaw decodes a v2 payment of a scheme whose payload its own package
+// reads (SchemeBatchSettlement): the payload is kept as sent in p.Raw.
+func decodeRaw(raw []byte, p *Payment) (*Payment, error) {
+	var v2 struct {
+		Resource   *Resource                  `json:"resource,omitempty"`
+		Accepted   Requirements               `json:"accepted"`
+		Payload    json.RawMessage            `json:"payload"`
+		Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+	}
+	if err := DecodeStrict(raw, paymentRawShape, &v2); err != nil {
+		return nil, fmt.Errorf("not a v2 payment: %w", err)
+	}
+	if len(v2.Payload) == 0 {
+		return nil, errors.New("not a v2 payment: no payload")
+	}
+	p.Scheme, p.Network, p.Raw = v2.Accepted.Scheme, v2.Accepted.Network, v2.Payload
 	p.Accepted, p.Resource, p.Extensions = &v2.Accepted, v2.Resource, v2.Extensions
 	return p, nil
 }

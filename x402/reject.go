@@ -16,9 +16,9 @@ const (
 	reasonInvalidNetwork = "invalid_network"
 	// reasonInvalidPayload: a field of the authorization is malformed.
 	reasonInvalidPayload = "invalid_payload"
-	// reasonRequirementsMismatch: the payment's accepted entry is not the
+	// ReasonRequirementsMismatch: the payment's accepted entry is not the
 	// one quoted (another asset, payee, amount, domain, timeout).
-	reasonRequirementsMismatch = "invalid_payment_requirements"
+	ReasonRequirementsMismatch = "invalid_payment_requirements"
 	// reasonRecipientMismatch: the authorization pays someone else.
 	reasonRecipientMismatch = "invalid_exact_evm_payload_recipient_mismatch"
 	// ReasonValueMismatch: the authorized value is not exactly the price.

@@ -21,6 +21,11 @@ var (
 	paymentV2Shape = jsonkeys.Closed(map[string]*jsonkeys.Shape{
 		"x402Version": nil, "resource": resourceShape, "accepted": acceptedShape,
 		"payload": exactShape, "extensions": nil})
+	// paymentRawShape is a v2 payment of a scheme whose payload its own
+	// package decodes strictly (batch-settlement: x402/channel.Decode).
+	paymentRawShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{
+		"x402Version": nil, "resource": resourceShape, "accepted": acceptedShape,
+		"payload": nil, "extensions": nil})
 	paymentV1Shape = jsonkeys.Closed(map[string]*jsonkeys.Shape{
 		"x402Version": nil, "scheme": nil, "network": nil, "payload": exactShape})
 )

@@ -1,13 +1,14 @@
 package x402
 
 // Terms builds the x402 terms for one resource: the v2 PaymentRequired
-// (for the PAYMENT-REQUIRED header) and the v1 body, both saying message.
-func Terms(req Requirements, description, resourceURL, message string) (PaymentRequired, PaymentRequiredV1) {
+// (for the PAYMENT-REQUIRED header) offering req and then more, and the v1
+// body offering req only (v1 has no other scheme), both saying message.
+func Terms(req Requirements, description, resourceURL, message string, more ...Requirements) (PaymentRequired, PaymentRequiredV1) {
 	v2 := PaymentRequired{
 		X402Version: 2,
 		Error:       message,
 		Resource:    NewResource(resourceURL, description),
-		Accepts:     []Requirements{req},
+		Accepts:     append([]Requirements{req}, more...),
 		Extensions:  map[string]any{},
 	}
 	v1 := PaymentRequiredV1{

@@ -8,9 +8,15 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 )
 
-// SchemeExact is the only x402 scheme taken: a fixed price paid with an
-// EIP-3009 transferWithAuthorization.
-const SchemeExact = "exact"
+// The x402 schemes taken.
+const (
+	// SchemeExact is a fixed price paid with an EIP-3009
+	// transferWithAuthorization.
+	SchemeExact = "exact"
+	// SchemeBatchSettlement pays from a channel's deposit with vouchers
+	// (package x402/channel decodes and verifies it).
+	SchemeBatchSettlement = "batch-settlement"
+)
 
 // mimeJSON is the media type of the paid answer, quoted in the terms.
 const mimeJSON = "application/json"
@@ -174,6 +180,12 @@ type SettleResponse struct {
 	Network string `json:"network"`
 	// Payer is the paying address.
 	Payer string `json:"payer,omitempty"`
+	// Amount is what the settlement moved in atomic units, for a scheme
+	// that reports it (batch-settlement: a deposit's amount).
+	Amount string `json:"amount,omitempty"`
+	// Extra is the scheme's report (batch-settlement: chargedAmount and
+	// channelState).
+	Extra json.RawMessage `json:"extra,omitempty"`
 }
 
 // Transfer is a verified authorization with typed fields, ready to settle.
@@ -217,6 +229,9 @@ type Payment struct {
 	// Extensions are the extensions a v2 payer sent, each kept as sent.
 	// They are never forwarded (Quoted.Extensions are).
 	Extensions map[string]json.RawMessage
+	// Raw is the payload as sent for a scheme whose own package decodes it
+	// (SchemeBatchSettlement: x402/channel.Decode); Exact is then empty.
+	Raw json.RawMessage
 
 	// Transfer is the authorization parsed and checked by Verify.
 	Transfer *Transfer

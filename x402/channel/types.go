@@ -6,10 +6,12 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+
+	"sandboxd/x402"
 )
 
 // Scheme is the x402 scheme name of channels.
-const Scheme = "batch-settlement"
+const Scheme = x402.SchemeBatchSettlement
 
 // The contracts every chain has at the same (CREATE2) address.
 var (

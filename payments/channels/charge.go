@@ -1,0 +1,84 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+
+	"sandboxd"
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
+	"sandboxd/x402/channel"
+)
+
+// charge is one reserved increment (and the deposit collected with it),
+// committed or released exactly once.
+type charge struct {
+	auth    *authorization
+	hold    ledger.Hold
+	deposit *chain.OpReceipt
+	done    atomic.Bool
+}
+
+var _ sandboxd.Charge = (*charge)(nil)
+
+// Settle counts the increment, durably, before the answer leaves: the
+// voucher that bought it is then what the claimer claims. It returns the
+// report the payer's client reads: chargedAmount and the channel's state
+// (and a deposit's transaction and amount). A hold lost meanwhile (this
+// replica's lease lapsed and another took the channel) counts nothing and
+// withholds the answer with CodeUnavailable.
+func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.Settlement, error) {
+	const op = "channels.settle"
+	a, s := c.auth, c.auth.seller
+	if !c.done.CompareAndSwap(false, true) {
+		return nil, sandboxd.Errorf(sandboxd.CodeInternal, op, "this channel payment was already settled or released")
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	row, err := s.store.CommitIncrement(wctx, a.id, c.hold.ID, a.expected, a.req.Resource)
+	if err != nil {
+		a.log.Error("cannot count the channel increment; answer withheld, nothing charged", "err", err)
+		if errors.Is(err, ledger.ErrHoldLost) {
+			err = sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "this call's hold on the channel lapsed before its answer; "+
+				"nothing was charged, send the same voucher again")
+		}
+		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+			err = sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment ledger could not count this call; "+
+				"nothing was charged, send the same voucher again")
+		}
+		return nil, err
+	}
+	a.log.Info("channel charged", "charged", row.Charged, "run_status", result.Status)
+	cs, _ := s.channelState(row, false)
+	extra, _ := json.Marshal(struct {
+		ChargedAmount string               `json:"chargedAmount"`
+		ChannelState  channel.ChannelState `json:"channelState"`
+	}{a.amount.String(), cs})
+	st := &sandboxd.Settlement{Version: 2, Success: true, Network: s.network, Payer: a.pl.Config.Payer.Hex(), Extra: extra}
+	if c.deposit != nil {
+		st.Transaction = c.deposit.Tx
+		if c.deposit.Amount != nil {
+			st.Amount = c.deposit.Amount.String()
+		}
+	}
+	return st, nil
+}
+
+// Release drops the increment: the service failed to deliver, nothing is
+// charged, and the same voucher may be sent again (a deposit collected
+// stays the channel's balance).
+func (c *charge) Release(ctx context.Context) {
+	a, s := c.auth, c.auth.seller
+	if !c.done.CompareAndSwap(false, true) {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if err := s.store.ReleaseIncrement(wctx, a.id, c.hold.ID); err != nil {
+		a.log.Error("cannot release the channel increment; it lapses by itself", "until", c.hold.Until, "err", err)
+		return
+	}
+	a.log.Info("channel increment released; nothing charged")
+}

@@ -1,0 +1,82 @@
+package channels
+
+import (
+	"context"
+	"math/big"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"sandboxd"
+	"sandboxd/payments/chain"
+	"sandboxd/payments/ledger"
+	"sandboxd/x402"
+	"sandboxd/x402/channel"
+)
+
+// Store is the ledger as channels use it (*ledger.SQL): the channel rows,
+// and the payment rows deposits are recorded in, as exact payments are.
+// Every method may return a CodeUnavailable *sandboxd.Error when the
+// database cannot be reached.
+type Store interface {
+	// Channel returns the row of id, or ledger.ErrNoChannel.
+	Channel(ctx context.Context, id string) (ledger.Channel, error)
+	// AdoptChannel inserts c unless a row of its id exists, and returns
+	// the stored row.
+	AdoptChannel(ctx context.Context, c ledger.Channel) (ledger.Channel, error)
+	// ReopenChannel moves a closed row back to open (a new deposit).
+	ReopenChannel(ctx context.Context, id string) error
+	// ReserveIncrement holds the channel's next increment for h when its
+	// charged total is expected and no live hold is held; else
+	// ledger.ErrChannelMoved.
+	ReserveIncrement(ctx context.Context, id string, expected *big.Int, h ledger.Hold) error
+	// CommitIncrement counts the hold's increment, durably, and returns the
+	// row; ledger.ErrHoldLost when the hold is gone.
+	CommitIncrement(ctx context.Context, id, holdID string, expected *big.Int, resource string) (ledger.Channel, error)
+	// ReleaseIncrement drops the hold, counting nothing.
+	ReleaseIncrement(ctx context.Context, id, holdID string) error
+	// UpdateMirror writes the escrow's state of the channel.
+	UpdateMirror(ctx context.Context, id string, m ledger.Mirror) (ledger.Channel, error)
+
+	// Reserve, MarkSettling, MarkSettled, MarkFailed, MarkPending and
+	// MarkReleased move a deposit's payment row as payments.Ledger does.
+	Reserve(ctx context.Context, e ledger.Entry) error
+	MarkSettling(ctx context.Context, payer, nonce string) error
+	MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error
+	MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error
+	MarkPending(ctx context.Context, payer, nonce, tx string) error
+	MarkReleased(ctx context.Context, payer, nonce string) error
+}
+
+// Reader reads the escrow (*chain.Settler, also keyless).
+type Reader interface {
+	// ReadChannels returns the escrow's state of each id, in order. A
+	// channel never funded reads as zeros.
+	ReadChannels(ctx context.Context, ids []common.Hash) ([]chain.ChannelState, error)
+}
+
+// Depositor checks and collects deposits: on chain with the relayer, or
+// through a facilitator whose word is checked against the chain. p is the
+// payment (its Requirements the batch entry quoted), d its decoded payload.
+type Depositor interface {
+	// CheckDeposit reports whether the deposit would be collected now:
+	// nil, a *x402.RejectError, or CodeUnavailable.
+	CheckDeposit(ctx context.Context, p *x402.Payment, d *channel.Payload) error
+	// Deposit collects it and returns its mined receipt (Tx, Amount,
+	// NewBalance). The errors are payments.Settler's Settle's: a
+	// *x402.RejectError (refused or reverted), CodeUnavailable wrapping
+	// remote.ErrNotSent (never sent), other CodeUnavailable (outcome
+	// unknown; the receipt's Tx when a transaction was sent).
+	Deposit(ctx context.Context, p *x402.Payment, d *channel.Payload) (chain.OpReceipt, error)
+}
+
+// Terms answers a channel payment's refusals with the route's terms
+// (package payments builds them from its quote).
+type Terms interface {
+	// Refuse returns the CodePayment error carrying the terms (exact's
+	// entry and the batch entry) and message.
+	Refuse(op, message string, cause error) *sandboxd.Error
+	// Corrective returns the CodePayment error of a corrective 402: the
+	// terms with entry in place of the batch entry, and code, bare, as
+	// PaymentRequired.error (the official client reads nothing else).
+	Corrective(op, code string, entry x402.Requirements, cause error) *sandboxd.Error
+}
