@@ -13,6 +13,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd/payments/chain"
+	"sandboxd/payments/channels"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
@@ -109,6 +110,9 @@ type Config struct {
 	// check slot before the request is answered 429; zero means
 	// DefaultCheckWait.
 	CheckWait time.Duration `mapstructure:"check_wait"`
+	// Channels is payments.channels: batch-settlement channels, offered
+	// beside exact (docs/payments.md, "Channels").
+	Channels channels.Config `mapstructure:"channels"`
 }
 
 // RunBounds is what bounds a paid run, from the runtime's configuration:
@@ -161,6 +165,7 @@ func (c Config) Validate(run RunBounds) error {
 	c.validateLedger(bad)
 	c.validateBounds(bad)
 	c.validateWindow(run, bad)
+	c.Channels.WithDefaults().Validate(func(key, format string, args ...any) { bad("channels."+key, format, args...) })
 	for _, env := range slices.Sorted(maps.Keys(c.Prices)) {
 		if _, err := x402.ParsePrice(c.Prices[env]); err != nil {
 			errs = append(errs, fmt.Errorf("environments.%s.price: %w", env, err))

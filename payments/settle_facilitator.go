@@ -74,11 +74,12 @@ func newFacilitatorSettler(c facilitatorConfig) *facilitatorSettler {
 	return f
 }
 
-// facilitatorRequest is the body of /verify and /settle.
+// facilitatorRequest is the body of /verify and /settle: PaymentPayload is
+// an x402.PaymentPayload (exact) or a channelPayload.
 type facilitatorRequest struct {
-	X402Version         int                 `json:"x402Version"`
-	PaymentPayload      x402.PaymentPayload `json:"paymentPayload"`
-	PaymentRequirements x402.Requirements   `json:"paymentRequirements"`
+	X402Version         int               `json:"x402Version"`
+	PaymentPayload      any               `json:"paymentPayload"`
+	PaymentRequirements x402.Requirements `json:"paymentRequirements"`
 }
 
 // facilitatorAnswer holds the fields of a /verify or /settle answer.
@@ -94,13 +95,18 @@ type facilitatorAnswer struct {
 
 // Check asks the facilitator's /verify whether p would settle now.
 func (f *facilitatorSettler) Check(ctx context.Context, p *x402.Payment) error {
+	return f.verify(ctx, facilitatorPayload(p), p.Requirements)
+}
+
+// verify asks /verify about payload under req.
+func (f *facilitatorSettler) verify(ctx context.Context, payload any, req x402.Requirements) error {
 	var a facilitatorAnswer
-	status, err := f.post(ctx, "/verify", f.verifyTimeout, p, &a)
+	status, err := f.post(ctx, "/verify", f.verifyTimeout, payload, req, &a)
 	if err != nil && staleConnection(err) {
 		// A kept-alive connection the facilitator had closed: /verify
 		// changes nothing, so asking again on a fresh one is safe.
 		a = facilitatorAnswer{}
-		status, err = f.post(ctx, "/verify", f.verifyTimeout, p, &a)
+		status, err = f.post(ctx, "/verify", f.verifyTimeout, payload, req, &a)
 	}
 	if err != nil {
 		return err
@@ -120,8 +126,13 @@ func (f *facilitatorSettler) Check(ctx context.Context, p *x402.Payment) error {
 // timeout, a 5xx, an answer that does not decode), whether it settled is
 // unknown.
 func (f *facilitatorSettler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
+	return f.settle(ctx, facilitatorPayload(p), p.Requirements)
+}
+
+// settle asks /settle to collect payload under req (see Settle).
+func (f *facilitatorSettler) settle(ctx context.Context, payload any, req x402.Requirements) (string, error) {
 	var a facilitatorAnswer
-	status, err := f.post(ctx, "/settle", f.settleTimeout, p, &a)
+	status, err := f.post(ctx, "/settle", f.settleTimeout, payload, req, &a)
 	if err != nil {
 		return "", err
 	}
@@ -140,11 +151,11 @@ func (f *facilitatorSettler) NonceUsed(context.Context, common.Address, [32]byte
 	return false, errNonceStateUnknown
 }
 
-// post sends p to the facilitator's path and decodes the answer into out.
+// post sends payload under terms to the facilitator's path and decodes the answer into out.
 // A facilitator answers a refusal with 200 or 4xx and a JSON body; only an
 // answer that does not decode is an outage.
-func (f *facilitatorSettler) post(ctx context.Context, path string, timeout time.Duration, p *x402.Payment, out *facilitatorAnswer) (int, error) {
-	body, err := json.Marshal(facilitatorRequest{X402Version: 2, PaymentPayload: facilitatorPayload(p), PaymentRequirements: p.Requirements})
+func (f *facilitatorSettler) post(ctx context.Context, path string, timeout time.Duration, payload any, terms x402.Requirements, out *facilitatorAnswer) (int, error) {
+	body, err := json.Marshal(facilitatorRequest{X402Version: 2, PaymentPayload: payload, PaymentRequirements: terms})
 	if err != nil {
 		return 0, sandboxd.Wrap(sandboxd.CodeInternal, "payments.facilitator", err, "cannot encode the facilitator request")
 	}

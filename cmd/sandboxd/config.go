@@ -13,6 +13,7 @@ import (
 	"sandboxd"
 	"sandboxd/internal/units"
 	"sandboxd/payments"
+	"sandboxd/payments/channels"
 	"sandboxd/payments/ledger"
 	"sandboxd/runtime"
 )
@@ -170,6 +171,9 @@ func defaultConfig() Config {
 				RPCTimeout:        payments.DefaultRPCTimeout,
 				MaxChecks:         payments.DefaultMaxChecks,
 				CheckWait:         payments.DefaultCheckWait,
+				Channels: channels.Config{Enabled: true, WithdrawDelay: channels.DefaultWithdrawDelay,
+					MirrorEvery: channels.DefaultMirrorEvery, ClaimEvery: channels.DefaultClaimEvery,
+					ClaimThreshold: channels.DefaultClaimThreshold, MaxClaimsPerTx: channels.DefaultMaxClaimsPerTx},
 			},
 		},
 		Sessions: SessionsConfig{

@@ -101,11 +101,39 @@ func configKeys() []string {
 		if section.Type.Kind() != reflect.Struct {
 			continue // environments: their keys are bound by name (bindEnvironments)
 		}
-		for _, f := range leafFields(section.Type) {
-			keys = append(keys, tagName(section)+"."+tagName(f))
-		}
+		keys = append(keys, sectionKeys(tagName(section), section.Type)...)
 	}
 	return keys
+}
+
+// sectionKeys are the keys of a section at prefix: its leaf fields', and
+// those of the sections nested in it (payments.channels.enabled).
+func sectionKeys(prefix string, t reflect.Type) []string {
+	var keys []string
+	for _, f := range leafFields(t) {
+		keys = append(keys, prefix+"."+tagName(f))
+	}
+	for _, f := range nestedSections(t) {
+		keys = append(keys, sectionKeys(prefix+"."+tagName(f), f.Type)...)
+	}
+	return keys
+}
+
+// nestedSections are the struct fields of t (squashed ones looked into)
+// that are sections of their own, such as payments.channels; time values
+// are not sections.
+func nestedSections(t reflect.Type) []reflect.StructField {
+	var fs []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch {
+		case strings.Contains(f.Tag.Get("mapstructure"), ",squash"):
+			fs = append(fs, nestedSections(f.Type)...)
+		case f.IsExported() && tagName(f) != "-" && tagName(f) != "" && f.Type.Kind() == reflect.Struct:
+			fs = append(fs, f)
+		}
+	}
+	return fs
 }
 
 // leafFields are the fields of a section that hold one key each, those of

@@ -31,8 +31,8 @@ const (
 // Config is the payments.channels section.
 type Config struct {
 	// Enabled is payments.channels.enabled: offer batch-settlement when a
-	// receiver authorizer and payments.rpc_url exist. Nil means true.
-	Enabled *bool `mapstructure:"enabled"`
+	// receiver authorizer and payments.rpc_url exist.
+	Enabled bool `mapstructure:"enabled"`
 	// WithdrawDelay is payments.channels.withdraw_delay (15m..720h).
 	WithdrawDelay time.Duration `mapstructure:"withdraw_delay"`
 	// MinDeposit is payments.channels.min_deposit, the minDeposit hint in
@@ -50,9 +50,6 @@ type Config struct {
 	// MaxClaimsPerTx is payments.channels.max_claims_per_tx (1..500).
 	MaxClaimsPerTx int `mapstructure:"max_claims_per_tx"`
 }
-
-// On reports whether channels may be offered.
-func (c Config) On() bool { return c.Enabled == nil || *c.Enabled }
 
 // WithDefaults returns c with its zero fields set to the defaults.
 func (c Config) WithDefaults() Config {

@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"math/big"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -79,4 +80,38 @@ type Terms interface {
 	// terms with entry in place of the batch entry, and code, bare, as
 	// PaymentRequired.error (the official client reads nothing else).
 	Corrective(op, code string, entry x402.Requirements, cause error) *sandboxd.Error
+}
+
+// Books is the ledger as the mirror and the claimer use it (*ledger.SQL).
+type Books interface {
+	// MirrorDue returns up to limit open or refunding rows, the least
+	// recently mirrored first.
+	MirrorDue(ctx context.Context, limit int) ([]ledger.Channel, error)
+	// UpdateMirror writes the escrow's state of a channel (raising its
+	// charged total to what the chain says was claimed, and asking the
+	// claimer to claim at once when a withdrawal appears).
+	UpdateMirror(ctx context.Context, id string, m ledger.Mirror) (ledger.Channel, error)
+	// Claimable returns up to limit rows charged beyond what was claimed.
+	Claimable(ctx context.Context, limit int) ([]ledger.Channel, error)
+	// MarkClaimed raises a row's claimed total to claimed.
+	MarkClaimed(ctx context.Context, id string, claimed *big.Int) error
+	// TakeClaimer takes or renews the fleet's claimer lease.
+	TakeClaimer(ctx context.Context) (bool, error)
+	// ClaimerState is the lease and its requests.
+	ClaimerState(ctx context.Context) (ledger.ClaimerState, error)
+	// ClaimPassDone records a finished claim pass.
+	ClaimPassDone(ctx context.Context, at time.Time) error
+	// RecordOp and UpdateOp keep the claims' and sweeps' transactions.
+	RecordOp(ctx context.Context, op ledger.Op) error
+	UpdateOp(ctx context.Context, op ledger.Op) error
+}
+
+// Claimer sends claims and sweeps (*chain.Settler with the relayer key, or
+// a facilitator's /settle).
+type Claimer interface {
+	// Claim claims rows (each at most its charged total) and returns the
+	// mined receipt.
+	Claim(ctx context.Context, rows []chain.VoucherClaim) (chain.OpReceipt, error)
+	// Sweep pays what was claimed for receiver to it.
+	Sweep(ctx context.Context, receiver, token common.Address) (chain.OpReceipt, error)
 }

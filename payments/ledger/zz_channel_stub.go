@@ -53,3 +53,17 @@ var (
 	ErrChannelMoved = errors.New("channel moved")
 	ErrHoldLost     = errors.New("hold lost")
 )
+
+type ClaimerState struct {
+	Replica                        string
+	Since, RequestedAt, LastPassAt time.Time
+}
+
+type Op struct {
+	ID, Kind, Replica, Status, TxHash string
+	Channels                          int
+	Amount                            *big.Int
+	GasUsed                           uint64
+	Reason                            string
+	CreatedAt, UpdatedAt              time.Time
+}
