@@ -93,7 +93,9 @@ func codeOperation() map[string]any {
 	return map[string]any{
 		"summary": "Run a program and answer its outcome.",
 		"description": "The body is read as JSON whatever Content-Type says. With payments on, a call without payment " +
-			"gets 402 with the terms; the client retries with PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).",
+			"gets 402 with the terms; the client retries with PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1). The v2 terms " +
+			"offer two schemes: exact (one EIP-3009 transfer per call) and, when the service offers channels, " +
+			"batch-settlement (a deposit once, then a voucher per call, checked without the chain).",
 		"parameters": []any{
 			map[string]any{"name": x402.HeaderPaymentSignature, "in": "header", "required": false,
 				"description": "x402 v2 PaymentPayload, standard base64 of its JSON.", "schema": map[string]any{"type": "string"}},
@@ -103,12 +105,15 @@ func codeOperation() map[string]any {
 		"requestBody": map[string]any{"required": true, "content": jsonContent(ref("schemas", "CodeRequest"))},
 		"responses": map[string]any{
 			"200": reply("The run was delivered (whatever the program did). Paid calls carry the settlement.", ref("schemas", "RunResult"), map[string]any{
-				x402.HeaderPaymentResponse:  x402Header("x402 v2 SettleResponse of a paid call."),
+				x402.HeaderPaymentResponse: x402Header("x402 v2 SettleResponse of a paid call; for batch-settlement its extra holds " +
+					"chargedAmount and channelState."),
 				x402.HeaderXPaymentResponse: x402Header("x402 v1 settlement report, when paid with X-PAYMENT."),
 			}),
 			"400": errorReply("The body is not a JSON object, or a field is wrong or unknown: an environment not configured, " +
 				"a file's name (the message names the file and the rule), a duplicate, or content that is not base64."),
-			"402": reply("Payment required, refused, or not settled (the answer is then withheld). The v1 terms are the body.", ref("schemas", "PaymentRequiredV1"), map[string]any{
+			"402": reply("Payment required, refused, or not settled (the answer is then withheld). The v1 terms are the body. "+
+				"A batch-settlement voucher whose running total is not the charged total plus the price gets the corrective "+
+				"402: error is the bare code, and the batch entry's extra holds channelState and voucherState.", ref("schemas", "PaymentRequiredV1"), map[string]any{
 				x402.HeaderPaymentRequired: x402Header("x402 v2 PaymentRequired (the terms)."),
 				x402.HeaderPaymentResponse: x402Header("x402 v2 SettleResponse with success false, when settlement failed."),
 			}),

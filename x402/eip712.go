@@ -115,6 +115,13 @@ func signTransfer(key *ecdsa.PrivateKey, req Requirements, t *Transfer) ([]byte,
 	if err != nil {
 		return nil, err
 	}
+	return SignDigest(key, digest)
+}
+
+// SignDigest signs an EIP-712 digest with key and returns the 65-byte
+// signature r || s || v with v of 27 or 28, the form wallets produce and
+// the escrow and tokens verify.
+func SignDigest(key *ecdsa.PrivateKey, digest common.Hash) ([]byte, error) {
 	sig, err := crypto.Sign(digest[:], key)
 	if err != nil {
 		return nil, err
