@@ -23,6 +23,10 @@ type PaymentRequest struct {
 	// resource, by name (bazaar discovery). A facilitator is sent these,
 	// never the payer's copies.
 	Extensions map[string]any
+	// Operations is set by a route that answers payment operations (GET
+	// /v1/channel): a channel refund then passes Check as a
+	// PaymentOperation. Elsewhere a refund is refused.
+	Operations bool
 }
 
 // PaymentGate decides whether a request may run, in two phases around the
@@ -63,6 +67,22 @@ type PaymentGate interface {
 type Authorization interface {
 	Payer() string
 	Reserve(ctx context.Context) (Charge, error)
+}
+
+// PaymentOperation is an Authorization that buys no run: a channel's
+// refund. The route that asked for operations (PaymentRequest.Operations)
+// answers it by Operate, taking no slot and running nothing; it is never
+// reserved.
+//
+// Operate carries the operation out and returns its report (Amount is what
+// was refunded, Transaction its transaction, Extra the channel's state). It
+// returns an *Error: CodePayment with the terms (and a failed report when
+// a transaction failed) when it was refused; CodePending when its outcome
+// is unknown; CodeUnavailable when the ledger, chain or facilitator cannot
+// be reached.
+type PaymentOperation interface {
+	Authorization
+	Operate(ctx context.Context) (*Settlement, error)
 }
 
 // Charge is a reserved payment for exactly one run. Exactly one of Settle

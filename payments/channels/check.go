@@ -26,6 +26,8 @@ type Request struct {
 	Resource string
 	// Terms answers refusals.
 	Terms Terms
+	// Operations is set on the route that answers refunds.
+	Operations bool
 }
 
 // Check checks a channel payment in the design's order (§5): its payload,
@@ -60,13 +62,16 @@ func (s *Seller) Check(ctx context.Context, r Request) (sandboxd.Authorization, 
 	a := &authorization{seller: s, req: r, pl: &pl, id: strings.ToLower(pl.Voucher.ChannelID.Hex())}
 	a.amount, _ = new(big.Int).SetString(r.Entry.Amount, 10)
 	a.log = s.log.With("channel", a.id[:10], "payer", a.Payer(), "kind", string(pl.Kind))
-	if pl.Kind == channel.KindRefund {
+	if pl.Kind == channel.KindRefund && !r.Operations {
 		return nil, s.refuse(r, op, x402.Reject(channel.ReasonPayloadType,
 			"a refund buys no run: send it to GET /v1/channel"))
 	}
 	row, err := s.row(ctx, a)
 	if err != nil {
 		return nil, err
+	}
+	if pl.Kind == channel.KindRefund {
+		return s.checkRefund(r, a, row)
 	}
 	if err := s.checkTotal(r, a, row); err != nil {
 		return nil, err

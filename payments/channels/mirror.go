@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"math/big"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -44,6 +45,7 @@ func (b *Background) mirrorPass(ctx context.Context) (int, error) {
 			}
 			done++
 			b.noticeMirror(row, got, m)
+			b.endLostRefund(ctx, row, m)
 		}
 	}
 	return done, nil
@@ -63,6 +65,30 @@ func (b *Background) noticeMirror(before, after ledger.Channel, m ledger.Mirror)
 		log.Error("the escrow shows more claimed than this ledger charged; charged raised to it (was the ledger restored?)",
 			"charged", before.Charged, "claimed", m.Claimed, "now", after.Charged)
 	}
+}
+
+// refundLapse is how long a refund of unknown outcome keeps its channel
+// refunding when the escrow's refund nonce does not move.
+const refundLapse = 5 * time.Minute
+
+// endLostRefund ends a refund whose outcome its request never learned:
+// once the escrow's refund nonce moved (it was mined), or after
+// refundLapse (it never was), the channel opens again with the chain's
+// state, or closes when nothing is left beyond what was charged.
+func (b *Background) endLostRefund(ctx context.Context, row ledger.Channel, m ledger.Mirror) {
+	if row.State != ledger.ChannelRefunding {
+		return
+	}
+	moved := orZero(m.RefundNonce).Cmp(orZero(row.RefundNonce)) > 0
+	if !moved && b.now().Sub(row.UpdatedAt) < refundLapse {
+		return
+	}
+	closed := new(big.Int).Sub(orZero(m.Balance), orZero(row.Charged)).Sign() <= 0
+	if err := b.books.EndRefund(ctx, row.ID, m, closed); err != nil {
+		b.log.Error("cannot end a lost refund", "channel", row.ID, "err", err)
+		return
+	}
+	b.log.Info("a refund of unknown outcome ended by the chain's state", "channel", row.ID, "mined", moved, "closed", closed)
 }
 
 // unclaimed is the sum of charged - claimed over rows.

@@ -101,6 +101,9 @@ type Books interface {
 	ClaimerState(ctx context.Context) (ledger.ClaimerState, error)
 	// ClaimPassDone records a finished claim pass.
 	ClaimPassDone(ctx context.Context, at time.Time) error
+	// EndRefund moves a refunding row to open or closed (a refund whose
+	// outcome was unknown, settled by the chain).
+	EndRefund(ctx context.Context, id string, m ledger.Mirror, closed bool) error
 	// RecordOp and UpdateOp keep the claims' and sweeps' transactions.
 	RecordOp(ctx context.Context, op ledger.Op) error
 	UpdateOp(ctx context.Context, op ledger.Op) error
@@ -114,4 +117,24 @@ type Claimer interface {
 	Claim(ctx context.Context, rows []chain.VoucherClaim) (chain.OpReceipt, error)
 	// Sweep pays what was claimed for receiver to it.
 	Sweep(ctx context.Context, receiver, token common.Address) (chain.OpReceipt, error)
+}
+
+// Refunder sends a refund of amount from a channel to its payer, in one
+// transaction with a claim of claims (what was charged and not claimed:
+// the refund must never take money a charged voucher is owed). nonce is
+// the escrow's refund nonce the refund is signed for.
+type Refunder interface {
+	Refund(ctx context.Context, cfg channel.Config, amount, nonce *big.Int, claims []chain.VoucherClaim) (chain.OpReceipt, error)
+}
+
+// Refunds is the ledger as refunds use it (*ledger.SQL).
+type Refunds interface {
+	// BeginRefund moves an open row that no request holds to refunding;
+	// ledger.ErrChannelMoved otherwise.
+	BeginRefund(ctx context.Context, id string) (ledger.Channel, error)
+	// EndRefund moves a refunding row to open or closed with the escrow's
+	// state m.
+	EndRefund(ctx context.Context, id string, m ledger.Mirror, closed bool) error
+	// MarkClaimed raises a row's claimed total.
+	MarkClaimed(ctx context.Context, id string, claimed *big.Int) error
 }

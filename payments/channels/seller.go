@@ -18,6 +18,8 @@ type Seller struct {
 	store     Store
 	reader    Reader
 	depositor Depositor
+	refunder  Refunder
+	refunds   Refunds
 	cfg       Config
 	// authorizer is the receiver authorizer the terms name.
 	authorizer common.Address
@@ -41,7 +43,10 @@ type Options struct {
 	Store     Store
 	Reader    Reader
 	Depositor Depositor
-	Config    Config
+	// Refunder sends refunds; Refunds is the ledger's side of them.
+	Refunder Refunder
+	Refunds  Refunds
+	Config   Config
 	// Authorizer is the receiver authorizer quoted: the relayer, the
 	// operator's key or the facilitator's (see payments).
 	Authorizer common.Address
@@ -60,7 +65,8 @@ func New(o Options) (*Seller, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Seller{store: o.Store, reader: o.Reader, depositor: o.Depositor, cfg: o.Config.WithDefaults(),
+	s := &Seller{store: o.Store, reader: o.Reader, depositor: o.Depositor, refunder: o.Refunder, refunds: o.Refunds,
+		cfg:        o.Config.WithDefaults(),
 		authorizer: o.Authorizer, chainID: chainID, network: o.Network, admit: o.Admit, holdFor: o.HoldFor,
 		wait: o.Wait, now: o.Now, log: o.Log}
 	if s.now == nil {
