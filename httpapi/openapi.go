@@ -66,6 +66,7 @@ func (s *Server) openAPI() map[string]any {
 		"/v1/version":      map[string]any{"get": version, "head": version},
 		"/v1/openapi.json": map[string]any{"get": map[string]any{"summary": "This document.", "responses": map[string]any{"200": reply("The OpenAPI 3.1 document.", typed("object", "OpenAPI 3.1."), nil)}}},
 		"/mcp":             map[string]any{"post": mcpOperation()},
+		channelPath:        map[string]any{"get": channelOperation()},
 	}
 	schemas := map[string]any{
 		"CodeRequest":       s.codeRequestSchema(),
@@ -126,6 +127,31 @@ func codeOperation() map[string]any {
 				"(asked before any payment); nothing was charged.", ref("schemas", "Error"), map[string]any{
 				"Retry-After": map[string]any{"description": "Seconds until the image should be ready, when it is being built.", "schema": map[string]any{"type": "integer"}},
 			}),
+		},
+	}
+}
+
+// channelOperation is GET /v1/channel: batch-settlement refunds.
+func channelOperation() map[string]any {
+	return map[string]any{
+		"summary": "Refund what a batch-settlement channel holds beyond what was charged.",
+		"description": "Without a payment: 402 with the terms (the official x402 client's refund reads them). With " +
+			"PAYMENT-SIGNATURE holding a batch-settlement refund payload (its voucher at the charged total): the refund, " +
+			"made on chain before the answer, with what was charged and not yet claimed claimed in the same transaction. " +
+			"Nothing runs and nothing is charged.",
+		"parameters": []any{map[string]any{"name": x402.HeaderPaymentSignature, "in": "header", "required": false,
+			"description": "x402 v2 PaymentPayload of scheme batch-settlement, type refund; standard base64 of its JSON.",
+			"schema":      map[string]any{"type": "string"}}},
+		"responses": map[string]any{
+			"200": reply("Refunded.", object("", map[string]any{"refund": object("", map[string]any{
+				"channel_id": typed("string", "The channel."), "amount": typed("string", "Paid back, atomic units."),
+				"transaction": typed("string", "The refund's transaction.")}, "channel_id", "amount", "transaction")}, "refund"),
+				map[string]any{x402.HeaderPaymentResponse: x402Header("x402 v2 SettleResponse: amount refunded, extra.channelState.")}),
+			"400": errorReply("The payment is not a batch-settlement refund (nothing was charged)."),
+			"402": reply("The terms, a refused refund (nothing left: refund_no_balance), or the corrective 402.",
+				ref("schemas", "PaymentRequiredV1"), map[string]any{x402.HeaderPaymentRequired: x402Header("x402 v2 PaymentRequired.")}),
+			"404": errorReply("Payments are off."),
+			"503": errorReply("The ledger, the chain or the facilitator is unavailable; nothing was refunded."),
 		},
 	}
 }

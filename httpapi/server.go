@@ -115,6 +115,7 @@ func (s *Server) router() *mux.Router {
 	r.HandleFunc("/v1/health", s.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
+	r.HandleFunc(channelPath, s.handleChannel).Methods(http.MethodGet)
 	r.Handle(mcpPath, s.mcpHandler()).Methods(http.MethodPost)
 	s.registerSessions(r)
 	if s.Page {
@@ -122,7 +123,7 @@ func (s *Server) router() *mux.Router {
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeNotFound, "httpapi.route",
-			"no such endpoint %s; the API has POST /v1/code, /v1/sessions, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", logPath(r.URL.Path)))
+			"no such endpoint %s; the API has POST /v1/code, /v1/sessions, GET /v1/channel, GET /v1/health, GET /v1/version, GET /v1/openapi.json and MCP at /mcp", logPath(r.URL.Path)))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxd.Errorf(sandboxd.CodeMethod, "httpapi.route",
