@@ -175,9 +175,10 @@ func (b redactedClient) TransactionByHash(ctx context.Context, h common.Hash) (*
 }
 
 // maxRPCAnswer bounds one answer of the RPC node. The largest the service
-// asks for is a transaction receipt with its two Transfer and
-// AuthorizationUsed logs, a few KB; a node streaming more is refused
-// rather than buffered for as long as the call's timeout lets it talk.
+// asks for are a Multicall3 read of 100 channels and the receipt of a claim
+// of 100 rows, each about 100 KB of JSON; a node streaming far more is
+// refused rather than buffered for as long as the call's timeout lets it
+// talk.
 const maxRPCAnswer = 4 << 20
 
 // dialRPC connects to the node at url with every answer bounded: over

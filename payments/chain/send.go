@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"sandboxd/payments/internal/remote"
 )
 
-// send prices, signs and sends one transaction. The relayer nonce is taken
+// send prices, signs and sends one transaction to `to`. The relayer nonce is taken
 // and advanced under a lock so concurrent settlements never share one; after
 // a failed send it is fetched again from the pending state, and when the
 // node's pending nonce falls behind it (the node dropped a transaction it
@@ -27,7 +28,7 @@ import (
 // reached the node anyway (the call timed out or the answer was garbled),
 // and nil when it cannot have (the node refused it, or the connection was
 // refused).
-func (s *Settler) send(ctx context.Context, gas uint64, data []byte) (*types.Transaction, error) {
+func (s *Settler) send(ctx context.Context, to common.Address, gas uint64, data []byte) (*types.Transaction, error) {
 	inner, err := s.fees(ctx)
 	if err != nil {
 		return nil, err
@@ -48,9 +49,9 @@ func (s *Settler) send(ctx context.Context, gas uint64, data []byte) (*types.Tra
 	}
 	switch tx := inner.(type) {
 	case *types.DynamicFeeTx:
-		tx.ChainID, tx.Nonce, tx.Gas, tx.To, tx.Data = s.chainID, s.next, gas, &s.asset, data
+		tx.ChainID, tx.Nonce, tx.Gas, tx.To, tx.Data = s.chainID, s.next, gas, &to, data
 	case *types.LegacyTx:
-		tx.Nonce, tx.Gas, tx.To, tx.Data = s.next, gas, &s.asset, data
+		tx.Nonce, tx.Gas, tx.To, tx.Data = s.next, gas, &to, data
 	}
 	signed, err := types.SignNewTx(s.key, s.signer, inner)
 	if err != nil {
@@ -105,13 +106,13 @@ func (s *Settler) resyncGap(ctx context.Context, pending uint64) {
 
 // sendRetry is send, tried once more with a fresh relayer nonce when the
 // node refused the first for its nonce (another sender used the relayer
-// account). A retry cannot collect twice: the token accepts each
-// authorization once; and it is never made when the first may have arrived.
-func (s *Settler) sendRetry(ctx context.Context, log *slog.Logger, gas uint64, data []byte) (*types.Transaction, error) {
-	tx, err := s.send(ctx, gas, data)
+// account). A retry cannot collect twice: it is never made when the first
+// may have arrived (and the token accepts each authorization once anyway).
+func (s *Settler) sendRetry(ctx context.Context, log *slog.Logger, to common.Address, gas uint64, data []byte) (*types.Transaction, error) {
+	tx, err := s.send(ctx, to, gas, data)
 	if err != nil && tx == nil && strings.Contains(strings.ToLower(err.Error()), "nonce") {
 		log.Warn("relayer nonce was stale; retrying with the pending nonce", "err", err)
-		tx, err = s.send(ctx, gas, data)
+		tx, err = s.send(ctx, to, gas, data)
 	}
 	return tx, err
 }

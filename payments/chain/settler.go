@@ -1,6 +1,9 @@
 // Package chain is the on-chain settler: it checks payments against the
 // chain's state and collects them itself, sending the token's
-// transferWithAuthorization from a relayer account that pays the gas.
+// transferWithAuthorization from a relayer account that pays the gas. It is
+// also the client of the x402 batch-settlement escrow: it reads channels
+// (through Multicall3), simulates and sends deposits, claims, sweeps and
+// refunds, and checks deposits a facilitator says it made.
 package chain
 
 import (
@@ -75,10 +78,13 @@ type Config struct {
 const defaultReceiptPoll = time.Second
 
 // Settler settles payments itself: it sends transferWithAuthorization
-// to the token from a relayer account that pays the gas.
+// to the token from a relayer account that pays the gas. It is also the
+// client of the batch-settlement escrow (escrow.go): channel reads,
+// deposits, claims, sweeps and refunds. Made without a key (NewReader,
+// DialReader) it only reads and simulates.
 type Settler struct {
 	backend       Backend
-	key           *ecdsa.PrivateKey
+	key           *ecdsa.PrivateKey // nil: a reader, which sends nothing
 	relayer       common.Address
 	asset         common.Address
 	chainID       *big.Int
@@ -103,10 +109,28 @@ type Settler struct {
 // that cannot be reached or answers garbage is CodeUnavailable, naming
 // payments.rpc_url (and c.Endpoint).
 func New(ctx context.Context, backend Backend, key *ecdsa.PrivateKey, c Config) (*Settler, error) {
+	if key == nil {
+		return nil, errors.New("payments.chain: a settler needs a relayer key (NewReader makes one without)")
+	}
+	return open(ctx, backend, key, c)
+}
+
+// NewReader returns a settler without a relayer key, as New checks it: it
+// reads the chain and simulates calls (from the zero address), and every
+// method that sends a transaction fails with ErrNoRelayerKey.
+func NewReader(ctx context.Context, backend Backend, c Config) (*Settler, error) {
+	return open(ctx, backend, nil, c)
+}
+
+// open is New with key optional.
+func open(ctx context.Context, backend Backend, key *ecdsa.PrivateKey, c Config) (*Settler, error) {
 	const op = "payments.chain"
-	s := &Settler{backend: backend, key: key, relayer: crypto.PubkeyToAddress(key.PublicKey), asset: c.Asset,
+	s := &Settler{backend: backend, key: key, asset: c.Asset,
 		checkTimeout: c.CheckTimeout, settleTimeout: c.SettleTimeout, rpcTimeout: c.RPCTimeout,
 		receiptPoll: c.ReceiptPoll, log: c.Log}
+	if key != nil {
+		s.relayer = crypto.PubkeyToAddress(key.PublicKey)
+	}
 	if s.checkTimeout <= 0 || s.settleTimeout <= 0 || s.rpcTimeout <= 0 {
 		return nil, errors.New("payments.chain: the check, settle and RPC timeouts must be positive")
 	}
@@ -154,13 +178,25 @@ func New(ctx context.Context, backend Backend, key *ecdsa.PrivateKey, c Config) 
 // garbage fails here, with an error naming payments.rpc_url and its value.
 // A nil c.Log discards the events.
 func Dial(ctx context.Context, keyFile string, req x402.Requirements, c Config) (*Settler, error) {
-	log := c.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	key, err := x402.LoadKey(keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("payments.relayer_key_file: %w", err)
+	}
+	return dial(ctx, key, req, c)
+}
+
+// DialReader is Dial without a relayer key: a settler that reads the chain
+// and simulates calls, for a seller whose facilitator sends the
+// transactions (see NewReader).
+func DialReader(ctx context.Context, req x402.Requirements, c Config) (*Settler, error) {
+	return dial(ctx, nil, req, c)
+}
+
+// dial is Dial with key optional.
+func dial(ctx context.Context, key *ecdsa.PrivateKey, req x402.Requirements, c Config) (*Settler, error) {
+	log := c.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	chainID, err := x402.ChainID(req.Network)
 	if err != nil {
@@ -174,15 +210,26 @@ func Dial(ctx context.Context, keyFile string, req x402.Requirements, c Config) 
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", r.err(err), "cannot connect to payments.rpc_url "+r.safe)
 	}
 	c.Asset, c.ChainID, c.Log = common.HexToAddress(req.Asset), chainID, log
-	s, err := New(ctx, redactedClient{c: client, r: r}, key, c)
+	s, err := open(ctx, redactedClient{c: client, r: r}, key, c)
 	if err != nil {
 		client.Close()
 		return nil, err
 	}
 	s.close = client.Close
-	log.Info("settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
+	if key == nil {
+		log.Info("reading the chain", "rpc", r.safe, "chain_id", s.chainID)
+	} else {
+		log.Info("settling on chain", "rpc", r.safe, "chain_id", s.chainID, "relayer", s.relayer.Hex())
+	}
 	return s, nil
 }
+
+// Relayer returns the relayer's address, the sender of every transaction;
+// the zero address for a settler without a key.
+func (s *Settler) Relayer() common.Address { return s.relayer }
+
+// ChainID returns the chain's id, as the backend said it at start.
+func (s *Settler) ChainID() *big.Int { return new(big.Int).Set(s.chainID) }
 
 // Close disconnects a settler made by Dial.
 func (s *Settler) Close() error {
@@ -218,8 +265,13 @@ func (s *Settler) Check(ctx context.Context, p *x402.Payment) error {
 // A failure before the transaction may have reached the node wraps
 // remote.ErrNotSent. When sending failed in a way that may have delivered it
 // (a timeout, a garbled answer), Settle still waits for its receipt: a
-// settlement that landed is a success, not a lost answer.
+// settlement that landed is a success, not a lost answer. A settler
+// without a relayer key sends nothing: its error wraps ErrNoRelayerKey
+// and remote.ErrNotSent.
 func (s *Settler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
+	if s.key == nil {
+		return "", s.noKey("settle the payment")
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	t := p.Transfer
@@ -238,7 +290,7 @@ func (s *Settler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 	}
 	gas += gas * gasMarginPercent / 100
 	log := s.log.With("payer", t.Payer(), "nonce", t.NonceHex())
-	tx, err := s.sendRetry(ctx, log, gas, data)
+	tx, err := s.sendRetry(ctx, log, s.asset, gas, data)
 	if tx == nil {
 		return "", s.notSent("send the settlement", err)
 	}
@@ -272,7 +324,7 @@ func (s *Settler) Settle(ctx context.Context, p *x402.Payment) (string, error) {
 func (s *Settler) NonceUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.checkTimeout)
 	defer cancel()
-	used, err := s.authorizationState(ctx, from, nonce, true)
+	used, err := s.authorizationState(ctx, s.asset, from, nonce, true)
 	if err != nil {
 		return false, s.unavailable("read authorizationState (eth_call)", err)
 	}
@@ -282,10 +334,10 @@ func (s *Settler) NonceUsed(ctx context.Context, from common.Address, nonce [32]
 // diagnose says why the token refused a transfer: nonce used, balance
 // short, or (when neither) the token's own reason.
 func (s *Settler) diagnose(ctx context.Context, t *x402.Transfer, cause error) error {
-	if used, err := s.authorizationState(ctx, t.From, t.Nonce, false); err == nil && used {
+	if used, err := s.authorizationState(ctx, s.asset, t.From, t.Nonce, false); err == nil && used {
 		return &x402.RejectError{Reason: x402.ReasonNonceUsed, Check: "this authorization was already used on chain", Err: cause}
 	}
-	if bal, err := s.balanceOf(ctx, t.From); err == nil && bal.Cmp(t.Value) < 0 {
+	if bal, err := s.balanceOf(ctx, s.asset, t.From); err == nil && bal.Cmp(t.Value) < 0 {
 		return &x402.RejectError{Reason: x402.ReasonInsufficientFunds,
 			Check: fmt.Sprintf("the payer's balance %s is below the value %s", x402.FormatPrice(bal), x402.FormatPrice(t.Value)), Err: cause}
 	}
@@ -296,48 +348,6 @@ func (s *Settler) diagnose(ctx context.Context, t *x402.Transfer, cause error) e
 		}
 	}
 	return &x402.RejectError{Reason: x402.ReasonTransactionState, Check: "the token refused the transfer", Err: cause}
-}
-
-func (s *Settler) authorizationState(ctx context.Context, from common.Address, nonce [32]byte, pending bool) (bool, error) {
-	data, err := tokenABI.Pack("authorizationState", from, nonce)
-	if err != nil {
-		return false, err
-	}
-	msg := ethereum.CallMsg{To: &s.asset, Data: data}
-	ctx, cancel := s.call(ctx)
-	defer cancel()
-	var out []byte
-	if pc, ok := s.backend.(pendingCaller); ok && pending {
-		out, err = pc.PendingCallContract(ctx, msg)
-	} else {
-		out, err = s.backend.CallContract(ctx, msg, nil)
-	}
-	if err != nil {
-		return false, err
-	}
-	res, err := tokenABI.Unpack("authorizationState", out)
-	if err != nil {
-		return false, err
-	}
-	return res[0].(bool), nil
-}
-
-func (s *Settler) balanceOf(ctx context.Context, who common.Address) (*big.Int, error) {
-	data, err := tokenABI.Pack("balanceOf", who)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := s.call(ctx)
-	defer cancel()
-	out, err := s.backend.CallContract(ctx, ethereum.CallMsg{To: &s.asset, Data: data}, nil)
-	if err != nil {
-		return nil, err
-	}
-	res, err := tokenABI.Unpack("balanceOf", out)
-	if err != nil {
-		return nil, err
-	}
-	return res[0].(*big.Int), nil
 }
 
 // call bounds one RPC call by the per-call timeout, inside ctx's bound.

@@ -1,9 +1,13 @@
 package chain
 
 import (
+	"context"
+	"math/big"
 	"strings"
 
+	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd/x402"
 )
@@ -50,4 +54,48 @@ var revertReasons = []struct{ text, reason, check string }{
 	{"invalid signature", x402.ReasonSignature, "the signature is invalid for this token"},
 	{"used or canceled", x402.ReasonNonceUsed, "the authorization was used or canceled"},
 	{"exceeds balance", x402.ReasonInsufficientFunds, "the payer's balance is too low"},
+}
+
+// authorizationState reads token's authorizationState(from, nonce).
+func (s *Settler) authorizationState(ctx context.Context, token, from common.Address, nonce [32]byte, pending bool) (bool, error) {
+	data, err := tokenABI.Pack("authorizationState", from, nonce)
+	if err != nil {
+		return false, err
+	}
+	msg := ethereum.CallMsg{To: &token, Data: data}
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	var out []byte
+	if pc, ok := s.backend.(pendingCaller); ok && pending {
+		out, err = pc.PendingCallContract(ctx, msg)
+	} else {
+		out, err = s.backend.CallContract(ctx, msg, nil)
+	}
+	if err != nil {
+		return false, err
+	}
+	res, err := tokenABI.Unpack("authorizationState", out)
+	if err != nil {
+		return false, err
+	}
+	return res[0].(bool), nil
+}
+
+// balanceOf reads token's balanceOf(who).
+func (s *Settler) balanceOf(ctx context.Context, token, who common.Address) (*big.Int, error) {
+	data, err := tokenABI.Pack("balanceOf", who)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.call(ctx)
+	defer cancel()
+	out, err := s.backend.CallContract(ctx, ethereum.CallMsg{To: &token, Data: data}, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := tokenABI.Unpack("balanceOf", out)
+	if err != nil {
+		return nil, err
+	}
+	return res[0].(*big.Int), nil
 }

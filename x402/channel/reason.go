@@ -49,3 +49,34 @@ const (
 	// holds no Deposited event of this channel and amount.
 	ReasonDepositTransactionFailed = "invalid_batch_settlement_evm_deposit_transaction_failed"
 )
+
+// The codes of the escrow's refusals of the seller's own transactions
+// (payments/chain), as the official facilitator names them.
+const (
+	// ReasonInsufficientBalance: the payer's token balance is below the
+	// deposit.
+	ReasonInsufficientBalance = "invalid_batch_settlement_evm_insufficient_balance"
+	// ReasonDepositSimulationFailed: the escrow refused the deposit when
+	// simulated (the authorization was used, or another revert).
+	ReasonDepositSimulationFailed = "invalid_batch_settlement_evm_deposit_simulation_failed"
+	// ReasonDepositTransactionFailed: the deposit transaction reverted, or
+	// its receipt does not show the deposit (none, failed, or no Deposited
+	// event of this channel and amount).
+	ReasonDepositTransactionFailed = "invalid_batch_settlement_evm_deposit_transaction_failed"
+	// ReasonClaimSimulationFailed: the escrow refused the claim when
+	// simulated.
+	ReasonClaimSimulationFailed = "invalid_batch_settlement_evm_claim_simulation_failed"
+	// ReasonClaimTransactionFailed: the claim transaction reverted.
+	ReasonClaimTransactionFailed = "invalid_batch_settlement_evm_claim_transaction_failed"
+	// ReasonSettleSimulationFailed: the escrow refused the sweep (settle)
+	// when simulated.
+	ReasonSettleSimulationFailed = "invalid_batch_settlement_evm_settle_simulation_failed"
+	// ReasonSettleTransactionFailed: the sweep (settle) transaction
+	// reverted.
+	ReasonSettleTransactionFailed = "invalid_batch_settlement_evm_settle_transaction_failed"
+	// ReasonRefundSimulationFailed: the escrow refused the refund when
+	// simulated.
+	ReasonRefundSimulationFailed = "invalid_batch_settlement_evm_refund_simulation_failed"
+	// ReasonRefundTransactionFailed: the refund transaction reverted.
+	ReasonRefundTransactionFailed = "invalid_batch_settlement_evm_refund_transaction_failed"
+)
