@@ -22,6 +22,8 @@ type escrow interface {
 	DepositReceipt(ctx context.Context, tx, id common.Hash, amount *big.Int) (chain.OpReceipt, error)
 }
 
+var _ escrow = (*chain.Settler)(nil)
+
 // chainDepositor collects deposits with the relayer (settlement: onchain):
 // an eth_call of the escrow's deposit, then the transaction.
 type chainDepositor struct{ e escrow }

@@ -61,7 +61,7 @@ func (a *authorization) recordDeposit(ctx context.Context) (*depositRow, error) 
 	err := s.store.Reserve(ctx, ledger.Entry{Payer: dep.payer, Nonce: nonce, Amount: d.Amount.String(),
 		Network: s.network, Asset: strings.ToLower(a.req.Entry.Asset)})
 	if errors.Is(err, ledger.ErrAlreadyUsed) {
-		return nil, s.refuse(a.req, op, x402.Reject(ReasonDepositSimulation,
+		return nil, s.refuse(a.req, op, x402.Reject(channel.ReasonDepositSimulationFailed,
 			"this deposit authorization was already used; sign a new one with a fresh salt"))
 	}
 	if err != nil {
@@ -81,10 +81,6 @@ func (a *authorization) recordDeposit(ctx context.Context) (*depositRow, error) 
 	}
 	return dep, nil
 }
-
-// ReasonDepositSimulation: the deposit would not go through (its
-// authorization used, or the escrow refusing it).
-const ReasonDepositSimulation = "invalid_batch_settlement_evm_deposit_simulation_failed"
 
 // release frees the deposit's row: nothing was sent.
 func (d *depositRow) release() {

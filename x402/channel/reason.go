@@ -45,9 +45,6 @@ const (
 	ReasonMissingDomain = "invalid_batch_settlement_evm_missing_eip712_domain"
 	// ReasonRefundAmount: the refund amount asked for is zero.
 	ReasonRefundAmount = "invalid_batch_settlement_evm_refund_amount_invalid"
-	// ReasonDepositTransactionFailed: the deposit's transaction failed, or
-	// holds no Deposited event of this channel and amount.
-	ReasonDepositTransactionFailed = "invalid_batch_settlement_evm_deposit_transaction_failed"
 )
 
 // The codes of the escrow's refusals of the seller's own transactions

@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+// batch.mjs pays sandboxd through an x402 batch-settlement channel with the official client
+// (@x402/fetch's wrapFetchWithPayment with @x402/evm's batch-settlement client scheme only,
+// reading the chain through a viem public client) and prints one JSON line:
+//
+//   node batch.mjs --rpc RPC --key-file F --steps JSON [--parallel N]
+//
+// --steps is a JSON array of calls made in order by one client (one channel storage), each
+// {"url": URL, "method": "POST", "body": {...}} or {"refund": URL} (the client's own refund,
+// GET on URL). A step whose body has "session": true opens a session at the step's url and
+// later steps may use "${session}" in their url. With --parallel N the steps are sent N at a
+// time instead. For each step: status, body, the decoded PAYMENT-RESPONSE and the time in ms
+// (the official client's two round trips: the 402, then the paid call).
+import { x402Client } from "@x402/core/client";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { toClientEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { chainFor, readKeyFile } from "./chain.mjs";
+import { NETWORK, bodyOf } from "./payer.mjs";
+
+function parseArgs(argv) {
+  const out = { rpc: "", keyFile: "", steps: [], parallel: 1 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--rpc") out.rpc = argv[++i];
+    else if (a === "--key-file") out.keyFile = argv[++i];
+    else if (a === "--steps") out.steps = JSON.parse(argv[++i]);
+    else if (a === "--parallel") out.parallel = Number(argv[++i]);
+    else throw new Error(`unknown argument ${a}`);
+  }
+  if (!out.rpc || !out.keyFile) throw new Error("--rpc and --key-file are required");
+  return out;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const pub = createPublicClient({ chain: chainFor(args.rpc), transport: http(args.rpc) });
+  const account = privateKeyToAccount(readKeyFile(args.keyFile));
+  const scheme = new BatchSettlementEvmScheme(toClientEvmSigner(account, pub));
+  const pay = wrapFetchWithPayment(fetch, new x402Client().register(NETWORK, scheme));
+  let session = "";
+  const run = async (step) => {
+    const started = performance.now();
+    if (step.refund) {
+      try {
+        const r = await scheme.refund(step.refund);
+        return { refund: true, ok: true, settlement: r, ms: performance.now() - started };
+      } catch (err) {
+        return { refund: true, ok: false, error: err.message, ms: performance.now() - started };
+      }
+    }
+    const url = step.url.replace("${session}", session);
+    const init = { method: step.method || "POST", headers: { "Content-Type": "application/json" }, signal: AbortSignal.timeout(60_000) };
+    if (step.body) init.body = JSON.stringify(step.body);
+    try {
+      const res = await pay(url, init);
+      const ms = performance.now() - started;
+      const header = res.headers.get("PAYMENT-RESPONSE");
+      const body = await bodyOf(res);
+      if (res.status === 201 && body.session_id) session = body.session_id;
+      return { status: res.status, body, settlement: header ? decodePaymentResponseHeader(header) : null, ms };
+    } catch (err) {
+      return { status: 0, error: err.message, ms: performance.now() - started };
+    }
+  };
+  const results = [];
+  for (let i = 0; i < args.steps.length; i += args.parallel) {
+    results.push(...(await Promise.all(args.steps.slice(i, i + args.parallel).map(run))));
+  }
+  process.stdout.write(JSON.stringify({ ok: true, payer: account.address, results }) + "\n");
+}
+
+setTimeout(() => {
+  process.stderr.write("batch.mjs: timed out after 240s\n");
+  process.exit(2);
+}, 240_000).unref();
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`batch.mjs: ${err.stack || err.message}\n`);
+    process.exit(1);
+  },
+);
