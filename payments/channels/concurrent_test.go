@@ -254,6 +254,30 @@ func TestHoldLost(t *testing.T) {
 	}
 }
 
+// TestCommitFailureReleasesHold: a commit the ledger could not make counts
+// nothing and drops the hold, so the same voucher (as the answer says) is
+// taken again at once rather than answered with a state projecting the
+// uncounted increment until the hold lapses.
+func TestCommitFailureReleasesHold(t *testing.T) {
+	h := newHarness(t, 0)
+	h.open(t, 50000, 0)
+	v := h.voucher(t, 5000)
+	c := mustReserve(t, h, 5000)
+	h.store.mu.Lock()
+	h.store.failCommit = sandboxd.Errorf(sandboxd.CodeUnavailable, "fake.commit", "the ledger cannot be reached")
+	h.store.mu.Unlock()
+	_, err := c.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK})
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("Settle = %v, want CodeUnavailable", err)
+	}
+	if _, _, err := h.pay(v); err != nil {
+		t.Fatalf("the same voucher after a failed commit: %v", err)
+	}
+	if got := h.charged(t); got != 5000 {
+		t.Fatalf("charged %d, want 5000", got)
+	}
+}
+
 // mustReserve checks and reserves the payer's voucher of max.
 func mustReserve(tb testing.TB, h *harness, max int64) sandboxd.Charge {
 	tb.Helper()
