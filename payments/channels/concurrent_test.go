@@ -278,6 +278,28 @@ func TestCommitFailureReleasesHold(t *testing.T) {
 	}
 }
 
+// TestSettleOnce: a charge counts once; settling it again is an internal
+// error, and releasing it after does nothing.
+func TestSettleOnce(t *testing.T) {
+	h := newHarness(t, 0)
+	h.open(t, 50000, 0)
+	c := mustReserve(t, h, 5000)
+	if _, err := c.Settle(t.Context(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+		t.Fatal(err)
+	}
+	next := mustReserve(t, h, 10000)
+	if _, err := c.Settle(t.Context(), sandboxd.Result{Status: sandboxd.StatusOK}); sandboxd.ErrorCode(err) != sandboxd.CodeInternal {
+		t.Fatalf("second Settle = %v, want CodeInternal", err)
+	}
+	c.Release(t.Context())
+	if _, err := next.Settle(t.Context(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+		t.Fatalf("the next call's charge after the first was settled twice and released: %v", err)
+	}
+	if got := h.charged(t); got != 10000 || len(h.store.chargeRows(h.idHex())) != 2 {
+		t.Fatalf("charged %d, want 10000 in two charges", got)
+	}
+}
+
 // mustReserve checks and reserves the payer's voucher of max.
 func mustReserve(tb testing.TB, h *harness, max int64) sandboxd.Charge {
 	tb.Helper()

@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"context"
 	"encoding/json"
 	"math/big"
 	"strings"
@@ -276,6 +277,19 @@ func TestAdoptFromChain(t *testing.T) {
 	}
 	if _, err := empty.store.Channel(t.Context(), empty.idHex()); err != ledger.ErrNoChannel {
 		t.Fatalf("an empty channel was adopted (%v)", err)
+	}
+}
+
+// TestAdoptUnderCheckSlots: the escrow read of an unknown channel takes
+// one of the gate's check slots; none free, the voucher is answered the
+// gate's busy error and the chain is not read.
+func TestAdoptUnderCheckSlots(t *testing.T) {
+	h := newHarness(t, 0)
+	busy := &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "payments.checks", Message: "too many payment checks", RetryAfter: time.Second}
+	h.seller.admit = func(context.Context) (func(), error) { return nil, busy }
+	_, _, err := h.pay(h.voucher(t, 5000))
+	if err != busy || h.reader.reads != 0 {
+		t.Fatalf("got %v after %d chain reads, want the check slots' busy error and none", err, h.reader.reads)
 	}
 }
 
