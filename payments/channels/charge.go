@@ -27,7 +27,8 @@ var _ sandboxd.Charge = (*charge)(nil)
 // voucher that bought it is then what the claimer claims. It returns the
 // report the payer's client reads: chargedAmount and the channel's state
 // (and a deposit's transaction and amount). A hold lost meanwhile (this
-// replica's lease lapsed and another took the channel) counts nothing and
+// replica's lease lapsed and another took the channel), or a commit the
+// ledger could not make (the hold is then dropped), counts nothing and
 // withholds the answer with CodeUnavailable.
 func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.Settlement, error) {
 	const op = "channels.settle"
@@ -43,6 +44,11 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.
 		if errors.Is(err, ledger.ErrHoldLost) {
 			err = sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "this call's hold on the channel lapsed before its answer; "+
 				"nothing was charged, send the same voucher again")
+		} else {
+			// Nothing was counted, so the hold goes: while it stayed live,
+			// the same voucher (which the answer invites) would be answered
+			// a corrective state counting it. A no-op if the commit landed.
+			c.release(ctx)
 		}
 		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 			err = sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment ledger could not count this call; "+
@@ -70,10 +76,14 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.
 // charged, and the same voucher may be sent again (a deposit collected
 // stays the channel's balance).
 func (c *charge) Release(ctx context.Context) {
-	a, s := c.auth, c.auth.seller
-	if !c.done.CompareAndSwap(false, true) {
-		return
+	if c.done.CompareAndSwap(false, true) {
+		c.release(ctx)
 	}
+}
+
+// release drops the hold, on a fresh short context.
+func (c *charge) release(ctx context.Context) {
+	a, s := c.auth, c.auth.seller
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	if err := s.store.ReleaseIncrement(wctx, a.id, c.hold.ID); err != nil {
