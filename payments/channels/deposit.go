@@ -62,7 +62,8 @@ func (a *authorization) recordDeposit(ctx context.Context) (*depositRow, error) 
 		Network: s.network, Asset: strings.ToLower(a.req.Entry.Asset)})
 	if errors.Is(err, ledger.ErrAlreadyUsed) {
 		return nil, s.refuse(a.req, op, x402.Reject(channel.ReasonDepositSimulationFailed,
-			"this deposit authorization was already used; sign a new one with a fresh salt"))
+			"this deposit authorization was already used (or its deposit is still being resolved: then wait and send a voucher); "+
+				"for a new deposit sign a new one with a fresh salt"))
 	}
 	if err != nil {
 		return nil, err

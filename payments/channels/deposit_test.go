@@ -161,7 +161,7 @@ func TestDepositAlreadyUsed(t *testing.T) {
 	salt := newSalt(t)
 	h.mustPay(t, h.deposit(t, 50000, 5000, h.validBefore(), salt))
 	_, _, err := h.pay(h.deposit(t, 50000, 10000, h.validBefore(), salt))
-	wantRefusal(t, err, ReasonDepositSimulation)
+	wantRefusal(t, err, channel.ReasonDepositSimulationFailed)
 	if !strings.Contains(sandboxd.ErrorMessage(err), "already used") {
 		t.Fatalf("refusal %q does not say the authorization was already used", sandboxd.ErrorMessage(err))
 	}

@@ -89,10 +89,8 @@ func (a *authorization) hold(ctx context.Context, h ledger.Hold) error {
 			return rerr
 		}
 		live := s.liveHold(row)
-		if live == nil && row.State == ledger.ChannelOpen && orZero(row.Charged).Cmp(a.expected) == 0 {
-			continue // the hold lapsed between the two reads
-		}
-		if live != nil && new(big.Int).Add(row.Charged, live.Amount).Cmp(a.expected) == 0 {
+		lapsed := live == nil && row.State == ledger.ChannelOpen && orZero(row.Charged).Cmp(a.expected) == 0
+		if lapsed || live != nil && new(big.Int).Add(row.Charged, live.Amount).Cmp(a.expected) == 0 {
 			if s.now().After(deadline) {
 				return s.busy(a.req, op, "another call on this channel is still being answered")
 			}
