@@ -56,23 +56,13 @@ func (c facilitatorClaimer) terms() x402.Requirements {
 // Claim sends the rows as one claim.
 func (c facilitatorClaimer) Claim(ctx context.Context, rows []chain.VoucherClaim) (chain.OpReceipt, error) {
 	out := make([]claimRow, len(rows))
-	entries := make([]channel.ClaimEntry, len(rows))
 	for i, r := range rows {
 		out[i].Voucher.Channel, out[i].Voucher.MaxClaimableAmount = r.Config, r.MaxClaimable.String()
 		out[i].Signature, out[i].TotalClaimed = hexutil.Encode(r.Signature), r.TotalClaimed.String()
-		id, err := channel.ID(r.Config, c.chainID)
-		if err != nil {
-			return chain.OpReceipt{}, err
-		}
-		entries[i] = channel.ClaimEntry{ChannelID: id, MaxClaimableAmount: r.MaxClaimable, TotalClaimed: r.TotalClaimed}
 	}
 	payload := map[string]any{"type": "claim", "claims": out}
 	if c.key != nil {
-		digest, err := channel.ClaimBatchDigest(entries, c.chainID)
-		if err != nil {
-			return chain.OpReceipt{}, err
-		}
-		sig, err := x402.SignDigest(c.key, digest)
+		sig, err := chain.ClaimSignature(c.key, rows, c.chainID)
 		if err != nil {
 			return chain.OpReceipt{}, err
 		}

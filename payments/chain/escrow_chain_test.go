@@ -236,7 +236,7 @@ func (c *escrowChain) deposit(t *testing.T, payer *ecdsa.PrivateKey, cfg channel
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Signature, err = signDigest(payer, digest); err != nil {
+	if d.Signature, err = x402.SignDigest(payer, digest); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -249,7 +249,7 @@ func row(t *testing.T, payer *ecdsa.PrivateKey, cfg channel.Config, max, total i
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := signDigest(payer, digest)
+	sig, err := x402.SignDigest(payer, digest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"math/big"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
 
+	"sandboxd/x402"
 	"sandboxd/x402/channel"
 )
 
@@ -26,7 +26,7 @@ func ClaimSignature(key *ecdsa.PrivateKey, rows []VoucherClaim, chainID *big.Int
 	if err != nil {
 		return nil, err
 	}
-	return signDigest(key, digest)
+	return x402.SignDigest(key, digest)
 }
 
 // RefundSignature signs the EIP-712 Refund of amount from channel id at
@@ -38,16 +38,5 @@ func RefundSignature(key *ecdsa.PrivateKey, id common.Hash, nonce, amount, chain
 	if err != nil {
 		return nil, err
 	}
-	return signDigest(key, digest)
-}
-
-// signDigest signs digest with key as the escrow verifies signatures: 65
-// bytes r || s || v with v of 27 or 28.
-func signDigest(key *ecdsa.PrivateKey, digest common.Hash) ([]byte, error) {
-	sig, err := crypto.Sign(digest[:], key)
-	if err != nil {
-		return nil, err
-	}
-	sig[64] += 27
-	return sig, nil
+	return x402.SignDigest(key, digest)
 }
