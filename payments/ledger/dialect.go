@@ -28,6 +28,12 @@ type dialect struct {
 	// lease are stamped and compared with these: one clock for every
 	// replica, never each replica's own (see replica.go).
 	dbNow, dbAgo string
+	// dbIn is the database's time plus ? seconds (a float, maybe
+	// negative), in stampLayout: when a channel's hold lapses (channels.go).
+	dbIn string
+	// forUpdate ends a SELECT that reads a row a transaction then writes:
+	// PostgreSQL locks it; SQLite's transaction holds the one write lock.
+	forUpdate string
 }
 
 // The database clocks, in stampLayout. SQLite has milliseconds (%f is
@@ -37,13 +43,15 @@ const (
 	sqliteAgo = `strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now', '-' || ? || ' seconds')`
 	pgNow     = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')`
 	pgAgo     = `to_char((now() - make_interval(secs => ?)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')`
+	sqliteIn  = `strftime('%Y-%m-%dT%H:%M:%f000000Z', 'now', printf('%+.3f seconds', ?))`
+	pgIn      = `to_char((now() + make_interval(secs => ?)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"000Z"')`
 )
 
 var (
 	dialectSQLite = dialect{name: "sqlite", sumAmount: "CAST(SUM(CAST(amount AS INTEGER)) AS TEXT)",
-		dbNow: sqliteNow, dbAgo: sqliteAgo}
+		dbNow: sqliteNow, dbAgo: sqliteAgo, dbIn: sqliteIn}
 	dialectPostgres = dialect{name: "postgres", dollar: true, sumAmount: "SUM(amount::numeric)::text",
-		dbNow: pgNow, dbAgo: pgAgo}
+		dbNow: pgNow, dbAgo: pgAgo, dbIn: pgIn, forUpdate: " FOR UPDATE"}
 )
 
 // bind rewrites the ? placeholders of q for the dialect. The ledger's SQL

@@ -89,6 +89,9 @@ type Entry struct {
 	// Replica is the id of the replica that reserved the row, or that took
 	// it over to resolve it after its own replica went silent.
 	Replica string
+	// ChannelID is the payment channel a deposit funds (0x and 64 hex
+	// digits, stored in lower case), or empty for an exact payment.
+	ChannelID string
 	// Created and Updated are when the row was reserved and last changed.
 	Created, Updated time.Time
 }
@@ -205,8 +208,8 @@ func (l *SQL) Close() error {
 	return err
 }
 
-// Reserve records e (its key, amount, network and asset) as reserved, in one
-// atomic statement. It returns ErrAlreadyUsed when the same (payer, nonce)
+// Reserve records e (its key, amount, network, asset and channel) as
+// reserved, in one atomic statement. It returns ErrAlreadyUsed when the same (payer, nonce)
 // has a row that is not released, whether from a concurrent request, an
 // earlier one, or before a restart; a released row is reserved again. Any
 // other failure (a full disk, a read-only or removed file) is
@@ -225,14 +228,14 @@ func (l *SQL) Reserve(ctx context.Context, e Entry) error {
 	defer l.timed("reserve")()
 	now := l.stamp()
 	res, err := l.db.ExecContext(ctx, l.dialect.bind(`
-INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status, replica)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?)
+INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status, replica, channel_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)
 ON CONFLICT (payer, nonce) DO UPDATE SET
 	status = 'reserved', updated_at = excluded.updated_at, amount = excluded.amount,
 	network = excluded.network, asset = excluded.asset, tx_hash = '', run_status = '', reason = '',
-	replica = excluded.replica
+	replica = excluded.replica, channel_id = excluded.channel_id
 WHERE payments.status = 'released'`),
-		key(e.Payer), key(e.Nonce), now, now, e.Amount, e.Network, e.Asset, l.replica)
+		key(e.Payer), key(e.Nonce), now, now, e.Amount, e.Network, e.Asset, l.replica, key(e.ChannelID))
 	if err != nil {
 		return fail(err)
 	}

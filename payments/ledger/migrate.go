@@ -9,7 +9,7 @@ import (
 
 // schemaVersion is the ledger schema this build writes. A database at a
 // newer version was written by a newer release and is refused.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // migration brings the schema from version-1 to version, in the open
 // transaction.
@@ -46,6 +46,81 @@ var sessionSchema = []string{
 	`CREATE INDEX sessions_state ON sessions (state, replica)`,
 }
 
+// channelSchema adds the payment channels (version 4, channels.go): the
+// channel rows with their one pending increment, one row per counted
+// increment, the claimer's lease and its transactions, and the channel a
+// deposit's payments row funds. Amounts are canonical decimal TEXT (a
+// uint128 does not fit an INTEGER); only Go adds them up. Counters and unix
+// times are BIGINT: PostgreSQL's INTEGER ends in 2038.
+var channelSchema = []string{
+	`CREATE TABLE channels (
+	channel_id TEXT PRIMARY KEY,
+	network TEXT NOT NULL,
+	payer TEXT NOT NULL,
+	payer_authorizer TEXT NOT NULL,
+	receiver TEXT NOT NULL,
+	receiver_authorizer TEXT NOT NULL,
+	token TEXT NOT NULL,
+	withdraw_delay BIGINT NOT NULL,
+	salt TEXT NOT NULL,
+	state TEXT NOT NULL CHECK (state IN ('open', 'refunding', 'closed')),
+	charged TEXT NOT NULL DEFAULT '0',
+	voucher_max TEXT NOT NULL DEFAULT '0',
+	voucher_sig TEXT NOT NULL DEFAULT '',
+	balance TEXT NOT NULL DEFAULT '0',
+	claimed TEXT NOT NULL DEFAULT '0',
+	withdraw_amount TEXT NOT NULL DEFAULT '0',
+	withdraw_at BIGINT NOT NULL DEFAULT 0,
+	refund_nonce TEXT NOT NULL DEFAULT '0',
+	synced_at TEXT NOT NULL DEFAULT '',
+	pending_id TEXT NOT NULL DEFAULT '',
+	pending_amount TEXT NOT NULL DEFAULT '',
+	pending_max TEXT NOT NULL DEFAULT '',
+	pending_sig TEXT NOT NULL DEFAULT '',
+	pending_replica TEXT NOT NULL DEFAULT '',
+	pending_until TEXT NOT NULL DEFAULT '',
+	calls BIGINT NOT NULL DEFAULT 0,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL,
+	last_charged_at TEXT NOT NULL DEFAULT ''
+)`,
+	`CREATE INDEX channels_open ON channels (state, receiver, token)`,
+	`CREATE INDEX channels_payer ON channels (payer)`,
+	`CREATE INDEX channels_pending ON channels (pending_replica)`,
+	`CREATE TABLE channel_charges (
+	channel_id TEXT NOT NULL,
+	charged_after TEXT NOT NULL,
+	amount TEXT NOT NULL,
+	voucher_max TEXT NOT NULL,
+	resource TEXT NOT NULL,
+	replica TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (channel_id, charged_after)
+)`,
+	`CREATE TABLE channel_ops (
+	id TEXT PRIMARY KEY,
+	kind TEXT NOT NULL CHECK (kind IN ('claim', 'sweep', 'refund')),
+	replica TEXT NOT NULL,
+	status TEXT NOT NULL CHECK (status IN ('sending', 'mined', 'failed', 'pending')),
+	tx_hash TEXT NOT NULL DEFAULT '',
+	channels BIGINT NOT NULL DEFAULT 0,
+	amount TEXT NOT NULL DEFAULT '0',
+	gas_used BIGINT NOT NULL DEFAULT 0,
+	reason TEXT NOT NULL DEFAULT '',
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+)`,
+	`CREATE INDEX channel_ops_created ON channel_ops (created_at)`,
+	`CREATE TABLE channel_claimer (
+	id INTEGER PRIMARY KEY CHECK (id = 1),
+	replica TEXT NOT NULL,
+	since TEXT NOT NULL,
+	requested_at TEXT NOT NULL DEFAULT '',
+	last_pass_at TEXT NOT NULL DEFAULT ''
+)`,
+	`ALTER TABLE payments ADD COLUMN channel_id TEXT NOT NULL DEFAULT ''`,
+}
+
 // migrations lists every schema step, in order.
 var migrations = []migration{
 	{version: 1, sqlite: sqliteSettling, pg: []string{
@@ -54,6 +129,7 @@ var migrations = []migration{
 	}},
 	{version: 2, sqlite: execAll(replicaSchema), pg: replicaSchema},
 	{version: 3, sqlite: execAll(sessionSchema), pg: sessionSchema},
+	{version: 4, sqlite: execAll(channelSchema), pg: channelSchema},
 }
 
 // migrate brings the database to schemaVersion in one transaction, or

@@ -25,7 +25,8 @@ type Config struct {
 	// means time.Now. Heartbeats and the lease use the database's clock.
 	Now func() time.Time
 	// Observe, when set, is told how long each write took (op is reserve,
-	// settling, settled, failed or released). It must not block.
+	// settling, settled, failed or released; channel_* and claimer_* for
+	// the channels' writes). It must not block.
 	Observe func(op string, d time.Duration)
 }
 

@@ -112,7 +112,7 @@ func (l *SQL) PendingSettlements(ctx context.Context) ([]Entry, error) {
 
 // entryColumns are the columns scanEntries reads, in its order.
 const entryColumns = `payer, nonce, created_at, updated_at, amount, network, asset, status, tx_hash,
-	run_status, reason, replica`
+	run_status, reason, replica, channel_id`
 
 func (l *SQL) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
@@ -132,7 +132,7 @@ func scanEntries(rows *sql.Rows) ([]Entry, error) {
 		var e Entry
 		var created, updated string
 		if err := rows.Scan(&e.Payer, &e.Nonce, &created, &updated, &e.Amount, &e.Network,
-			&e.Asset, &e.Status, &e.TxHash, &e.RunStatus, &e.Reason, &e.Replica); err != nil {
+			&e.Asset, &e.Status, &e.TxHash, &e.RunStatus, &e.Reason, &e.Replica, &e.ChannelID); err != nil {
 			return nil, ledgerError("payments.ledger.query", err)
 		}
 		e.Created, _ = time.Parse(time.RFC3339Nano, created)
