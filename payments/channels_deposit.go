@@ -9,6 +9,7 @@ import (
 
 	"sandboxd/payments/chain"
 	"sandboxd/payments/channels"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
 )
@@ -97,3 +98,11 @@ func isTxHash(s string) bool {
 	b, err := hexutil.Decode(s)
 	return err == nil && len(b) == 32
 }
+
+// The ledger is each of the channels' ledger seams.
+var (
+	_ channels.Store   = (*ledger.SQL)(nil)
+	_ channels.Books   = (*ledger.SQL)(nil)
+	_ channels.Refunds = (*ledger.SQL)(nil)
+	_ channels.Claimer = (*chain.Settler)(nil)
+)
