@@ -108,3 +108,31 @@ func sign(key *ecdsa.PrivateKey, digest common.Hash) ([]byte, error) {
 	sig[64] += 27
 	return sig, nil
 }
+
+// ParseCorrective reads what Corrective puts into a batch-settlement
+// entry: its channelState and its voucherState, each nil when absent (a
+// seller that charged nothing yet has no voucher to show).
+func ParseCorrective(entry x402.Requirements) (*ChannelState, *VoucherState, error) {
+	var cs *ChannelState
+	if raw, ok := entry.Extra.Member(memberChannelState); ok {
+		cs = &ChannelState{}
+		if err := json.Unmarshal(raw, cs); err != nil {
+			return nil, nil, fmt.Errorf("extra.%s does not decode: %w", memberChannelState, err)
+		}
+	}
+	var vs *VoucherState
+	if raw, ok := entry.Extra.Member(memberVoucherState); ok {
+		vs = &VoucherState{}
+		if err := json.Unmarshal(raw, vs); err != nil {
+			return nil, nil, fmt.Errorf("extra.%s does not decode: %w", memberVoucherState, err)
+		}
+	}
+	return cs, vs, nil
+}
+
+// ParseAmount parses an amount of the channel wire as Decode does: a
+// canonical decimal string ("0" or digits without a leading zero) of a
+// uint128; field names it in the error.
+func ParseAmount(field, s string) (*big.Int, error) {
+	return parseAmount(field, s, maxUint128)
+}
