@@ -42,12 +42,14 @@ func readReport(resp *x402.PaidResponse) (*report, error) {
 
 // settle takes the answer to p, paid for entry on ch: with a successful
 // report, the running total grows by what the seller says it charged (at
-// most the price: more is refused and nothing is saved), the balance is
-// the seller's or grows by the deposit, and p's voucher is kept. The
-// official client's rule holds: a seller whose own running total is not
-// this payer's after the call is not followed until it proves its total
-// (the next call's correction). Without a successful report nothing was
-// charged as far as the payer knows, and nothing changes.
+// most the price: more is refused and nothing is saved), the balance by
+// the deposit, and p's voucher is kept. As in the official client, the
+// seller's balance is never taken (its word would decide the next
+// deposit), and a seller whose running total is not this payer's after
+// the call is not followed until it proves its total (the next call's
+// correction); the deposit it reported taken still counts. Without a
+// successful report nothing was charged as far as the payer knows, and
+// nothing changes.
 func settle(st *Store, ch *Channel, entry x402.Requirements, p channel.Payload, resp *x402.PaidResponse) (*Paid, error) {
 	paid := &Paid{PaidResponse: resp}
 	r, err := readReport(resp)
@@ -55,7 +57,10 @@ func settle(st *Store, ch *Channel, entry x402.Requirements, p channel.Payload, 
 		return paid, err
 	}
 	price, _ := new(big.Int).SetString(entry.Amount, 10)
-	charged, err := channel.ParseAmount("extra.chargedAmount", r.Extra.ChargedAmount)
+	charged := new(big.Int) // none said is none charged, as the official client reads it
+	if r.Extra.ChargedAmount != "" {
+		charged, err = channel.ParseAmount("extra.chargedAmount", r.Extra.ChargedAmount)
+	}
 	if err == nil && charged.Cmp(price) > 0 {
 		err = fmt.Errorf("it is over the price %s", price)
 	}
@@ -79,9 +84,6 @@ func settle(st *Store, ch *Channel, entry x402.Requirements, p channel.Payload, 
 			"its total with a voucher of this key", cs.ChargedCumulativeAmount, total, ch.Charged)
 	} else {
 		ch.Charged, ch.VoucherMax, ch.VoucherSignature = total, p.Voucher.MaxClaimableAmount, p.Voucher.Signature
-		if b, ok := stateBalance(cs); ok {
-			ch.Balance = b
-		}
 	}
 	ch.Updated = time.Now().UTC()
 	if err := st.Save(); err != nil {
@@ -133,8 +135,10 @@ func correctionOf(q x402.Quote, key *ecdsa.PrivateKey, ch *Channel) (x402.Requir
 
 // adopt takes the running total of a correction (code) whose entry is
 // ch's, only as this key's own voucher on ch proves it, and only when it is
-// not below what ch's total is known to be; the balance reported with it
-// is taken too. The state is saved; an unproved correction is an error
+// not below what ch's total is known to be. The balance reported with it
+// is taken when above the one known (after a lost state file, it spares a
+// second deposit), never below it: the seller's word may spare a deposit,
+// never cause one. The state is saved; an unproved correction is an error
 // and changes nothing.
 func adopt(st *Store, ch *Channel, entry x402.Requirements, code string) error {
 	cs, vs, err := channel.ParseCorrective(entry)
@@ -164,7 +168,7 @@ func adopt(st *Store, ch *Channel, entry x402.Requirements, code string) error {
 			"channel and total: %w; nothing was adopted and nothing more was signed", ch.ID.Hex(), code, err)
 	}
 	ch.Charged, ch.VoucherMax, ch.VoucherSignature = v.MaxClaimableAmount, v.MaxClaimableAmount, v.Signature
-	if b, ok := stateBalance(cs); ok && strings.EqualFold(cs.ChannelID, ch.ID.Hex()) {
+	if b, ok := stateBalance(cs); ok && strings.EqualFold(cs.ChannelID, ch.ID.Hex()) && b.Cmp(ch.Balance) > 0 {
 		ch.Balance = b
 	}
 	ch.Updated = time.Now().UTC()

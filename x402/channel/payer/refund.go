@@ -37,8 +37,8 @@ type Refunded struct {
 // unpaid for its terms, whose batch-settlement entry names the channel,
 // then again with a refund, the zero-charge voucher of the running total.
 // A correction of the running total is adopted and asked again once, as
-// Pay does. On success the channel is marked refunded and its balance
-// taken from the seller's report (else the running total: nothing left).
+// Pay does. On success the channel is marked refunded, its balance less
+// what came back.
 func Refund(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, statePath, serviceURL string) (*Refunded, error) {
 	target := Origin(serviceURL) + ChannelPath
 	first, err := x402.Send(ctx, hc, http.MethodGet, target, nil, "", "")
@@ -126,7 +126,8 @@ func knownChannel(st *Store, key *ecdsa.PrivateKey, q x402.Quote) (x402.Requirem
 }
 
 // refunded takes the answer to a refund: a successful report's amount is
-// what came back; the channel is marked refunded.
+// what came back, and leaves the balance (never below the running total:
+// nothing is left then); the channel is marked refunded.
 func refunded(st *Store, ch *Channel, entry x402.Requirements, resp *x402.PaidResponse) (*Refunded, error) {
 	r, err := readReport(resp)
 	if err != nil {
@@ -144,9 +145,8 @@ func refunded(st *Store, ch *Channel, entry x402.Requirements, resp *x402.PaidRe
 		return nil, fmt.Errorf("the refund of channel %s was reported made, but its amount does not read: %w", ch.ID.Hex(), err)
 	}
 	ch.State = StateRefunded
-	ch.Balance = new(big.Int).Set(ch.Charged)
-	if b, ok := stateBalance(r.Extra.ChannelState); ok && strings.EqualFold(r.Extra.ChannelState.ChannelID, ch.ID.Hex()) {
-		ch.Balance = b
+	if ch.Balance.Sub(ch.Balance, amount); ch.Balance.Cmp(ch.Charged) < 0 {
+		ch.Balance.Set(ch.Charged)
 	}
 	ch.Updated = time.Now().UTC()
 	if err := st.Save(); err != nil {
