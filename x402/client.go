@@ -49,68 +49,86 @@ func (e *PaymentRefusedError) Error() string {
 }
 
 // Pay POSTs body (JSON) to url and, when the server answers 402, pays with
-// key within policy: it reads the terms (the v2 PAYMENT-REQUIRED header,
-// else the v1 body), picks the first exact EVM entry the policy allows, signs
-// an EIP-3009 authorization of the price valid for at most policy.MaxWindow
-// and retries with PAYMENT-SIGNATURE (or X-PAYMENT for v1-only terms). An
-// answer other than 402 is returned as is. Terms outside the policy are a
-// *quoteRefusedError and nothing is signed or sent; a 402 to the paid retry
-// is a *PaymentRefusedError.
+// key within policy: it reads the terms (ReadTerms) and pays them exact
+// (PayTerms). An answer other than 402 is returned as is. Terms outside the
+// policy are a *QuoteRefusedError and nothing is signed or sent; a 402 to
+// the paid retry is a *PaymentRefusedError.
 func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string, body []byte, policy PayPolicy) (*PaidResponse, error) {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	first, err := post(ctx, hc, url, body, "", "")
+	first, err := Send(ctx, hc, http.MethodPost, url, body, "", "")
 	if err != nil || first.StatusCode != http.StatusPaymentRequired {
 		return first, err
 	}
-	offers, resource, version, err := readTerms(first)
+	terms, err := ReadTerms(first)
 	if err != nil {
 		return nil, err
 	}
-	req, err := pickTerms(offers, policy)
+	return PayTerms(ctx, hc, key, url, body, terms, policy)
+}
+
+// PayTerms pays the terms of a 402 to a POST of body to url with key within
+// policy: it picks the first exact EVM entry the policy allows, signs an
+// EIP-3009 authorization of the price valid for at most policy.MaxWindow
+// and resends once with PAYMENT-SIGNATURE (or X-PAYMENT for v1 terms).
+// Terms outside the policy are a *QuoteRefusedError and nothing is signed
+// or sent; a 402 to the paid request is a *PaymentRefusedError.
+func PayTerms(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string, body []byte, terms Quote, policy PayPolicy) (*PaidResponse, error) {
+	req, err := pickTerms(terms.Accepts, policy)
 	if err != nil {
 		return nil, err
 	}
-	header, value, err := paymentHeader(key, req, policy.capWindow(req), resource, version, time.Now())
+	header, value, err := paymentHeader(key, req, policy.CapWindow(req), terms.Resource, terms.Version, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	resp, err := post(ctx, hc, url, body, header, value)
+	resp, err := Send(ctx, hc, http.MethodPost, url, body, header, value)
 	if err != nil {
 		return nil, err
 	}
 	resp.Requirements = &req
-	for _, name := range []string{HeaderPaymentResponse, HeaderXPaymentResponse} {
-		if v := resp.Header.Get(name); v != "" {
-			var s SettleResponse
-			if err := DecodeHeader(v, &s); err != nil {
-				return resp, fmt.Errorf("the %s header does not decode: %w", name, err)
-			}
-			resp.Settlement = &s
-			break
-		}
+	if resp.Settlement, err = ReadSettlement(resp); err != nil {
+		return resp, err
 	}
 	if resp.StatusCode == http.StatusPaymentRequired {
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(resp.Body, &e)
-		return nil, &PaymentRefusedError{Message: e.Error, Settlement: resp.Settlement, Response: resp}
+		return nil, Refused(resp)
 	}
 	return resp, nil
 }
 
+// ReadSettlement decodes the settlement report of an answer, from
+// PAYMENT-RESPONSE or else X-PAYMENT-RESPONSE; nil when there is none.
+func ReadSettlement(r *PaidResponse) (*SettleResponse, error) {
+	for _, name := range []string{HeaderPaymentResponse, HeaderXPaymentResponse} {
+		if v := r.Header.Get(name); v != "" {
+			var s SettleResponse
+			if err := DecodeHeader(v, &s); err != nil {
+				return nil, fmt.Errorf("the %s header does not decode: %w", name, err)
+			}
+			return &s, nil
+		}
+	}
+	return nil, nil
+}
+
+// Refused is the *PaymentRefusedError of a 402 answered to a paid request:
+// the "error" of its body, and its settlement report.
+func Refused(r *PaidResponse) *PaymentRefusedError {
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &e)
+	return &PaymentRefusedError{Message: e.Error, Settlement: r.Settlement, Response: r}
+}
+
 // pickTerms returns the first exact EVM entry of offers within policy, or a
-// *quoteRefusedError saying why each was refused.
+// *QuoteRefusedError saying why each was refused.
 func pickTerms(offers []Requirements, policy PayPolicy) (Requirements, error) {
-	refused := &quoteRefusedError{}
+	refused := &QuoteRefusedError{}
 	for _, a := range offers {
 		if a.Scheme != SchemeExact || !strings.HasPrefix(CanonicalNetwork(a.Network), "eip155:") {
 			refused.Reasons = append(refused.Reasons, fmt.Sprintf("scheme %q on %q is not an exact EVM payment", a.Scheme, a.Network))
 			continue
 		}
-		if err := policy.check(a); err != nil {
+		if err := policy.Check(a); err != nil {
 			refused.Reasons = append(refused.Reasons, err.Error())
 			continue
 		}
@@ -122,26 +140,41 @@ func pickTerms(offers []Requirements, policy PayPolicy) (Requirements, error) {
 	return Requirements{}, refused
 }
 
-// readTerms reads the terms entries of a 402: from the v2 header, else from
-// the v1 body, each in v2 form, with the version.
-func readTerms(r *PaidResponse) ([]Requirements, *Resource, int, error) {
+// Quote is what a 402 asks for, read by ReadTerms.
+type Quote struct {
+	// Version is 2 for terms in the PAYMENT-REQUIRED header, 1 for a v1
+	// body.
+	Version int
+	// Error is the terms' "error": why payment is asked for, or, to a paid
+	// request, why it was refused (a bare x402 code when a scheme acts on
+	// it).
+	Error string
+	// Resource is the v2 terms' resource; nil for v1.
+	Resource *Resource
+	// Accepts are the entries offered, in v2 form.
+	Accepts []Requirements
+}
+
+// ReadTerms reads the terms of a 402: from the v2 header, else from the v1
+// body, each entry in v2 form.
+func ReadTerms(r *PaidResponse) (Quote, error) {
 	if v := r.Header.Get(HeaderPaymentRequired); v != "" {
 		var pr PaymentRequired
 		if err := DecodeHeader(v, &pr); err != nil {
-			return nil, nil, 0, fmt.Errorf("the %s header does not decode: %w", HeaderPaymentRequired, err)
+			return Quote{}, fmt.Errorf("the %s header does not decode: %w", HeaderPaymentRequired, err)
 		}
-		return pr.Accepts, &pr.Resource, 2, nil
+		return Quote{Version: 2, Error: pr.Error, Resource: &pr.Resource, Accepts: pr.Accepts}, nil
 	}
 	var pr PaymentRequiredV1
 	if err := json.Unmarshal(r.Body, &pr); err != nil || pr.X402Version != 1 {
-		return nil, nil, 0, fmt.Errorf("the 402 answer has no %s header and no v1 terms body", HeaderPaymentRequired)
+		return Quote{}, fmt.Errorf("the 402 answer has no %s header and no v1 terms body", HeaderPaymentRequired)
 	}
 	offers := make([]Requirements, 0, len(pr.Accepts))
 	for _, a := range pr.Accepts {
 		offers = append(offers, Requirements{Scheme: a.Scheme, Network: CanonicalNetwork(a.Network), Amount: a.MaxAmountRequired,
 			Asset: a.Asset, PayTo: a.PayTo, MaxTimeoutSeconds: a.MaxTimeoutSeconds, Extra: a.Extra})
 	}
-	return offers, nil, 1, nil
+	return Quote{Version: 1, Error: pr.Error, Accepts: offers}, nil
 }
 
 // paymentHeader signs a payment for req, valid for signed's window, and
@@ -164,13 +197,24 @@ func paymentHeader(key *ecdsa.PrivateKey, req, signed Requirements, resource *Re
 	return HeaderPaymentSignature, v, err
 }
 
-// post sends one JSON POST, with a payment header when name is set.
-func post(ctx context.Context, hc *http.Client, url string, body []byte, name, value string) (*PaidResponse, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// Send sends one request with body (JSON, when not nil) and, when name is
+// set, the payment header name: value, and reads the answer, at most 16
+// MiB of it. hc nil is http.DefaultClient.
+func Send(ctx context.Context, hc *http.Client, method, url string, body []byte, name, value string) (*PaidResponse, error) {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if name != "" {
 		req.Header.Set(name, value)
 	}

@@ -49,20 +49,21 @@ func DefaultPayPolicy() PayPolicy {
 		Assets: []string{DefaultClientAsset}, MaxWindow: DefaultClientMaxWindow}
 }
 
-// quoteRefusedError is returned by Pay when no terms entry of the 402 is
+// QuoteRefusedError is returned by Pay when no terms entry of the 402 is
 // within the policy; nothing was signed.
-type quoteRefusedError struct {
+type QuoteRefusedError struct {
 	// Reasons says, for each entry offered, why it was refused.
 	Reasons []string
 }
 
 // Error implements the error interface.
-func (e *quoteRefusedError) Error() string {
+func (e *QuoteRefusedError) Error() string {
 	return "refusing to pay, nothing was signed: " + strings.Join(e.Reasons, "; ")
 }
 
-// check returns why req is outside the policy, or nil.
-func (p PayPolicy) check(req Requirements) error {
+// Check returns why req is outside the policy, or nil. It does not look
+// at the scheme: each scheme's payer picks its own entries.
+func (p PayPolicy) Check(req Requirements) error {
 	amount, ok := new(big.Int).SetString(req.Amount, 10)
 	switch {
 	case !ok || amount.Sign() <= 0 || amount.Cmp(maxUint256) > 0:
@@ -84,9 +85,9 @@ func (p PayPolicy) check(req Requirements) error {
 	return nil
 }
 
-// capWindow returns req with its validity window (60 s when none is
+// CapWindow returns req with its validity window (60 s when none is
 // quoted) shortened to the policy's.
-func (p PayPolicy) capWindow(req Requirements) Requirements {
+func (p PayPolicy) CapWindow(req Requirements) Requirements {
 	if req.MaxTimeoutSeconds <= 0 {
 		req.MaxTimeoutSeconds = 60
 	}

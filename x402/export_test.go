@@ -23,9 +23,6 @@ const (
 	ReasonMissingDomain = reasonMissingDomain
 )
 
-// QuoteRefusedError is quoteRefusedError, the refusal of hostile terms.
-type QuoteRefusedError = quoteRefusedError
-
 // ParseAuthorization is parseAuthorization.
 var ParseAuthorization = parseAuthorization
 

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"sandboxd/x402"
+	"sandboxd/x402/channel/payer"
 )
 
 // callCommand pays for one run over x402 and prints the answer and the
@@ -60,9 +61,12 @@ func programSource(code string, files []string) (string, error) {
 // none can pass for a status line); a body that is not JSON is printed on
 // one line with its newlines escaped, so a server cannot forge a "paid:"
 // line under it.
-func printAnswer(w io.Writer, resp *x402.PaidResponse) {
+func printAnswer(w io.Writer, paid *payer.Paid) {
+	resp := paid.PaidResponse
 	printBody(w, resp.StatusCode, resp.Body)
 	switch {
+	case paid.Channel != nil:
+		fmt.Fprintln(w, printable(channelPaidLine(resp, paid.Channel), false))
 	case resp.Settlement != nil && resp.Settlement.Success:
 		amount := ""
 		if resp.Requirements != nil {
@@ -76,6 +80,26 @@ func printAnswer(w io.Writer, resp *x402.PaidResponse) {
 	default:
 		fmt.Fprintln(w, "paid: nothing was settled")
 	}
+}
+
+// channelPaidLine says what a call paid through a channel: what the seller
+// charged, the channel's running total and balance, and the deposit's
+// transaction (a voucher has none: the seller claims vouchers later, in
+// batches).
+func channelPaidLine(resp *x402.PaidResponse, r *payer.Receipt) string {
+	what, tx := "a voucher", "none (a voucher is claimed later)"
+	if r.Deposit != nil {
+		what = fmt.Sprintf("a deposit of %s and a voucher", r.Deposit)
+	}
+	if resp.Settlement != nil && resp.Settlement.Transaction != "" {
+		tx = resp.Settlement.Transaction
+	}
+	network := ""
+	if resp.Settlement != nil {
+		network = resp.Settlement.Network
+	}
+	return fmt.Sprintf("paid: payer %s, amount %s atomic units of %s through channel %s (%s; running total %s, balance %s), "+
+		"network %s, transaction %s", r.Payer.Hex(), r.Charged, resp.Requirements.Asset, r.ID.Hex(), what, r.Total, r.Balance, network, tx)
 }
 
 // printBody prints an answer's status line and its body as printAnswer

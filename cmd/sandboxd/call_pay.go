@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"sandboxd/x402"
+	"sandboxd/x402/channel/payer"
 )
 
 // payFlags are the flags of every command that pays (call, session open):
-// the payer's key, the limits it signs within, and the time it waits.
+// the payer's key, the limits it signs within, the schemes it pays with,
+// and the time it waits.
 type payFlags struct {
-	keyFile, maxAmount, payTo *string
-	networks, assets          listFlag
-	maxWindow, timeout        *time.Duration
+	keyFile, maxAmount, payTo, scheme, maxDeposit *string
+	networks, assets                              listFlag
+	maxWindow, timeout                            *time.Duration
 }
 
 // addPayFlags defines the paying flags on fs.
@@ -32,15 +34,28 @@ func addPayFlags(fs *flag.FlagSet) *payFlags {
 	fs.Var(&p.assets, "asset", "a token address to pay with (repeatable; default "+x402.DefaultClientAsset+", USDC on Base Sepolia)")
 	p.payTo = fs.String("pay-to", "", "pay only this payee address (default: any)")
 	p.maxWindow = fs.Duration("max-window", x402.DefaultClientMaxWindow, "sign authorizations valid for at most this long")
+	p.scheme = fs.String("scheme", string(payer.SchemeAuto), "pay through a channel when offered (auto), each call apart (exact), or through channels only (batch-settlement)")
+	p.maxDeposit = fs.String("max-deposit", "", fmt.Sprintf("deposit at most this much into a channel at once, in asset units "+
+		"(default %d x --max-amount: %s)", payer.DepositMultiple, x402.FormatPrice(payer.DefaultMaxDeposit(x402.DefaultPayPolicy().MaxAmount))))
 	return p
 }
 
 // load reads the key and builds the policy from the flags; its errors are
 // the operator's (exit 2).
-func (p *payFlags) load() (*ecdsa.PrivateKey, x402.PayPolicy, error) {
-	policy, err := payPolicy(*p.maxAmount, p.networks, p.assets, *p.payTo, *p.maxWindow)
+func (p *payFlags) load() (*ecdsa.PrivateKey, payer.Policy, error) {
+	exact, err := payPolicy(*p.maxAmount, p.networks, p.assets, *p.payTo, *p.maxWindow)
+	policy := payer.Policy{PayPolicy: exact}
 	if err != nil {
 		return nil, policy, err
+	}
+	if policy.Scheme, err = payer.ParseScheme(*p.scheme); err != nil {
+		return nil, policy, fmt.Errorf("--scheme: %w", err)
+	}
+	policy.MaxDeposit = payer.DefaultMaxDeposit(exact.MaxAmount)
+	if *p.maxDeposit != "" {
+		if policy.MaxDeposit, err = x402.ParsePrice(*p.maxDeposit); err != nil {
+			return nil, policy, fmt.Errorf("--max-deposit: %w", err)
+		}
 	}
 	if *p.keyFile == "" {
 		return nil, policy, errors.New("--key-file is required")
@@ -58,11 +73,12 @@ type payCall struct {
 	name string
 }
 
-// pay POSTs c's body, pays within policy when the server asks (x402.Pay:
-// terms outside the policy are refused before anything is signed), prints
-// the answer and the settlement, and returns the exit code: 0 when the
-// answer has c's status.
-func (p *payFlags) pay(key *ecdsa.PrivateKey, policy x402.PayPolicy, c payCall, stdout, stderr io.Writer) int {
+// pay POSTs c's body, pays within policy when the server asks (payer.Pay:
+// through a channel kept beside the key file, or exact; terms outside the
+// policy are refused before anything is signed), prints the answer and
+// what was paid, and returns the exit code: 0 when the answer has c's
+// status.
+func (p *payFlags) pay(key *ecdsa.PrivateKey, policy payer.Policy, c payCall, stdout, stderr io.Writer) int {
 	if w := plainHTTPWarning(c.url); w != "" {
 		fmt.Fprintf(stderr, "sandboxd %s: warning: %s\n", c.name, w)
 	}
@@ -70,12 +86,15 @@ func (p *payFlags) pay(key *ecdsa.PrivateKey, policy x402.PayPolicy, c payCall, 
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *p.timeout)
 	defer cancel()
-	resp, err := x402.Pay(ctx, callClient(*p.timeout), key, c.url, c.body, policy)
+	resp, err := payer.Pay(ctx, callClient(*p.timeout), key, payer.StatePath(*p.keyFile), c.url, c.body, policy)
 	if err != nil { // may quote the server's "error" field
 		fmt.Fprintf(stderr, "sandboxd %s: %s\n", c.name, printable(err.Error(), false))
 		return 1
 	}
 	printAnswer(stdout, resp)
+	if resp.Channel != nil && resp.Channel.Note != "" {
+		fmt.Fprintf(stderr, "sandboxd %s: note: %s\n", c.name, printable(resp.Channel.Note, false))
+	}
 	if resp.StatusCode != c.want {
 		return 1
 	}

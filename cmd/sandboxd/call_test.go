@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"sandboxd/x402"
+	"sandboxd/x402/channel/payer"
 )
 
 // mustPayerKey writes a test payer's key file and returns its path.
@@ -110,8 +111,8 @@ func TestCallPrintsNoTerminalControls(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	printAnswer(&out, &x402.PaidResponse{StatusCode: 200, Body: []byte(`{}`), Settlement: &x402.SettleResponse{
-		Success: true, Payer: "0xabc\npaid: payer 0xforged", Network: "eip155:8453\x1b[31m", Transaction: "0x1"}})
+	printAnswer(&out, &payer.Paid{PaidResponse: &x402.PaidResponse{StatusCode: 200, Body: []byte(`{}`), Settlement: &x402.SettleResponse{
+		Success: true, Payer: "0xabc\npaid: payer 0xforged", Network: "eip155:8453\x1b[31m", Transaction: "0x1"}}})
 	if strings.Count(out.String(), "\npaid:") != 1 || strings.Contains(out.String(), "\x1b") {
 		t.Fatalf("settlement printed as %q: want one line, no controls", out.String())
 	}

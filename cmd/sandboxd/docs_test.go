@@ -64,6 +64,7 @@ func TestHelpNamesItsDocsPage(t *testing.T) {
 		{"--help"}, {"help"}, {"serve", "--help"}, {"call", "--help"}, {"call", "-h"}, {"ledger", "--help"},
 		{"ledger", "stats", "--help"}, {"ledger", "list", "--help"}, {"version", "--help"},
 		{"session", "--help"}, {"session", "open", "--help"}, {"session", "show", "--help"}, {"session", "close", "-h"},
+		{"channel", "--help"}, {"channel", "show", "--help"}, {"channel", "refund", "-h"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -28,12 +28,37 @@ var (
 	}
 	callHelp = commandHelp{
 		usage: "sandboxd call --key-file FILE [--url URL] [--session ID] [--max-amount 0.005] [--network N]\n" +
-			"              [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [--timeout 2m] (-c CODE | FILE.py)",
+			"              [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [--scheme auto|exact|batch-settlement]\n" +
+			"              [--max-deposit 0.05] [--timeout 2m] (-c CODE | FILE.py)",
 		what: "Pay for one run over x402 and print the answer and the settlement. It signs only within the\n" +
-			"limits of its flags, and refuses other terms with the reason, signing nothing. With --session ID\n" +
-			"the program runs in that session (sandboxd session open; docs/sessions.md), at .../v1/sessions/ID/code\n" +
-			"beside --url, and its answer adds result and session.",
+			"limits of its flags, and refuses other terms with the reason, signing nothing. When the service\n" +
+			"offers a batch-settlement channel (and --scheme is auto, the default), it pays through one: a deposit\n" +
+			"of at most --max-deposit the first time, then a voucher per call, the running totals kept in\n" +
+			"FILE.channels (sandboxd channel show|refund). With --session ID the program runs in that session\n" +
+			"(sandboxd session open; docs/sessions.md), at .../v1/sessions/ID/code beside --url, and its answer\n" +
+			"adds result and session.",
 		example: "sandboxd call --key-file payer.key --url https://sandbox.example.com/v1/code -c 'print(6*7)'",
+		page:    "docs/payments.md",
+	}
+	channelShowHelp = commandHelp{
+		usage: "sandboxd channel show --key-file FILE [--url URL]",
+		what: "Print the batch-settlement channels sandboxd call paid through with the key in FILE, as kept in\n" +
+			"FILE.channels: each one's server, network, asset, running total charged, balance and what is unspent.",
+		example: "sandboxd channel show --key-file payer.key",
+		page:    "docs/payments.md",
+	}
+	channelRefundHelp = commandHelp{
+		usage: "sandboxd channel refund --key-file FILE --url URL [--timeout 2m]",
+		what: "Ask the service at URL for what is left of the key's channel with it (its balance less what was\n" +
+			"charged): a refund request, the zero-charge voucher of the running total, sent to its /v1/channel.\n" +
+			"It prints the amount refunded and marks the channel refunded in FILE.channels; a later call reopens it.",
+		example: "sandboxd channel refund --key-file payer.key --url https://sandbox.example.com",
+		page:    "docs/payments.md",
+	}
+	channelHelp = commandHelp{
+		usage:   "sandboxd channel show|refund [flags]",
+		what:    "Look at the key's batch-settlement channels, or take back what is left of one. Each subcommand's --help says more.",
+		example: "sandboxd channel show --key-file payer.key",
 		page:    "docs/payments.md",
 	}
 	ledgerStatsHelp = commandHelp{
@@ -114,6 +139,8 @@ usage:
                                      pay for one run over x402 and print the answer
   sandboxd session open|show|close [...]
                                      a session: one interpreter that keeps its state across calls
+  sandboxd channel show|refund --key-file FILE [...]
+                                     the payment channels sandboxd call pays through
   sandboxd ledger stats [--config FILE]
                                      payments by day and state (counts, sums)
   sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]

@@ -7,6 +7,8 @@
 //	                                 pay for and run one program
 //	sandboxd session open|show|close [...]
 //	                                 a session: one interpreter kept across calls
+//	sandboxd channel show|refund [...]
+//	                                 the payment channels call pays through
 //	sandboxd ledger stats|list [...]   the payment ledger, for the operator
 //
 // Each command's --help says what it does, with an example, and names the
@@ -45,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ledgerCommand(args[1:], stdout, stderr)
 	case "session":
 		return sessionCommand(args[1:], stdout, stderr)
+	case "channel":
+		return channelCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		return versionCommand(args[1:], stdout, stderr)
 	case "help", "--help", "-h":

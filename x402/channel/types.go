@@ -151,12 +151,11 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 	}{Type: p.Kind, ChannelConfig: p.Config, Voucher: p.Voucher}
 	if p.Deposit != nil {
 		d := p.Deposit
-		b, err := json.Marshal(map[string]any{
-			"amount": d.Amount.String(),
-			"authorization": map[string]any{"erc3009Authorization": map[string]string{
-				"validAfter": d.ValidAfter.String(), "validBefore": d.ValidBefore.String(),
-				"salt": d.Salt.Hex(), "signature": hexutil.Encode(d.Signature)}},
-		})
+		var w depositJSON
+		w.Amount = d.Amount.String()
+		w.Authorization.ERC3009 = erc3009JSON{ValidAfter: d.ValidAfter.String(), ValidBefore: d.ValidBefore.String(),
+			Salt: d.Salt.Hex(), Signature: hexutil.Encode(d.Signature)}
+		b, err := json.Marshal(w)
 		if err != nil {
 			return nil, err
 		}
@@ -166,4 +165,22 @@ func (p Payload) MarshalJSON() ([]byte, error) {
 		out.Amount = p.RefundAmount.String()
 	}
 	return json.Marshal(out)
+}
+
+// depositJSON is a deposit on the wire, its members in the official
+// client's order, so that a payload this package builds is the official
+// client's byte for byte.
+type depositJSON struct {
+	Amount        string `json:"amount"`
+	Authorization struct {
+		ERC3009 erc3009JSON `json:"erc3009Authorization"`
+	} `json:"authorization"`
+}
+
+// erc3009JSON is a deposit's ERC-3009 authorization on the wire.
+type erc3009JSON struct {
+	ValidAfter  string `json:"validAfter"`
+	ValidBefore string `json:"validBefore"`
+	Salt        string `json:"salt"`
+	Signature   string `json:"signature"`
 }
