@@ -14,6 +14,9 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
+	"sandboxd"
+	"sandboxd/payments/chain"
+	"sandboxd/payments/channels"
 	"sandboxd/payments/internal/remote"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
@@ -21,21 +24,77 @@ import (
 
 // channelParts are what channels need besides the ledger, resolved from
 // the configuration at start: who authorizes claims and refunds, the
-// escrow client, and how deposits are collected. why says, when they are
-// nil, why channels are not offered (for the start-up log).
+// escrow client, how deposits are collected and how claims and refunds are
+// sent. why says, when escrow is nil, why channels are not offered.
 type channelParts struct {
 	authorizer common.Address
 	// key is the authorizer's key when this service holds it (the relayer,
 	// or payments.channels.authorizer_key_file); nil when the facilitator
 	// signs.
-	key    *ecdsa.PrivateKey
-	escrow escrow
-	// depositor collects deposits; claims and refunds go the same way.
-	depositor interface {
-		CheckDeposit(ctx context.Context, p *x402.Payment, d *channel.Payload) error
-	}
+	key       *ecdsa.PrivateKey
+	escrow    escrow
+	depositor channels.Depositor
+	refunder  channels.Refunder
+	claimer   channels.Claimer
+	// closer releases the escrow client when it was dialed for channels.
 	closer io.Closer
 	why    string
+}
+
+// channelPartsOf resolves the channel parts of cfg (see offerChannels).
+func channelPartsOf(ctx context.Context, cfg Config, req x402.Requirements, settler Settler, log *slog.Logger) (channelParts, error) {
+	cp := channelParts{closer: io.NopCloser(nil)}
+	var reader *chain.Settler
+	switch s := settler.(type) {
+	case *chain.Settler:
+		reader = s
+	case *facilitatorSettler:
+		r, err := chain.DialReader(ctx, req, cfg.chainConfig(log))
+		if err != nil {
+			return cp, err
+		}
+		reader, cp.closer = r, r
+	default:
+		cp.why = "the settler is neither the relayer nor a facilitator"
+		return cp, nil
+	}
+	deployed, err := reader.EscrowDeployed(ctx)
+	if err != nil {
+		return cp, err
+	}
+	if !deployed {
+		cp.why = fmt.Sprintf("the batch-settlement escrow (%s), its deposit collector or Multicall3 has no code on %s",
+			channel.Escrow.Hex(), req.Network)
+		return cp, nil
+	}
+	chainID := reader.ChainID()
+	if f, ok := settler.(*facilitatorSettler); ok {
+		if cfg.Channels.AuthorizerKeyFile != "" {
+			key, err := x402.LoadKey(cfg.Channels.AuthorizerKeyFile)
+			if err != nil {
+				return cp, fmt.Errorf("payments.channels.authorizer_key_file: %w", err)
+			}
+			cp.key, cp.authorizer = key, keyAddress(key)
+		} else {
+			a, err := facilitatorAuthorizer(ctx, cfg.FacilitatorURL, req.Network, cfg.verifyTimeout())
+			if err != nil {
+				return cp, err
+			}
+			if a == (common.Address{}) {
+				cp.why = "the facilitator's /supported advertises no receiverAuthorizer for batch-settlement on " + req.Network +
+					"; set payments.channels.authorizer_key_file to claim with a key of your own"
+				return cp, nil
+			}
+			cp.authorizer = a
+		}
+		fc := facilitatorClaimer{f: f, network: req.Network, asset: common.HexToAddress(req.Asset),
+			payTo: common.HexToAddress(req.PayTo), key: cp.key, chainID: chainID}
+		cp.escrow, cp.depositor, cp.claimer, cp.refunder = reader, facilitatorDepositor{f: f, e: reader}, fc, facilitatorRefunder{c: fc}
+		return cp, nil
+	}
+	cp.authorizer = reader.Relayer()
+	cp.escrow, cp.depositor, cp.claimer, cp.refunder = reader, chainDepositor{e: reader}, reader, chainRefunder{s: reader}
+	return cp, nil
 }
 
 // supportedKind is one entry of a facilitator's /supported kinds.
@@ -99,6 +158,9 @@ func logChannels(log *slog.Logger, cp channelParts, cfg Config) {
 	}
 	log.Info("channels offered", "receiver_authorizer", cp.authorizer.Hex(), "source", source, "config", cfg.Channels.WithDefaults().String())
 }
+
+// sandboxdMessage is err's message for a person.
+func sandboxdMessage(err error) string { return sandboxd.ErrorMessage(err) }
 
 // keyAddress is the address of key.
 func keyAddress(key *ecdsa.PrivateKey) common.Address { return crypto.PubkeyToAddress(key.PublicKey) }

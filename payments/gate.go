@@ -219,7 +219,17 @@ func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (
 	if closer != nil {
 		closers = append(closers, closer)
 	}
-	g, err := newGate(cfg, options{Settler: settler, Ledger: led, Log: log, Run: run})
+	var g *Gate
+	admit := func(ctx context.Context) (func(), error) {
+		release, err := g.checks.Admit(ctx)
+		return release, checksBusy(err)
+	}
+	channelOffer, err := offerChannels(ctx, cfg, req, settler, led, admit, cfg.Window(run), run.QueueWait, log)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, channelOffer)
+	g, err = newGate(cfg, options{Settler: settler, Ledger: led, Log: log, Run: run, Seller: channelOffer.seller})
 	if err != nil {
 		return fail(err)
 	}

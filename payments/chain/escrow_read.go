@@ -141,3 +141,21 @@ func (s *Settler) readFailed(what string, err error) error {
 	return sandboxd.Wrap(sandboxd.CodeUnavailable, "payments.chain", err,
 		"the chain's answer for "+what+" is not the escrow's: are the escrow and Multicall3 at their canonical addresses on this chain?")
 }
+
+// EscrowDeployed reports whether the escrow, its ERC-3009 deposit
+// collector and Multicall3 have code on this chain: channels are offered
+// only where they do. A failed read is CodeUnavailable.
+func (s *Settler) EscrowDeployed(ctx context.Context) (bool, error) {
+	for _, addr := range []common.Address{channel.Escrow, channel.Collector, multicall3} {
+		cctx, cancel := s.call(ctx)
+		code, err := s.backend.CodeAt(cctx, addr, nil)
+		cancel()
+		if err != nil {
+			return false, s.readFailed("the escrow's code", err)
+		}
+		if len(code) == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}

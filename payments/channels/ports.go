@@ -119,12 +119,23 @@ type Claimer interface {
 	Sweep(ctx context.Context, receiver, token common.Address) (chain.OpReceipt, error)
 }
 
-// Refunder sends a refund of amount from a channel to its payer, in one
-// transaction with a claim of claims (what was charged and not claimed:
-// the refund must never take money a charged voucher is owed). nonce is
-// the escrow's refund nonce the refund is signed for.
+// Refunder sends a refund (*chain.Settler with the relayer key, or a
+// facilitator's /settle).
 type Refunder interface {
-	Refund(ctx context.Context, cfg channel.Config, amount, nonce *big.Int, claims []chain.VoucherClaim) (chain.OpReceipt, error)
+	Refund(ctx context.Context, r RefundOrder) (chain.OpReceipt, error)
+}
+
+// RefundOrder is one refund to send: Amount from the channel of Config to
+// its payer, in one transaction with a claim of Claims (what was charged
+// and not claimed: a refund must never take money a charged voucher is
+// owed). Nonce is the escrow's refund nonce the refund is signed for;
+// Voucher is the payer's zero-charge voucher that asked for it.
+type RefundOrder struct {
+	Config  channel.Config
+	Voucher channel.Voucher
+	Amount  *big.Int
+	Nonce   *big.Int
+	Claims  []chain.VoucherClaim
 }
 
 // Refunds is the ledger as refunds use it (*ledger.SQL).

@@ -76,7 +76,8 @@ func (r refund) Operate(ctx context.Context) (*sandboxd.Settlement, error) {
 	if charged.Cmp(orZero(row.Claimed)) > 0 {
 		claims = []chain.VoucherClaim{{Config: row.Config, MaxClaimable: row.VoucherMax, Signature: row.VoucherSig, TotalClaimed: charged}}
 	}
-	rcpt, err := s.refunder.Refund(context.WithoutCancel(ctx), row.Config, amount, orZero(row.RefundNonce), claims)
+	rcpt, err := s.refunder.Refund(context.WithoutCancel(ctx), RefundOrder{Config: row.Config, Voucher: a.pl.Voucher,
+		Amount: amount, Nonce: orZero(row.RefundNonce), Claims: claims})
 	if err != nil {
 		return nil, r.failed(row, rcpt, err)
 	}
