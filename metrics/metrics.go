@@ -22,6 +22,9 @@ const (
 	OutcomeFailed   = "failed"
 	OutcomeReleased = "released"
 	OutcomePending  = "pending"
+	// OutcomeRefunded is a channel refund carried out (a payment
+	// operation: nothing ran).
+	OutcomeRefunded = "refunded"
 )
 
 // Metrics holds the service's series in its own registry.

@@ -84,6 +84,9 @@ func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.
 	a, err := g.PaymentGate.Check(ctx, req)
 	switch {
 	case err == nil:
+		if op, ok := a.(sandboxd.PaymentOperation); ok {
+			return operation{PaymentOperation: op, g: g}, nil
+		}
 		return authorization{Authorization: a, g: g, req: req}, nil
 	case sandboxd.ErrorCode(err) == sandboxd.CodePayment && !paid(req):
 		g.M.payments.WithLabelValues(OutcomeQuoted, "").Inc()
@@ -113,6 +116,23 @@ func (a authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 		amount = a.g.Amount(a.req)
 	}
 	return charge{Charge: c, g: a.g, amount: amount}, nil
+}
+
+// operation records how a payment operation (a refund) ended.
+type operation struct {
+	sandboxd.PaymentOperation
+	g Gate
+}
+
+// Operate carries the operation out, recording it or its refusal.
+func (o operation) Operate(ctx context.Context) (*sandboxd.Settlement, error) {
+	st, err := o.PaymentOperation.Operate(ctx)
+	if err != nil {
+		o.g.M.payments.WithLabelValues(OutcomeRefused, o.g.reason(err)).Inc()
+		return nil, err
+	}
+	o.g.M.payments.WithLabelValues(OutcomeRefunded, "").Inc()
+	return st, nil
 }
 
 // reason is the refusal's label value.

@@ -95,7 +95,7 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	}
 	if p.Scheme == x402.SchemeBatchSettlement && pt.batch != nil && p.Version == 2 {
 		return g.seller.Check(ctx, channels.Request{Payment: p, Entry: *pt.batch, Resource: r.ResourceURL,
-			Terms: channelTerms{q: pt.quote, resourceURL: r.ResourceURL}})
+			Terms: channelTerms{q: pt.quote, resourceURL: r.ResourceURL}, Operations: r.Operations})
 	}
 	now := g.now()
 	if err := x402.Verify(pt.req, p, now); err != nil {
