@@ -127,9 +127,10 @@ func replaceArg(t testing.TB, args []string, flag, value string) []string {
 }
 
 // runSnippet runs the README's JavaScript as an ES module beside test/interop's
-// node_modules, with `account` the payer's viem account, and returns what it reports of
-// the answer as JSON: its status, whether it carried PAYMENT-RESPONSE, and its body.
-func runSnippet(t testing.TB, js string) string {
+// node_modules, with `account` the payer's viem account (and, when env sets RPC_URL,
+// `publicClient` a viem client of that chain), and returns what it reports of the answer
+// as JSON: its status, whether it carried PAYMENT-RESPONSE, and its body.
+func runSnippet(t testing.TB, js string, env ...string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(interopDir, ".docs-snippet-")
 	if err != nil {
@@ -137,7 +138,9 @@ func runSnippet(t testing.TB, js string) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	src := `import { privateKeyToAccount } from "viem/accounts";
+import { createPublicClient as docsPublicClient, http as docsHTTP } from "viem";
 const account = privateKeyToAccount(process.env.PAYER_KEY);
+const publicClient = process.env.RPC_URL ? docsPublicClient({ transport: docsHTTP(process.env.RPC_URL) }) : null;
 ` + js + `
 const text = await res.text();
 let answer = null;
@@ -149,7 +152,7 @@ console.log(JSON.stringify({ status: res.status, paid: res.headers.has("PAYMENT-
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(runCommand(t, []string{"PAYER_KEY=" + payer.key}, "node", file))
+	return strings.TrimSpace(runCommand(t, append([]string{"PAYER_KEY=" + payer.key}, env...), "node", file))
 }
 
 // runCommand runs argv with env added, within a minute, and returns its stdout; a failure
