@@ -43,6 +43,7 @@ type Metrics struct {
 	settledAmount prometheus.Counter
 	phases        *prometheus.HistogramVec
 	sessions      sessionSeries
+	channels      channelSeries
 }
 
 // PoolStats is what the pool gauges read at each scrape. It has the fields
@@ -103,6 +104,7 @@ func New(pool func() PoolStats) *Metrics {
 		m.payments.WithLabelValues(o, "")
 	}
 	m.registerSessions()
+	m.registerChannels()
 	if pool != nil {
 		m.registerPool(pool)
 	}

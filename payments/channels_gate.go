@@ -18,6 +18,7 @@ import (
 	"sandboxd/payments/chain"
 	"sandboxd/payments/channels"
 	"sandboxd/payments/internal/remote"
+	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
 )
@@ -95,6 +96,14 @@ func channelPartsOf(ctx context.Context, cfg Config, req x402.Requirements, sett
 	cp.authorizer = reader.Relayer()
 	cp.escrow, cp.depositor, cp.claimer, cp.refunder = reader, chainDepositor{e: reader}, reader, chainRefunder{s: reader}
 	return cp, nil
+}
+
+// background is the mirror and the claimer of the parts on led, for the
+// service (offerChannels) and for a pass run by hand (ClaimNow) alike.
+func (cp channelParts) background(cfg Config, req x402.Requirements, led *ledger.SQL, log *slog.Logger) *channels.Background {
+	return channels.NewBackground(channels.BackgroundOptions{Books: led, Reader: cp.escrow, Claimer: cp.claimer,
+		Config: cfg.Channels, Receiver: common.HexToAddress(req.PayTo), Token: common.HexToAddress(req.Asset),
+		Observe: cfg.ChannelObserver, Gauges: cfg.ChannelGauges, Log: log})
 }
 
 // supportedKind is one entry of a facilitator's /supported kinds.

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-
 	"sandboxd/payments/channels"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
@@ -48,11 +46,8 @@ func offerChannels(ctx context.Context, cfg Config, req x402.Requirements, settl
 		log.Info("channels not offered", "why", fmt.Sprintf(why, args...))
 		return none, nil
 	}
-	if !cfg.Channels.Enabled {
-		return notOffered("payments.channels.enabled is false")
-	}
-	if cfg.RPCURL == "" {
-		return notOffered("payments.rpc_url is not set: a voucher is checked against the escrow's state, read from the chain")
+	if why := channelsOff(cfg); why != "" {
+		return notOffered("%s", why)
 	}
 	parts, err := channelPartsOf(ctx, cfg, req, settler, log)
 	if err != nil || parts.escrow == nil {
@@ -73,14 +68,25 @@ func offerChannels(ctx context.Context, cfg Config, req x402.Requirements, settl
 	}
 	seller, err := channels.New(channels.Options{Store: led, Reader: parts.escrow, Depositor: parts.depositor,
 		Refunder: parts.refunder, Refunds: led, Config: cfg.Channels, Authorizer: parts.authorizer, Network: req.Network,
-		Admit: admit, HoldFor: window, Wait: wait, Log: log})
+		Admit: admit, HoldFor: window, Wait: wait, Observe: cfg.ChannelObserver, Log: log})
 	if err != nil {
 		parts.closer.Close()
 		return none, err
 	}
-	bg := channels.NewBackground(channels.BackgroundOptions{Books: led, Reader: parts.escrow, Claimer: parts.claimer,
-		Config: cfg.Channels, Receiver: common.HexToAddress(req.PayTo), Token: common.HexToAddress(req.Asset), Log: log})
+	bg := parts.background(cfg, req, led, log)
 	bg.Start()
 	logChannels(log, parts, cfg)
 	return offer{seller: seller, background: bg, closer: parts.closer}, nil
+}
+
+// channelsOff says why cfg offers no channels whatever the chain holds, or
+// "" when it may.
+func channelsOff(cfg Config) string {
+	switch {
+	case !cfg.Channels.Enabled:
+		return "payments.channels.enabled is false"
+	case cfg.RPCURL == "":
+		return "payments.rpc_url is not set: a voucher is checked against the escrow's state, read from the chain"
+	}
+	return ""
 }

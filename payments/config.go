@@ -93,6 +93,12 @@ type Config struct {
 	Lease time.Duration `mapstructure:"lease"`
 	// LedgerObserver, when set, is told how long each ledger write took.
 	LedgerObserver func(op string, d time.Duration) `mapstructure:"-"`
+	// ChannelObserver, when set, is told how each channel payment, deposit,
+	// refund, claim and sweep ended (channels.Observer).
+	ChannelObserver channels.Observer `mapstructure:"-"`
+	// ChannelGauges, when set, is told the channels' unclaimed total and
+	// mirror age after each pass of their background (channels.Gauges).
+	ChannelGauges channels.Gauges `mapstructure:"-"`
 	// VerifyTimeout bounds a facilitator /verify or an on-chain check; zero
 	// means DefaultVerifyTimeout.
 	VerifyTimeout time.Duration `mapstructure:"verify_timeout"`

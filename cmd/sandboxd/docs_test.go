@@ -62,7 +62,8 @@ func mustRead(tb testing.TB, name string) string {
 func TestHelpNamesItsDocsPage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"help"}, {"serve", "--help"}, {"call", "--help"}, {"call", "-h"}, {"ledger", "--help"},
-		{"ledger", "stats", "--help"}, {"ledger", "list", "--help"}, {"version", "--help"},
+		{"ledger", "stats", "--help"}, {"ledger", "list", "--help"}, {"ledger", "channels", "--help"},
+		{"ledger", "claim", "-h"}, {"version", "--help"},
 		{"session", "--help"}, {"session", "open", "--help"}, {"session", "show", "--help"}, {"session", "close", "-h"},
 		{"channel", "--help"}, {"channel", "show", "--help"}, {"channel", "refund", "-h"},
 	} {
@@ -91,7 +92,8 @@ func TestHelpNamesItsDocsPage(t *testing.T) {
 // TestHelpAfterABadFlag: a flag the command does not have exits 2 and prints the help on
 // stderr, not stdout (a script reading stdout gets nothing it could take for output).
 func TestHelpAfterABadFlag(t *testing.T) {
-	for _, args := range [][]string{{"serve", "--nope"}, {"call", "--nope"}, {"ledger", "list", "--nope"}} {
+	for _, args := range [][]string{{"serve", "--nope"}, {"call", "--nope"}, {"ledger", "list", "--nope"},
+		{"ledger", "channels", "--nope"}, {"ledger", "claim", "--nope"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)

@@ -29,6 +29,7 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	}
 	pc := m.Config.paymentsConfig()
 	pc.LedgerObserver = m.metrics.Ledger
+	pc.ChannelObserver, pc.ChannelGauges = m.metrics.Channel, m.metrics.ChannelGauges
 	g, err := payments.NewGate(ctx, pc, m.Config.runBounds(), m.Log.With("component", "payments"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)

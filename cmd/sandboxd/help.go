@@ -81,6 +81,24 @@ var (
 		example: "sandboxd ledger sessions --config config.yaml",
 		page:    "docs/operating.md",
 	}
+	ledgerChannelsHelp = commandHelp{
+		usage: "sandboxd ledger channels [--config FILE] [--payer A] [--state S] [--limit N]",
+		what: "Print the batch-settlement channels of payments.ledger, newest first: the first 10 characters of each\n" +
+			"id, its payer and state, and in atomic units its balance on the escrow, what was charged, what was\n" +
+			"claimed and what is not yet (charged - claimed); a withdrawal the payer began (amount@when), the calls\n" +
+			"charged and the last charge. S is open, refunding or closed.",
+		example: "sandboxd ledger channels --state open",
+		page:    "docs/operating.md",
+	}
+	ledgerClaimHelp = commandHelp{
+		usage: "sandboxd ledger claim [--config FILE] [--wait D]",
+		what: "Claim now what the channels were charged, and sweep it to payments.pay_to. When a live replica\n" +
+			"holds the fleet's claimer lease, it asks that replica for a pass and waits for it (up to D); otherwise\n" +
+			"it takes the lease and runs the pass itself, with the relayer key or the facilitator the service uses.\n" +
+			"It prints the transactions the pass sent: kind, status, channels, amount, gas, hash.",
+		example: "sandboxd ledger claim --wait 5m",
+		page:    "docs/operating.md",
+	}
 	versionHelp = commandHelp{
 		usage:   "sandboxd version",
 		what:    "Print the version, the commit and the Go version it was built with.",
@@ -129,6 +147,24 @@ func parseFlags(fs *flag.FlagSet, h commandHelp, args []string, stdout io.Writer
 	return 2, false
 }
 
+// parseConfigFlags adds --config to fs, parses args into it (as
+// parseFlags) and loads the configuration --config names. It returns the
+// exit code to end with and false when the command must not go on: a
+// configuration that does not load is a usage error (2), reported on
+// stderr.
+func parseConfigFlags(fs *flag.FlagSet, h commandHelp, args []string, stdout, stderr io.Writer) (Config, int, bool) {
+	path := fs.String("config", "", "configuration file (default ./config.yaml when present)")
+	if code, ok := parseFlags(fs, h, args, stdout); !ok {
+		return Config{}, code, false
+	}
+	cfg, err := LoadConfig(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		return Config{}, 2, false
+	}
+	return cfg, 0, true
+}
+
 // usage is the top-level help of sandboxd.
 const usage = `sandboxd runs short Python programs in hardened Docker containers behind an HTTP API and an MCP
 tool, free or paid per call over x402.
@@ -145,6 +181,8 @@ usage:
                                      payments by day and state (counts, sums)
   sandboxd ledger list [--config FILE] [--state S] [--since T] [--payer A] [--limit N]
                                      payments, newest first, with transaction hashes
+  sandboxd ledger channels|claim [--config FILE] [...]
+                                     the channels paid through; claim what they were charged now
   sandboxd version                   print the version
 
 example:

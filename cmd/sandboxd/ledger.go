@@ -20,6 +20,10 @@ const ledgerUsage = `usage:
       an RFC 3339 time, or a duration back from now (24h)
   sandboxd ledger sessions [--config FILE]
       a fleet's open sessions by replica and environment (never their ids)
+  sandboxd ledger channels [--config FILE] [--payer A] [--state S] [--limit N]
+      batch-settlement channels: balance, charged, claimed, unclaimed (atomic units)
+  sandboxd ledger claim [--config FILE] [--wait D]
+      claim what the channels were charged now, and print the transactions
 
 example:
   sandboxd ledger list --state settling --since 24h
@@ -34,24 +38,25 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, ledgerUsage)
 		return 0
 	}
+	if len(args) > 0 && args[0] == "channels" {
+		return ledgerChannelsCommand(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "claim" {
+		return ledgerClaimCommand(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || (args[0] != "stats" && args[0] != "list" && args[0] != "sessions") {
 		fmt.Fprint(stderr, ledgerUsage)
 		return 2
 	}
 	fs := newFlagSet("ledger "+args[0], stderr)
 	h := map[string]commandHelp{"stats": ledgerStatsHelp, "list": ledgerListHelp, "sessions": ledgerSessionsHelp}[args[0]]
-	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
 	state := fs.String("state", "", "only rows in this state (reserved, settling, settled, failed, released)")
 	since := fs.String("since", "", "only rows reserved at or after this time")
 	payer := fs.String("payer", "", "only rows of this payer address")
 	limit := fs.Int("limit", 0, "at most this many rows (0: all)")
-	if code, ok := parseFlags(fs, h, args[1:], stdout); !ok {
+	cfg, code, ok := parseConfigFlags(fs, h, args[1:], stdout, stderr)
+	if !ok {
 		return code
-	}
-	cfg, err := LoadConfig(*configPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
-		return 2
 	}
 	switch *state {
 	case "", ledger.StatusReserved, ledger.StatusSettling, ledger.StatusSettled, ledger.StatusFailed, ledger.StatusReleased:
@@ -60,6 +65,7 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	f := ledger.Filter{State: *state, Payer: *payer, Limit: *limit}
+	var err error
 	if f.Since, err = parseSince(*since, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "sandboxd: --since: %v\n", err)
 		return 2
@@ -71,14 +77,28 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// printLedger opens the ledger at location and prints its stats or rows.
-func printLedger(ctx context.Context, location, what string, f ledger.Filter, lease time.Duration, w io.Writer) error {
+// openLedger opens the ledger at location for an operator's command,
+// refusing a SQLite file that is not there (opening would make one).
+func openLedger(ctx context.Context, location string) (*ledger.SQL, error) {
+	if err := ledgerExists(location); err != nil {
+		return nil, err
+	}
+	return ledger.OpenAt(ctx, location)
+}
+
+// ledgerExists reports a SQLite ledger file that is not there.
+func ledgerExists(location string) error {
 	if !ledger.IsPostgresURL(location) {
 		if _, err := os.Stat(location); err != nil {
 			return fmt.Errorf("no ledger file: %w", err)
 		}
 	}
-	l, err := ledger.OpenAt(ctx, location)
+	return nil
+}
+
+// printLedger opens the ledger at location and prints its stats or rows.
+func printLedger(ctx context.Context, location, what string, f ledger.Filter, lease time.Duration, w io.Writer) error {
+	l, err := openLedger(ctx, location)
 	if err != nil {
 		return err
 	}

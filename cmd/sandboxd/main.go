@@ -9,7 +9,8 @@
 //	                                 a session: one interpreter kept across calls
 //	sandboxd channel show|refund [...]
 //	                                 the payment channels call pays through
-//	sandboxd ledger stats|list [...]   the payment ledger, for the operator
+//	sandboxd ledger stats|list|sessions|channels|claim [...]
+//	                                 the payment ledger, for the operator
 //
 // Each command's --help says what it does, with an example, and names the
 // page of docs/ that says more.

@@ -25,14 +25,9 @@ import (
 // serveCommand runs the service until SIGINT or SIGTERM.
 func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("serve", stderr)
-	configPath := fs.String("config", "", "configuration file (default ./config.yaml when present)")
-	if code, ok := parseFlags(fs, serveHelp, args, stdout); !ok {
+	cfg, code, ok := parseConfigFlags(fs, serveHelp, args, stdout, stderr)
+	if !ok {
 		return code
-	}
-	cfg, err := LoadConfig(*configPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
-		return 2
 	}
 	log := newLogger(stderr, cfg.Server.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

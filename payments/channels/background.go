@@ -23,7 +23,8 @@ type Background struct {
 	receiver  common.Address
 	token     common.Address
 	threshold *big.Int
-	observer  func(op, outcome string, gas uint64)
+	observer  Observer
+	gauges    Gauges
 	now       func() time.Time
 	log       *slog.Logger
 	stop      context.CancelFunc
@@ -46,15 +47,18 @@ type BackgroundOptions struct {
 	Receiver, Token common.Address
 	// Observe, when set, is told of every claim and sweep: its op
 	// ("claim", "sweep"), outcome ("mined", "failed") and gas.
-	Observe func(op, outcome string, gas uint64)
-	Now     func() time.Time
-	Log     *slog.Logger
+	Observe Observer
+	// Gauges, when set, is told the unclaimed total and the mirror's age
+	// after each mirror and claim pass.
+	Gauges Gauges
+	Now    func() time.Time
+	Log    *slog.Logger
 }
 
 // NewBackground returns the background of o, not started.
 func NewBackground(o BackgroundOptions) *Background {
 	b := &Background{books: o.Books, reader: o.Reader, claimer: o.Claimer, cfg: o.Config.WithDefaults(), receiver: o.Receiver,
-		token: o.Token, observer: o.Observe, now: o.Now, log: o.Log}
+		token: o.Token, observer: o.Observe, gauges: o.Gauges, now: o.Now, log: o.Log}
 	b.threshold, _ = x402.ParsePrice(b.cfg.ClaimThreshold)
 	if b.threshold == nil {
 		b.threshold = big.NewInt(1)
@@ -91,6 +95,7 @@ func (b *Background) Start() {
 					b.log.Warn("channel mirror pass failed; vouchers are refused once a row is older than its max age",
 						"max_age", b.cfg.MirrorMaxAge(), "err", err)
 				}
+				b.gauge(ctx)
 			case <-claim.C:
 				b.claimTick(ctx)
 			}
@@ -115,6 +120,7 @@ func (b *Background) claimTick(ctx context.Context) {
 		b.failedAt = b.now()
 		b.log.Warn("claim pass failed; retried later", "after", claimRetry, "err", err)
 	}
+	b.gauge(ctx)
 }
 
 // Close stops the loops and waits for a pass under way.

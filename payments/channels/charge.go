@@ -40,6 +40,7 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.
 	defer cancel()
 	row, err := s.store.CommitIncrement(wctx, a.id, c.hold.ID, a.expected, a.req.Resource)
 	if err != nil {
+		s.observe(OpVoucher, OutcomeReleased, 0)
 		a.log.Error("cannot count the channel increment; answer withheld, nothing charged", "err", err)
 		if errors.Is(err, ledger.ErrHoldLost) {
 			err = sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "this call's hold on the channel lapsed before its answer; "+
@@ -56,6 +57,7 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.
 		}
 		return nil, err
 	}
+	s.observe(OpVoucher, OutcomeCharged, 0)
 	a.log.Info("channel charged", "charged", row.Charged, "run_status", result.Status)
 	cs, _ := s.channelState(row, false)
 	extra, _ := json.Marshal(struct {
@@ -77,6 +79,7 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.
 // stays the channel's balance).
 func (c *charge) Release(ctx context.Context) {
 	if c.done.CompareAndSwap(false, true) {
+		c.auth.seller.observe(OpVoucher, OutcomeReleased, 0)
 		c.release(ctx)
 	}
 }

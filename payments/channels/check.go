@@ -142,8 +142,8 @@ func (s *Seller) row(ctx context.Context, a *authorization) (ledger.Channel, err
 	}
 	st := states[0]
 	if st.Balance.Sign() == 0 {
-		return row, a.req.Terms.Refuse("channels.check", "payment refused: this channel holds no deposit; "+
-			"send a deposit payload first ("+channel.ReasonExceedsBalance+")", x402.Reject(channel.ReasonExceedsBalance, "no deposit"))
+		return row, s.refuse(a.req, "channels.check", x402.Reject(channel.ReasonExceedsBalance,
+			"this channel holds no deposit; send a deposit payload first"))
 	}
 	fresh.Balance, fresh.Claimed, fresh.Charged = st.Balance, st.TotalClaimed, st.TotalClaimed
 	fresh.WithdrawAmount, fresh.WithdrawAt, fresh.RefundNonce = st.WithdrawAmount, int64(st.WithdrawInitiatedAt), st.RefundNonce
@@ -202,6 +202,7 @@ func (s *Seller) liveHold(row ledger.Channel) *ledger.Hold {
 func (s *Seller) refuse(r Request, op string, err error) error {
 	var rj *x402.RejectError
 	if errors.As(err, &rj) {
+		s.observe(OpVoucher, OutcomeRefused, 0)
 		return r.Terms.Refuse(op, "payment refused: "+rj.Check+" ("+rj.Reason+")", err)
 	}
 	var se *sandboxd.Error

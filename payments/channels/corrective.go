@@ -19,6 +19,7 @@ import (
 // payer's own), so the retry lines up behind it (Reserve waits for it).
 func (s *Seller) corrective(r Request, code string, row ledger.Channel, cause error) error {
 	const op = "channels.check"
+	s.observe(OpVoucher, OutcomeCorrective, 0)
 	cs, vs := s.channelState(row, true)
 	entry, err := channel.Corrective(r.Entry, cs, vs)
 	if err != nil {
@@ -47,6 +48,7 @@ func (s *Seller) channelState(row ledger.Channel, projected bool) (channel.Chann
 // busy is the refusal of a payment on a channel another request holds
 // past the wait, or that a refund holds: retry after a second.
 func (s *Seller) busy(r Request, op, why string) error {
+	s.observe(OpVoucher, OutcomeRefused, 0)
 	e := r.Terms.Refuse(op, "payment refused: "+why+"; nothing was charged, retry after the time in Retry-After ("+
 		ReasonChannelBusy+")", nil)
 	e.RetryAfter = time.Second

@@ -105,6 +105,7 @@ func (d *depositRow) collect(ctx context.Context) (chain.OpReceipt, error) {
 			"the payment ledger could not record the deposit, so it was not sent; nothing was charged, try again later")
 	}
 	rcpt, err := s.depositor.Deposit(context.WithoutCancel(ctx), a.req.Payment, a.pl)
+	s.observe(OpDeposit, txOutcome(err), rcpt.GasUsed)
 	if err == nil {
 		d.write("settled", func(ctx context.Context) error {
 			return s.store.MarkSettled(ctx, d.payer, d.nonce, rcpt.Tx, "deposit")

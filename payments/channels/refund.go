@@ -78,6 +78,7 @@ func (r refund) Operate(ctx context.Context) (*sandboxd.Settlement, error) {
 	}
 	rcpt, err := s.refunder.Refund(context.WithoutCancel(ctx), RefundOrder{Config: row.Config, Voucher: a.pl.Voucher,
 		Amount: amount, Nonce: orZero(row.RefundNonce), Claims: claims})
+	s.observe(ledger.OpRefund, txOutcome(err), rcpt.GasUsed)
 	if err != nil {
 		return nil, r.failed(row, rcpt, err)
 	}

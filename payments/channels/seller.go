@@ -33,9 +33,10 @@ type Seller struct {
 	holdFor time.Duration
 	// wait is how long a voucher built on a concurrent call's projected
 	// total waits for that call's commit (runtime.queue_wait).
-	wait time.Duration
-	now  func() time.Time
-	log  *slog.Logger
+	wait    time.Duration
+	observe Observer
+	now     func() time.Time
+	log     *slog.Logger
 }
 
 // Options are a Seller's parts.
@@ -55,6 +56,8 @@ type Options struct {
 	Admit   func(ctx context.Context) (release func(), err error)
 	HoldFor time.Duration
 	Wait    time.Duration
+	// Observe, when set, is told how each payment and refund ended.
+	Observe Observer
 	Now     func() time.Time
 	Log     *slog.Logger
 }
@@ -68,7 +71,10 @@ func New(o Options) (*Seller, error) {
 	s := &Seller{store: o.Store, reader: o.Reader, depositor: o.Depositor, refunder: o.Refunder, refunds: o.Refunds,
 		cfg:        o.Config.WithDefaults(),
 		authorizer: o.Authorizer, chainID: chainID, network: o.Network, admit: o.Admit, holdFor: o.HoldFor,
-		wait: o.Wait, now: o.Now, log: o.Log}
+		wait: o.Wait, observe: o.Observe, now: o.Now, log: o.Log}
+	if s.observe == nil {
+		s.observe = noObserver
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
