@@ -27,7 +27,11 @@ func (b *Background) claimDue(ctx context.Context, now time.Time) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	if now.Sub(st.LastPassAt) >= b.cfg.ClaimEvery || st.RequestedAt.After(st.LastPassAt) {
+	last := st.LastPassAt
+	if last.IsZero() {
+		last = st.Since // no pass yet: claim_every counts from when the lease was first taken
+	}
+	if now.Sub(last) >= b.cfg.ClaimEvery || st.RequestedAt.After(st.LastPassAt) {
 		return true, nil
 	}
 	rows, err := b.books.Claimable(ctx, mirrorLimit)
