@@ -37,7 +37,7 @@ func mustCharge(tb testing.TB, l *ledger.SQL, id string, amount int64) ledger.Ch
 // never the charged total or the hold, unless the escrow claimed more than
 // was charged: then the total is raised to it and the hold on the old
 // total dropped. A withdrawal that appears asks the claimer for a pass,
-// once. The mirror's batches go oldest first, open and refunding only.
+// once, and so does the next one. The mirror's batches go oldest first, open and refunding only.
 func TestChannelConformanceMirror(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
@@ -72,6 +72,14 @@ func TestChannelConformanceMirror(t *testing.T) {
 		}
 		if s, err := l.ClaimerState(ctx); err != nil || !s.RequestedAt.Equal(asked) {
 			t.Fatalf("claimer %+v, %v; want asked at %s", s, err, asked)
+		}
+		// Finalized and asked for again between two reads: another withdrawal, asked at once.
+		clock.Add(time.Second)
+		if _, err := l.UpdateMirror(ctx, id, mirrorOf(9000, 1000, 1_900_003_601)); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := l.ClaimerState(ctx); err != nil || !s.RequestedAt.Equal(clock.Now()) {
+			t.Fatalf("claimer %+v, %v; want asked again at %s for a new withdrawal", s, err, clock.Now())
 		}
 		if _, err := l.CommitIncrement(ctx, id, "held", big.NewInt(1000), "/v1/code"); err != nil {
 			t.Fatalf("the hold did not survive the mirror: %v", err)

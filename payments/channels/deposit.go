@@ -59,7 +59,7 @@ func (a *authorization) recordDeposit(ctx context.Context) (*depositRow, error) 
 	nonce := strings.ToLower(channel.DepositNonce(a.pl.Voucher.ChannelID, d.Salt).Hex())
 	dep := &depositRow{a: a, payer: a.Payer(), nonce: nonce}
 	err := s.store.Reserve(ctx, ledger.Entry{Payer: dep.payer, Nonce: nonce, Amount: d.Amount.String(),
-		Network: s.network, Asset: strings.ToLower(a.req.Entry.Asset)})
+		Network: s.network, Asset: strings.ToLower(a.req.Entry.Asset), ChannelID: a.id})
 	if errors.Is(err, ledger.ErrAlreadyUsed) {
 		return nil, s.refuse(a.req, op, x402.Reject(channel.ReasonDepositSimulationFailed,
 			"this deposit authorization was already used (or its deposit is still being resolved: then wait and send a voucher); "+

@@ -39,8 +39,8 @@ func TestDeposit(t *testing.T) {
 	}
 	payer, nonce := h.depositKey(salt)
 	if e := h.store.onlyPayment(t); e.Payer != payer || e.Nonce != nonce || e.Status != ledger.StatusSettled || e.TxHash != fakeTx ||
-		e.Amount != "50000" {
-		t.Fatalf("payment row %+v, want the deposit's (%s, %s) settled by %s", e, payer, nonce, fakeTx)
+		e.Amount != "50000" || e.ChannelID != h.idHex() {
+		t.Fatalf("payment row %+v, want the deposit's (%s, %s) of channel %s settled by %s", e, payer, nonce, h.idHex(), fakeTx)
 	}
 	row := h.store.get(t, h.idHex())
 	if row.Charged.Int64() != 5000 || row.Balance.Int64() != 50000 || row.State != ledger.ChannelOpen || row.Hold != nil {

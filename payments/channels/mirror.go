@@ -57,7 +57,7 @@ func (b *Background) mirrorPass(ctx context.Context) (int, error) {
 // raised to it).
 func (b *Background) noticeMirror(before, after ledger.Channel, m ledger.Mirror) {
 	log := b.log.With("channel", before.ID[:min(10, len(before.ID))])
-	if before.WithdrawAt == 0 && m.WithdrawAt != 0 {
+	if m.WithdrawAt != 0 && m.WithdrawAt != before.WithdrawAt {
 		log.Warn("payer asked to withdraw; claiming what was charged at once", "amount", m.WithdrawAmount,
 			"initiated_at", m.WithdrawAt)
 	}

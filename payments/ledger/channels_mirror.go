@@ -22,7 +22,8 @@ type Mirror struct {
 // ledger lost state), the total is raised to the claimed amount, and a
 // hold on the old total, which could never be committed, is dropped; the
 // caller compares the row's Charged with m.Claimed to log it. A withdrawal
-// that appears (WithdrawAt was 0) asks the claimer to claim now.
+// that appears (WithdrawAt was 0, or another: the last one was finalized
+// and a new one asked for between two reads) asks the claimer to claim now.
 // ErrNoChannel when there is no row.
 func (l *SQL) UpdateMirror(ctx context.Context, id string, m Mirror) (Channel, error) {
 	return l.mirrorMove(ctx, "channel_mirror", id, m, "", "")
@@ -74,7 +75,7 @@ func (l *SQL) mirrorMove(ctx context.Context, name, id string, m Mirror, from, t
 WHERE channel_id = ? RETURNING `+channelColumns),
 			amountText(m.Balance), amountText(m.Claimed), amountText(m.WithdrawAmount), m.WithdrawAt,
 			amountText(m.RefundNonce), now, now, charged.String(), state, id))
-		if err != nil || c.WithdrawAt != 0 || m.WithdrawAt == 0 {
+		if err != nil || m.WithdrawAt == 0 || m.WithdrawAt == c.WithdrawAt {
 			return err
 		}
 		return l.requestClaim(ctx, tx)

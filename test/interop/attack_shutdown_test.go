@@ -96,9 +96,15 @@ func ledgerRow(t *testing.T, path string, h signed) payledger.Entry {
 func settlementOf(t *testing.T, h http.Header) settleResponse {
 	t.Helper()
 	var sr settleResponse
-	raw, err := base64.StdEncoding.DecodeString(h.Get("PAYMENT-RESPONSE"))
-	if err != nil || json.Unmarshal(raw, &sr) != nil {
-		t.Fatalf("PAYMENT-RESPONSE %q does not decode", h.Get("PAYMENT-RESPONSE"))
-	}
+	headerJSON(t, h, "PAYMENT-RESPONSE", &sr)
 	return sr
+}
+
+// headerJSON decodes the x402 header name of an answer (base64 of JSON) into v.
+func headerJSON(t *testing.T, h http.Header, name string, v any) {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(h.Get(name))
+	if err != nil || json.Unmarshal(raw, v) != nil {
+		t.Fatalf("%s %q does not decode", name, h.Get(name))
+	}
 }

@@ -7,14 +7,17 @@
 //
 // --steps is a JSON array of calls made in order by one client (one channel storage), each
 // {"url": URL, "method": "POST", "body": {...}} or {"refund": URL} (the client's own refund,
-// GET on URL). A step whose body has "session": true opens a session at the step's url and
-// later steps may use "${session}" in their url. With --parallel N the steps are sent N at a
-// time instead. For each step: status, body, the decoded PAYMENT-RESPONSE and the time in ms
-// (the official client's two round trips: the 402, then the paid call).
+// GET on URL). A step answered 201 with a session_id (an opening at /v1/sessions) names the
+// session later steps may use as "${session}" in their url. A step with "voucherOnly": true
+// pays with a voucher even past the channel's balance (the client's deposit strategy declines
+// to top up, as a payer who knows better would). With --parallel N the steps are sent N at a
+// time instead. For each step: status, body, the decoded PAYMENT-RESPONSE, on a 402 the
+// decoded PAYMENT-REQUIRED, the payment header the client sent last (for replays) and the
+// time in ms (the official client's two round trips: the 402, then the paid call).
 import { x402Client } from "@x402/core/client";
-import { decodePaymentResponseHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { toClientEvmSigner } from "@x402/evm";
-import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
+import { BatchSettlementEvmScheme, InMemoryClientChannelStorage } from "@x402/evm/batch-settlement/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -35,15 +38,31 @@ function parseArgs(argv) {
   return out;
 }
 
+// recorder is fetch remembering the PAYMENT-SIGNATURE header of the last request it sent.
+function recorder() {
+  const r = { header: "" };
+  r.fetch = (input, init) => {
+    const req = new Request(input, init);
+    r.header = req.headers.get("PAYMENT-SIGNATURE") || r.header;
+    return fetch(req);
+  };
+  return r;
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const pub = createPublicClient({ chain: chainFor(args.rpc), transport: http(args.rpc) });
   const account = privateKeyToAccount(readKeyFile(args.keyFile));
-  const scheme = new BatchSettlementEvmScheme(toClientEvmSigner(account, pub));
-  const pay = wrapFetchWithPayment(fetch, new x402Client().register(NETWORK, scheme));
+  const signer = toClientEvmSigner(account, pub);
+  // Every step's scheme shares one channel storage: one client, whatever the step asks.
+  const storage = new InMemoryClientChannelStorage();
+  const scheme = new BatchSettlementEvmScheme(signer, { storage });
+  const voucherOnly = new BatchSettlementEvmScheme(signer, { storage, depositStrategy: () => false });
   let session = "";
   const run = async (step) => {
     const started = performance.now();
+    const sent = recorder();
+    const pay = wrapFetchWithPayment(sent.fetch, new x402Client().register(NETWORK, step.voucherOnly ? voucherOnly : scheme));
     if (step.refund) {
       try {
         const r = await scheme.refund(step.refund);
@@ -59,9 +78,17 @@ async function main() {
       const res = await pay(url, init);
       const ms = performance.now() - started;
       const header = res.headers.get("PAYMENT-RESPONSE");
+      const required = res.status === 402 && res.headers.get("PAYMENT-REQUIRED");
       const body = await bodyOf(res);
       if (res.status === 201 && body.session_id) session = body.session_id;
-      return { status: res.status, body, settlement: header ? decodePaymentResponseHeader(header) : null, ms };
+      return {
+        status: res.status,
+        body,
+        settlement: header ? decodePaymentResponseHeader(header) : null,
+        required: required ? decodePaymentRequiredHeader(required) : null,
+        sent: sent.header,
+        ms,
+      };
     } catch (err) {
       return { status: 0, error: err.message, ms: performance.now() - started };
     }
@@ -70,7 +97,9 @@ async function main() {
   for (let i = 0; i < args.steps.length; i += args.parallel) {
     results.push(...(await Promise.all(args.steps.slice(i, i + args.parallel).map(run))));
   }
-  process.stdout.write(JSON.stringify({ ok: true, payer: account.address, results }) + "\n");
+  // Written in full before the process exits: a pipe takes a long line in parts.
+  const line = JSON.stringify({ ok: true, payer: account.address, results }) + "\n";
+  await new Promise((resolve) => process.stdout.write(line, resolve));
 }
 
 setTimeout(() => {

@@ -192,3 +192,51 @@ func hexInt(t testing.TB, hex string) *big.Int {
 	}
 	return n
 }
+
+// sendAs sends a transaction of data to `to` from `from`, an account anvil impersonates, and
+// returns its hash: mined when this returns, unless a test turned automining off (inOneBlock).
+// Its gas limit is fixed: an estimate runs against the latest block, not after the
+// transactions queued before it.
+func (c *chain) sendAs(t testing.TB, from, to, data string) string {
+	t.Helper()
+	var ignored any
+	if err := c.call(&ignored, "anvil_impersonateAccount", from); err != nil {
+		t.Fatalf("impersonate %s: %v", from, err)
+	}
+	var tx string
+	if err := c.call(&tx, "eth_sendTransaction", map[string]string{"from": from, "to": to, "data": data, "gas": "0x100000"}); err != nil {
+		t.Fatalf("a transaction from %s to %s: %v", from, to, err)
+	}
+	return tx
+}
+
+// inOneBlock mines the transactions send sends in one block, so that nobody reading the
+// chain sees the state between them.
+func (c *chain) inOneBlock(t testing.TB, send func()) {
+	t.Helper()
+	var ignored any
+	if err := c.call(&ignored, "evm_setAutomine", false); err != nil {
+		t.Fatal(err)
+	}
+	send()
+	for _, m := range []struct {
+		method string
+		params []any
+	}{{"evm_mine", nil}, {"evm_setAutomine", []any{true}}} {
+		if err := c.call(&ignored, m.method, m.params...); err != nil {
+			t.Fatalf("%s: %v", m.method, err)
+		}
+	}
+}
+
+// increaseTime moves the chain's clock on by d and mines a block at the new time.
+func (c *chain) increaseTime(t testing.TB, d time.Duration) {
+	t.Helper()
+	var ignored any
+	if err := c.call(&ignored, "evm_increaseTime", int64(d/time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.call(&ignored, "evm_mine"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,36 +22,58 @@ type batchResult struct {
 	Results []batchStep `json:"results"`
 }
 
-// batchStep is one call of batch.mjs: its answer and the settlement the official client read.
+// batchStep is one call of batch.mjs: its answer, the settlement the official client read,
+// the terms of a 402 (Required) and the payment header it sent last (Sent).
 type batchStep struct {
-	Status     int             `json:"status"`
-	Body       json.RawMessage `json:"body"`
-	Error      string          `json:"error"`
-	MS         float64         `json:"ms"`
-	Refund     bool            `json:"refund"`
-	OK         bool            `json:"ok"`
-	Settlement *struct {
-		Success     bool   `json:"success"`
-		Transaction string `json:"transaction"`
-		Amount      string `json:"amount"`
-		ErrorReason string `json:"errorReason"`
-		Extra       struct {
-			ChargedAmount string `json:"chargedAmount"`
-			ChannelState  struct {
-				ChannelID               string `json:"channelId"`
-				Balance                 string `json:"balance"`
-				ChargedCumulativeAmount string `json:"chargedCumulativeAmount"`
-			} `json:"channelState"`
-		} `json:"extra"`
-	} `json:"settlement"`
+	Status     int                `json:"status"`
+	Body       answerBody         `json:"body"`
+	Error      string             `json:"error"`
+	MS         float64            `json:"ms"`
+	Refund     bool               `json:"refund"`
+	OK         bool               `json:"ok"`
+	Required   *paymentRequired   `json:"required"`
+	Sent       string             `json:"sent"`
+	Settlement *channelSettlement `json:"settlement"`
 }
 
-// batchCall is one step for batch.mjs.
+// answerBody is an answer's JSON body as it came, shown as text in failure messages.
+type answerBody []byte
+
+// UnmarshalJSON keeps the body as it came.
+func (b *answerBody) UnmarshalJSON(raw []byte) error {
+	*b = append((*b)[:0], raw...)
+	return nil
+}
+
+// String is the body's JSON.
+func (b answerBody) String() string { return string(b) }
+
+// channelSettlement is the settle report of a channel payment (PAYMENT-RESPONSE, or MCP's
+// _meta["x402/payment-response"]): a deposit's transaction and amount, what the call was
+// charged and the channel's state after it.
+type channelSettlement struct {
+	Success     bool   `json:"success"`
+	Transaction string `json:"transaction"`
+	Amount      string `json:"amount"`
+	ErrorReason string `json:"errorReason"`
+	Extra       struct {
+		ChargedAmount string `json:"chargedAmount"`
+		ChannelState  struct {
+			ChannelID               string `json:"channelId"`
+			Balance                 string `json:"balance"`
+			ChargedCumulativeAmount string `json:"chargedCumulativeAmount"`
+		} `json:"channelState"`
+	} `json:"extra"`
+}
+
+// batchCall is one step for batch.mjs; VoucherOnly pays with a voucher even past the
+// channel's balance.
 type batchCall struct {
-	URL    string         `json:"url,omitempty"`
-	Method string         `json:"method,omitempty"`
-	Body   map[string]any `json:"body,omitempty"`
-	Refund string         `json:"refund,omitempty"`
+	URL         string         `json:"url,omitempty"`
+	Method      string         `json:"method,omitempty"`
+	Body        map[string]any `json:"body,omitempty"`
+	Refund      string         `json:"refund,omitempty"`
+	VoucherOnly bool           `json:"voucherOnly,omitempty"`
 }
 
 // payByChannel runs steps through the official batch-settlement client with the key in keyFile.
@@ -90,58 +112,97 @@ func escrowState(t *testing.T, c *chain, id string) escrow.ChannelState {
 	return states[0]
 }
 
+// claimPromptly has the claimer claim as soon as one call's price is unclaimed (its tick
+// is a second): a pass that claimed part of the calls is followed by another for the rest.
+var claimPromptly = []string{"SANDBOX_PAYMENTS_CHANNELS_CLAIM_THRESHOLD=0.005", "SANDBOX_PAYMENTS_CHANNELS_MIRROR_EVERY=2s"}
+
 // TestChannelPaysOnchain: the official batch-settlement client pays sandboxd (settling on
-// chain with its relayer, the channel's receiver authorizer) a deposit and then vouchers;
-// every answer is delivered with the channel's state, the claimer claims what was charged
-// and sweeps it to payTo, and the client's refund gets the rest back.
+// chain with its relayer, the channel's receiver authorizer); see checkChannelPays.
 func TestChannelPaysOnchain(t *testing.T) {
 	mustInterop(t)
-	c := startAnvil(t)
-	c.setup(t, map[string]int64{payer.address: 10_000_000}, "--channels")
-	env := append(paymentEnv(settlementEnv(t, c, "onchain", nil)),
-		"SANDBOX_PAYMENTS_CHANNELS_CLAIM_THRESHOLD=0.025", "SANDBOX_PAYMENTS_CHANNELS_MIRROR_EVERY=2s")
-	svc := startService(t, instance("channel-onchain"), true, env...)
+	c := startChannelChain(t, payer)
+	svc := startService(t, instance("channel-onchain"), true, append(channelEnv(t, c, "onchain", nil), claimPromptly...)...)
+	checkChannelPays(t, c, svc)
+}
+
+// checkChannelPays has the official client pay svc a deposit and then vouchers: every answer
+// is delivered with the channel's state, the claimer claims what was charged (svc claims
+// promptly) and sweeps it to payTo, and the client's refund gets the rest back. The
+// chain's totalClaimed, payTo's gain and the payer's loss are each what the client was charged.
+func checkChannelPays(t *testing.T, c *chain, svc *service) {
+	t.Helper()
 	key := writeKey(t, "payer.key", payer.key)
 	var steps []batchCall
 	for i := 0; i < 5; i++ {
 		steps = append(steps, codeCall(svc.URL, "print(6*7)"))
 	}
 	out := payByChannel(t, c, key, 1, steps...)
-	id := ""
-	for i, r := range out.Results {
-		if r.Status != 200 || r.Settlement == nil || !r.Settlement.Success || !strings.Contains(string(r.Body), `"stdout":"42\n"`) {
-			t.Fatalf("call %d: %+v body %s", i, r, r.Body)
-		}
-		cs := r.Settlement.Extra.ChannelState
-		if r.Settlement.Extra.ChargedAmount != strconv.Itoa(price) || cs.ChargedCumulativeAmount != strconv.Itoa((i+1)*price) {
-			t.Fatalf("call %d charged %s, in all %s; want %d and %d", i, r.Settlement.Extra.ChargedAmount,
-				cs.ChargedCumulativeAmount, price, (i+1)*price)
-		}
-		if (i == 0) != (r.Settlement.Transaction != "") {
-			t.Fatalf("call %d: transaction %q (only the deposit has one)", i, r.Settlement.Transaction)
-		}
-		id = cs.ChannelID
-	}
+	id, charged := checkCharged(t, out.Results, 0)
 	t.Logf("deposit %.0f ms, vouchers %.0f %.0f %.0f %.0f ms", out.Results[0].MS, out.Results[1].MS,
 		out.Results[2].MS, out.Results[3].MS, out.Results[4].MS)
 	st := escrowState(t, c, id)
 	if st.Balance.Cmp(big.NewInt(50_000)) != 0 {
 		t.Fatalf("escrow balance %s, want the deposit 50000 (10 prices)", st.Balance)
 	}
-	// 25000 charged reaches the threshold: the claimer claims it at once.
-	waitFor(30*time.Second, func() bool { return escrowState(t, c, id).TotalClaimed.Cmp(big.NewInt(5*price)) == 0 })
-	if got := escrowState(t, c, id).TotalClaimed; got.Cmp(big.NewInt(5*price)) != 0 {
-		t.Fatalf("claimed %s on chain, want %d", got, 5*price)
-	}
-	waitFor(30*time.Second, func() bool { return c.balance(t, payee.address) == 5*price })
-	if got := c.balance(t, payee.address); got != 5*price {
-		t.Fatalf("payTo holds %d, want %d swept", got, 5*price)
+	waitClaimed(t, c, id, charged)
+	waitFor(30*time.Second, func() bool { return c.balance(t, payee.address) == charged })
+	if got := c.balance(t, payee.address); got != charged {
+		t.Fatalf("payTo holds %d, want the %d charged, swept", got, charged)
 	}
 	refund := payByChannel(t, c, key, 1, batchCall{Refund: svc.URL + "/v1/channel"})
 	if r := refund.Results[0]; !r.OK {
 		t.Fatalf("refund: %+v", r)
 	}
-	if got := c.balance(t, payer.address); got != 10_000_000-5*price {
-		t.Fatalf("payer holds %d after the refund, want %d", got, 10_000_000-5*price)
+	if got := c.balance(t, payer.address); got != 10_000_000-charged {
+		t.Fatalf("payer holds %d after the refund, want %d: it lost what it was charged", got, 10_000_000-charged)
+	}
+}
+
+// checkCharged checks calls paid through one channel, each a delivered print(6*7) charged
+// the price with the running total the client saw rising by it from before (only the first,
+// a deposit, has a transaction); it returns the channel and what the calls were charged, the
+// sum of the chargedAmount the client read.
+func checkCharged(t *testing.T, calls []batchStep, before int64) (string, int64) {
+	t.Helper()
+	settled := make([]*channelSettlement, len(calls))
+	for i, r := range calls {
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"stdout":"42\n"`) {
+			t.Fatalf("call %d: %+v body %s", i, r, r.Body)
+		}
+		settled[i] = r.Settlement
+	}
+	return checkSettled(t, settled, before)
+}
+
+// checkSettled checks the settle reports of calls charged in turn on one channel, as
+// checkCharged does.
+func checkSettled(t *testing.T, settled []*channelSettlement, before int64) (string, int64) {
+	t.Helper()
+	id, sum := "", int64(0)
+	for i, s := range settled {
+		if s == nil || !s.Success {
+			t.Fatalf("call %d: settlement %+v", i, s)
+		}
+		cs := s.Extra.ChannelState
+		sum += num(t, s.Extra.ChargedAmount)
+		if s.Extra.ChargedAmount != strconv.Itoa(price) || cs.ChargedCumulativeAmount != strconv.FormatInt(before+sum, 10) {
+			t.Fatalf("call %d charged %s, in all %s; want %d and %d", i, s.Extra.ChargedAmount,
+				cs.ChargedCumulativeAmount, price, before+sum)
+		}
+		if (i == 0 && before == 0) != (s.Transaction != "") {
+			t.Fatalf("call %d: transaction %q (only the deposit has one)", i, s.Transaction)
+		}
+		id = cs.ChannelID
+	}
+	return id, sum
+}
+
+// waitClaimed waits up to 30 s for the escrow to show channel id claimed to want, and fails
+// the test when it does not.
+func waitClaimed(t *testing.T, c *chain, id string, want int64) {
+	t.Helper()
+	waitFor(30*time.Second, func() bool { return escrowState(t, c, id).TotalClaimed.Cmp(big.NewInt(want)) == 0 })
+	if got := escrowState(t, c, id).TotalClaimed; got.Cmp(big.NewInt(want)) != 0 {
+		t.Fatalf("claimed %s on chain, want %d", got, want)
 	}
 }

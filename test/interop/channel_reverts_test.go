@@ -17,12 +17,10 @@ type revertCase struct {
 // nothing quietly, on the channel the proof left behind (everything claimed and swept).
 func checkChannelReverts(t *testing.T, c *chain, out channelProof) {
 	t.Helper()
+	// The official client's config: the payer its own authorizer, the token, salt zero.
 	config := func(delay int) string {
-		var b strings.Builder
-		for _, k := range []string{"payer", "payerAuthorizer", "receiver", "receiverAuthorizer", "token"} {
-			b.WriteString(pad32(fmt.Sprint(out.Config[k])))
-		}
-		return b.String() + word(int64(delay)) + strings.Repeat("0", 64) // salt: 32 zero bytes
+		return configWords(fmt.Sprint(out.Config["payer"]), fmt.Sprint(out.Config["receiver"]),
+			fmt.Sprint(out.Config["receiverAuthorizer"]), int64(delay))
 	}
 	// deposit(config, amount, collector, collectorData "") and refundWithSignature(config,
 	// amount, nonce, signature "") put their bytes after the 7 config words and 3 more.

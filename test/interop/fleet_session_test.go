@@ -56,7 +56,13 @@ func containersOf(t *testing.T, instance string) []string {
 // metricsOf is replica i's /metrics.
 func metricsOf(t *testing.T, f *fleet, i int) string {
 	t.Helper()
-	res, err := httpClient.Get(f.nodes[i].MetricsURL() + "/metrics")
+	return f.nodes[i].metrics(t)
+}
+
+// metrics is the service's /metrics.
+func (s *service) metrics(t *testing.T) string {
+	t.Helper()
+	res, err := httpClient.Get(s.MetricsURL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

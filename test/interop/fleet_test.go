@@ -41,13 +41,19 @@ type fleet struct {
 	nodes []*service
 }
 
-// startFleet starts the replicas of mode with modeEnv(i), the settlement
+// startFleet starts the three replicas of mode with modeEnv(i), the settlement
 // configuration of replica i.
 func startFleet(t *testing.T, mode string, modeEnv func(i int) []string) *fleet {
 	t.Helper()
+	return startFleetOf(t, 3, mode, modeEnv)
+}
+
+// startFleetOf is startFleet of n replicas.
+func startFleetOf(t *testing.T, n int, mode string, modeEnv func(i int) []string) *fleet {
+	t.Helper()
 	f := &fleet{t: t, mode: mode, db: pgtest.NewDatabase(t)}
 	secret := writeKey(t, "fleet.secret", strings.Repeat("5f", 32))
-	for i := range 3 {
+	for i := range n {
 		// Each replica listens where it advertises, the same across its
 		// restarts: the others forward its sessions' calls there.
 		addr := freeAddr(t)

@@ -6,7 +6,7 @@
 // the Go interop test to assert on:
 //
 //   node mcp.mjs SCENARIO --url URL/mcp [--key-file FILE] [--http-url URL/v1/code] [--n N]
-//                [--arguments FILE] [--other-key-file FILE]
+//                [--arguments FILE] [--other-key-file FILE] [--rpc URL]
 //
 // --arguments names a JSON file of run_python's arguments for call and pay (the data
 // tests send an environment and files); without it they run a stdlib program with stdin.
@@ -24,25 +24,36 @@
 //            call's terms signed by the official x402 client, in _meta["x402/payment"] of
 //            the retry. With --other-key-file another wallet then pays for a call in the
 //            session (the first step again) before it is closed.
+//   channel  paid through an x402 batch-settlement channel by the official client scheme
+//            (reading the chain at --rpc), as an agent pays: --n run_python calls, each the
+//            unpaid call's terms signed by the client (a deposit, then vouchers) in
+//            _meta["x402/payment"] of the retry, its settle report handed back to the client;
+//            then a voucher signed for --http-url's terms buys an answer over HTTP, and the
+//            same voucher is sent once more over MCP (replayed); a last paid call (after).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { signPayment } from "./payer.mjs";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { toClientEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
+import { NETWORK, bodyOf, codeRequest, signPayment, timedFetch, unpaidTerms } from "./payer.mjs";
 import { runScenario } from "./scenario.mjs";
 import { readFileSync } from "node:fs";
+import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { readKeyFile } from "./chain.mjs";
+import { chainFor, readKeyFile } from "./chain.mjs";
 
 const REQUEST_TIMEOUT_MS = 60_000;
 const PROGRAM = { code: "import sys\nprint(sys.stdin.read().upper(), end='')\nprint(6*7)", stdin: "hi\n" };
 
 function parseArgs(argv) {
-  const out = { scenario: argv[0], url: "", keyFile: "", otherKeyFile: "", httpUrl: "", n: 50, arguments: PROGRAM };
+  const out = { scenario: argv[0], url: "", keyFile: "", otherKeyFile: "", httpUrl: "", rpc: "", n: 50, arguments: PROGRAM };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--url") out.url = argv[++i];
     else if (a === "--key-file") out.keyFile = argv[++i];
     else if (a === "--other-key-file") out.otherKeyFile = argv[++i];
     else if (a === "--http-url") out.httpUrl = argv[++i];
+    else if (a === "--rpc") out.rpc = argv[++i];
     else if (a === "--n") out.n = Number(argv[++i]);
     else if (a === "--arguments") out.arguments = JSON.parse(readFileSync(argv[++i], "utf8"));
     else throw new Error(`unknown argument ${a}`);
@@ -159,6 +170,43 @@ async function session(args, account) {
   return { tools, open, steps, foreign, close, after };
 }
 
-const scenarios = { call: callScenario, pay, latency, session };
+// channelCall calls run_python paid through the channel of payer (an x402Client with the
+// batch-settlement scheme): the unpaid call's terms signed, the paid call, and its settle
+// report (or corrective terms) handed back to the client, as its HTTP transport does.
+async function channelCall(client, payer, args) {
+  const unpaid = await call(client, undefined, args);
+  if (unpaid.thrown || !unpaid.isError) return { result: unpaid };
+  const payload = await payer.createPaymentPayload(unpaid.structuredContent);
+  const result = await call(client, { "x402/payment": payload }, args);
+  const settleResponse = result._meta?.["x402/payment-response"];
+  const answer = settleResponse ? { settleResponse } : { paymentRequired: result.structuredContent };
+  await payer.handlePaymentResponse({ paymentPayload: payload, requirements: payload.accepted, ...answer });
+  return { kind: payload.payload.type, result };
+}
 
-runScenario({ script: "mcp.mjs", scenarios, parseArgs, needsKey: (scenario) => scenario === "pay", timeoutMs: 280_000 });
+async function channel(args, account) {
+  if (!args.rpc || !args.httpUrl) throw new Error("channel needs --rpc and --http-url");
+  const pub = createPublicClient({ chain: chainFor(args.rpc), transport: http(args.rpc) });
+  const payer = new x402Client().register(NETWORK, new BatchSettlementEvmScheme(toClientEvmSigner(account, pub)));
+  const { client, tools } = await connect(args.url);
+  const calls = [];
+  for (let i = 0; i < args.n; i++) calls.push(await channelCall(client, payer, args.arguments));
+  // A voucher buys an answer over HTTP, then is sent again over MCP.
+  const httpPayer = new x402HTTPClient(payer);
+  const payload = await payer.createPaymentPayload(await unpaidTerms(args.httpUrl));
+  const res = await timedFetch(args.httpUrl, {
+    ...codeRequest("print(6*7)"),
+    headers: { "Content-Type": "application/json", ...httpPayer.encodePaymentSignatureHeader(payload) },
+  });
+  const overHTTP = { status: res.status, body: await bodyOf(res) };
+  overHTTP.settlement = (await httpPayer.processPaymentResult(payload, (n) => res.headers.get(n), res.status)).settleResponse;
+  const replayed = await call(client, { "x402/payment": payload }, args.arguments);
+  const after = await channelCall(client, payer, args.arguments);
+  await client.close();
+  return { tools, calls, overHTTP, replayed, after };
+}
+
+const scenarios = { call: callScenario, pay, latency, session, channel };
+const keyed = new Set(["pay", "channel"]);
+
+runScenario({ script: "mcp.mjs", scenarios, parseArgs, needsKey: (scenario) => keyed.has(scenario), timeoutMs: 280_000 });

@@ -12,10 +12,10 @@ func startMode(t *testing.T, mode string, wrap func(testing.TB, string) string) 
 }
 
 // settlementEnv configures a sandboxd for mode ("onchain" or "facilitator") on c,
-// starting the official facilitator for the facilitator mode. wrap, when non-nil, is put
-// between sandboxd and the endpoint it talks to (the RPC node, or the facilitator) and
-// returns its URL.
-func settlementEnv(t *testing.T, c *chain, mode string, wrap func(testing.TB, string) string) []string {
+// starting the official facilitator for the facilitator mode, with flags passed on to it.
+// wrap, when non-nil, is put between sandboxd and the endpoint it talks to (the RPC node,
+// or the facilitator) and returns its URL.
+func settlementEnv(t *testing.T, c *chain, mode string, wrap func(testing.TB, string) string, flags ...string) []string {
 	t.Helper()
 	if wrap == nil {
 		wrap = func(_ testing.TB, url string) string { return url }
@@ -27,7 +27,7 @@ func settlementEnv(t *testing.T, c *chain, mode string, wrap func(testing.TB, st
 			"SANDBOX_PAYMENTS_RELAYER_KEY_FILE=" + writeKey(t, "relayer.key", relayer.key),
 		}
 	}
-	url := startFacilitator(t, c, writeKey(t, "facilitator.key", facilitator.key))
+	url := startFacilitator(t, c, writeKey(t, "facilitator.key", facilitator.key), flags...)
 	return []string{
 		"SANDBOX_PAYMENTS_SETTLEMENT=facilitator",
 		"SANDBOX_PAYMENTS_FACILITATOR_URL=" + wrap(t, url),

@@ -128,15 +128,7 @@ func sessionBusy(t *testing.T, svc *service, id string) bool {
 func (c *chain) drain(t *testing.T, from, to string) {
 	t.Helper()
 	amount := c.balance(t, from)
-	var ignored any
-	if err := c.call(&ignored, "anvil_impersonateAccount", from); err != nil {
-		t.Fatalf("impersonate %s: %v", from, err)
-	}
-	data := fmt.Sprintf("0xa9059cbb%s%064x", pad32(to), amount)
-	var tx string
-	if err := c.call(&tx, "eth_sendTransaction", map[string]string{"from": from, "to": usdc, "data": data}); err != nil {
-		t.Fatalf("drain %s: %v", from, err)
-	}
+	tx := c.sendAs(t, from, usdc, fmt.Sprintf("0xa9059cbb%s%064x", pad32(to), amount))
 	waitFor(10*time.Second, func() bool { return c.balance(t, from) == 0 })
 	if b := c.balance(t, from); b != 0 {
 		t.Fatalf("%s still holds %d after the drain (%s)", from, b, tx)
