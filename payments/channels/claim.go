@@ -81,7 +81,9 @@ func (b *Background) claimRows(ctx context.Context, rows []ledger.Channel) (chai
 	if err := b.books.RecordOp(ctx, op); err != nil {
 		return chain.OpReceipt{}, err
 	}
-	rcpt, err := b.claimer.Claim(ctx, claims)
+	sctx, cancel := sending(ctx)
+	rcpt, err := b.claimer.Claim(sctx, claims)
+	cancel()
 	b.endOp(op, rcpt, err)
 	b.observe("claim", rcpt, err)
 	if err != nil {
@@ -107,7 +109,9 @@ func (b *Background) finishPass(ctx context.Context, rep *ClaimReport, started t
 		if rerr := b.books.RecordOp(ctx, op); rerr != nil {
 			return rerr
 		}
-		rcpt, serr := b.claimer.Sweep(ctx, b.receiver, b.token)
+		sctx, cancel := sending(ctx)
+		rcpt, serr := b.claimer.Sweep(sctx, b.receiver, b.token)
+		cancel()
 		b.endOp(op, rcpt, serr)
 		b.observe("sweep", rcpt, serr)
 		if serr != nil {
@@ -124,6 +128,16 @@ func (b *Background) finishPass(ctx context.Context, rep *ClaimReport, started t
 		return err
 	}
 	return b.books.ClaimPassDone(ctx, started)
+}
+
+// sendBound bounds a claim or sweep once sent, past the pass's own end.
+const sendBound = 20 * time.Second
+
+// sending is the context of a claim or sweep: not cut off when the pass is
+// (a service stopping would log as failed a transaction that is then
+// mined), bounded by sendBound.
+func sending(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), sendBound)
 }
 
 // endOp records how an op ended, on a fresh context.
