@@ -80,29 +80,44 @@ func (a *anvil) blockNumber() (int64, error) {
 type receipt struct {
 	GasUsed uint64
 	OK      bool
-	// logs are the topics of each of its logs, in order.
-	logs [][]string
+	logs    []chainLog
 }
 
-// has says whether one of the receipt's logs is the event topic, with
-// first as its first indexed argument unless first is "".
-func (r receipt) has(topic, first string) bool {
-	for _, t := range r.logs {
+// chainLog is one log of a receipt: its topics and its data, in hex.
+type chainLog struct {
+	Topics []string `json:"topics"`
+	Data   string   `json:"data"`
+}
+
+// find returns the receipt's first log of the event topic with first as
+// its first indexed argument (any when first is "").
+func (r receipt) find(topic, first string) (chainLog, bool) {
+	for _, l := range r.logs {
+		t := l.Topics
 		if len(t) > 0 && strings.EqualFold(t[0], topic) && (first == "" || len(t) > 1 && strings.EqualFold(t[1], first)) {
-			return true
+			return l, true
 		}
 	}
-	return false
+	return chainLog{}, false
+}
+
+// word is the i-th 32-byte word of the log's data as a number (0 when
+// there is none or it does not fit in 64 bits).
+func (l chainLog) word(i int) uint64 {
+	hex := strings.TrimPrefix(l.Data, "0x")
+	if len(hex) < 64*(i+1) {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimLeft(hex[64*i:64*(i+1)], "0"), 16, 64)
+	return n
 }
 
 // receipt reads the receipt of the transaction hash.
 func (a *anvil) receipt(hash string) (receipt, error) {
 	var r *struct {
-		Status  string `json:"status"`
-		GasUsed string `json:"gasUsed"`
-		Logs    []struct {
-			Topics []string `json:"topics"`
-		} `json:"logs"`
+		Status  string     `json:"status"`
+		GasUsed string     `json:"gasUsed"`
+		Logs    []chainLog `json:"logs"`
 	}
 	if err := a.call(&r, "eth_getTransactionReceipt", hash); err != nil {
 		return receipt{}, err
@@ -114,9 +129,5 @@ func (a *anvil) receipt(hash string) (receipt, error) {
 	if err != nil {
 		return receipt{}, fmt.Errorf("receipt of %s: gasUsed %q", hash, r.GasUsed)
 	}
-	out := receipt{GasUsed: gas, OK: r.Status == "0x1"}
-	for _, l := range r.Logs {
-		out.logs = append(out.logs, l.Topics)
-	}
-	return out, nil
+	return receipt{GasUsed: gas, OK: r.Status == "0x1", logs: r.Logs}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -48,9 +49,9 @@ func channelsTable(w io.Writer, o options, r channelsReport) {
 	}
 	exact := meanGas(r.exactGas)
 	ratio := r.gas.perCall() / max(exact, 1)
-	row(fmt.Sprintf("gas a call: %d voucher calls on one channel, claimed once", r.gas.calls),
-		fmt.Sprintf("(deposit %s + claim %s + sweep %s) ÷ %d = %s against exact's %s a transfer: %.3f×",
-			kilo(r.gas.deposit), kilo(r.gas.claim), kilo(r.gas.sweep), r.gas.calls, kilo(uint64(r.gas.perCall())),
+	row(fmt.Sprintf("gas a call: %d voucher calls on one channel, its claims and sweeps", r.gas.calls),
+		fmt.Sprintf("(deposit %s + claims %s + sweeps %s) ÷ %d = %s against exact's %s a transfer: %.3f×",
+			kilo(r.gas.deposit), kilos(r.gas.claims), kilos(r.gas.sweeps), r.gas.calls, kilo(uint64(r.gas.perCall())),
 			kilo(uint64(exact)), ratio),
 		fmt.Sprintf("< %.2f×", gasRatioTarget), r.gas.total() > 0 && ratio < gasRatioTarget)
 	fmt.Fprintln(w)
@@ -117,6 +118,18 @@ func timingsOf(rs []payResult) callTimings {
 		}
 	}
 	return t
+}
+
+// kilos lists gas in thousands, "a + b" when there is more than one.
+func kilos(gas []uint64) string {
+	parts := make([]string, len(gas))
+	for i, g := range gas {
+		parts[i] = kilo(g)
+	}
+	if len(parts) > 1 {
+		return "(" + strings.Join(parts, " + ") + ")"
+	}
+	return strings.Join(parts, "")
 }
 
 // meanGas is the mean of gas.
