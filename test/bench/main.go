@@ -34,10 +34,16 @@
 //   - sessions (issue 26; -sessions-only runs just this): `x += 1; x` in a
 //     warm session beside a one-shot call, sparse and at 40 % load, the
 //     open with a warm container idle, and a five-step pandas analysis in
-//     a session against one-shot calls that each reload the data.
+//     a session against one-shot calls that each reload the data;
+//   - channels (issue 45; -channels-only runs just this): on anvil mining
+//     a block every 2 s, print(1) through the official x402 client, free,
+//     paid by `exact` and by a batch-settlement voucher, one-shot and in
+//     sessions; and the gas a call of a channel claimed once costs
+//     against an `exact` transfer's.
 //
-// Run it with `make bench` (which builds the binary and the image first).
-// It takes about eight minutes (the data phase about three of them).
+// Run it with `make bench` (which builds the binary and the images and
+// installs the interop tests' npm packages first). It takes about ten
+// minutes (the data phase about three of them, the channels two).
 package main
 
 import (
@@ -90,6 +96,13 @@ type options struct {
 	// fleetOnly runs only the fleet phase, fleetCalls calls each way.
 	fleetOnly  bool
 	fleetCalls int
+	// channelsOnly runs only the channels phase: on anvil mining a block
+	// every blockTime, channelCalls calls of each row, and a channel of
+	// gasCalls calls claimed and swept once.
+	channelsOnly bool
+	blockTime    time.Duration
+	channelCalls int
+	gasCalls     int
 }
 
 func main() {
@@ -118,6 +131,10 @@ func main() {
 	flag.BoolVar(&o.sessionsOnly, "sessions-only", false, "run only the sessions phase")
 	flag.BoolVar(&o.fleetOnly, "fleet-only", false, "run only the fleet phase: a session's call direct and forwarded by another replica (needs PostgreSQL: make postgres)")
 	flag.IntVar(&o.fleetCalls, "fleet-calls", 200, "calls of the fleet phase, each way")
+	flag.BoolVar(&o.channelsOnly, "channels-only", false, "run only the channels phase: free, exact and voucher calls on anvil (needs make interop-deps)")
+	flag.DurationVar(&o.blockTime, "block-time", 2*time.Second, "the channels phase's anvil block time (Base's is 2 s)")
+	flag.IntVar(&o.channelCalls, "channel-calls", 15, "calls of each row of the channels phase")
+	flag.IntVar(&o.gasCalls, "gas-calls", 20, "voucher calls on the channel whose deposit, claim and sweep the gas row sums")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -150,6 +167,7 @@ type report struct {
 	kills    []killsPhase
 	data     dataReport
 	sessions sessionsReport
+	channels channelsReport
 }
 
 func run(ctx context.Context, o *options) error {
@@ -176,6 +194,9 @@ func run(ctx context.Context, o *options) error {
 	case o.sessionsOnly:
 		return runOnly("sessions", func() (err error) { r.sessions, err = measureSessions(ctx, o, 0); return err },
 			func(w io.Writer) { sessionsTable(w, *o, r.sessions) })
+	case o.channelsOnly:
+		return runOnly("channels", func() (err error) { r.channels, err = measureChannels(ctx, o); return err },
+			func(w io.Writer) { channelsTable(w, *o, r.channels) })
 	}
 	if err := measureTail(ctx, o, &r, false); err != nil {
 		return err
@@ -187,6 +208,9 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	if r.sessions, err = measureSessions(ctx, o, r.ceiling); err != nil {
+		return err
+	}
+	if r.channels, err = measureChannels(ctx, o); err != nil {
 		return err
 	}
 	printReport(os.Stdout, *o, r)

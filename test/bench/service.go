@@ -103,10 +103,17 @@ func withService(ctx context.Context, o *options, f func(*service) phase, env ..
 // startService starts the binary, its environment added to by env, and
 // waits for it to listen.
 func startService(ctx context.Context, o *options, env []string) (*service, error) {
+	return startInstance(ctx, o, "bench", env)
+}
+
+// startInstance is startService under the runtime instance label
+// instance, so that services running side by side never count or reap
+// each other's containers.
+func startInstance(ctx context.Context, o *options, instance string, env []string) (*service, error) {
 	s := &service{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 60 * time.Second}}
 	sv, err := servicetest.Launch(ctx, servicetest.Options{
 		Binary:   o.binary,
-		Instance: "bench",
+		Instance: instance,
 		// The load comes from one client (loopback): no per-client session cap.
 		Env: append([]string{"SANDBOX_SERVER_LOG_LEVEL=info", "SANDBOX_RUNTIME_IMAGE=" + o.image,
 			"SANDBOX_SESSIONS_MAX_PER_CLIENT=0"}, env...),

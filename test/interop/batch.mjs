@@ -7,17 +7,21 @@
 //
 // --steps is a JSON array of calls made in order by one client (one channel storage), each
 // {"url": URL, "method": "POST", "body": {...}} or {"refund": URL} (the client's own refund,
-// GET on URL). A step answered 201 with a session_id (an opening at /v1/sessions) names the
-// session later steps may use as "${session}" in their url. A step with "voucherOnly": true
-// pays with a voucher even past the channel's balance (the client's deposit strategy declines
-// to top up, as a payer who knows better would). With --parallel N the steps are sent N at a
-// time instead. For each step: status, body, the decoded PAYMENT-RESPONSE, on a 402 the
-// decoded PAYMENT-REQUIRED, the payment header the client sent last (for replays) and the
-// time in ms (the official client's two round trips: the 402, then the paid call).
+// GET on URL). A step answered 201 with a session_id keeps it under the step's "as" (default
+// "session"), and later steps may use "${session}" (or "${NAME}") in their url. A step with
+// "voucherOnly": true pays with a voucher even past the channel's balance (the client's
+// deposit strategy declines to top up, as a payer who knows better would). With --parallel N
+// the steps are sent N at a time instead. --gap pauses MS before each step (or group),
+// outside its time. --scheme exact pays with the official exact client instead, for a
+// comparison through the same script. For each step: status, body, the decoded
+// PAYMENT-RESPONSE, on a 402 the decoded PAYMENT-REQUIRED, the payment header the client sent
+// last (for replays), the answer's Server-Timing, the time in ms (the official client's two
+// round trips: the 402, then the paid call) and each request's time to its headers.
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme, InMemoryClientChannelStorage } from "@x402/evm/batch-settlement/client";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -25,26 +29,33 @@ import { chainFor, readKeyFile } from "./chain.mjs";
 import { NETWORK, bodyOf } from "./payer.mjs";
 
 function parseArgs(argv) {
-  const out = { rpc: "", keyFile: "", steps: [], parallel: 1 };
+  const out = { rpc: "", keyFile: "", steps: [], parallel: 1, gap: 0, scheme: "batch-settlement" };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--rpc") out.rpc = argv[++i];
     else if (a === "--key-file") out.keyFile = argv[++i];
     else if (a === "--steps") out.steps = JSON.parse(argv[++i]);
     else if (a === "--parallel") out.parallel = Number(argv[++i]);
+    else if (a === "--gap") out.gap = Number(argv[++i]);
+    else if (a === "--scheme") out.scheme = argv[++i];
     else throw new Error(`unknown argument ${a}`);
   }
   if (!out.rpc || !out.keyFile) throw new Error("--rpc and --key-file are required");
+  if (out.scheme !== "batch-settlement" && out.scheme !== "exact") throw new Error(`unknown --scheme ${out.scheme}`);
   return out;
 }
 
-// recorder is fetch remembering the PAYMENT-SIGNATURE header of the last request it sent.
+// recorder is fetch remembering the PAYMENT-SIGNATURE header of the last request it sent and
+// each request's time to its headers (ms).
 function recorder() {
-  const r = { header: "" };
-  r.fetch = (input, init) => {
+  const r = { header: "", ms: [] };
+  r.fetch = async (input, init) => {
     const req = new Request(input, init);
     r.header = req.headers.get("PAYMENT-SIGNATURE") || r.header;
-    return fetch(req);
+    const t = performance.now();
+    const res = await fetch(req);
+    r.ms.push(performance.now() - t);
+    return res;
   };
   return r;
 }
@@ -58,11 +69,13 @@ async function main() {
   const storage = new InMemoryClientChannelStorage();
   const scheme = new BatchSettlementEvmScheme(signer, { storage });
   const voucherOnly = new BatchSettlementEvmScheme(signer, { storage, depositStrategy: () => false });
-  let session = "";
+  const exact = new ExactEvmScheme(account);
+  const sessions = {};
   const run = async (step) => {
     const started = performance.now();
     const sent = recorder();
-    const pay = wrapFetchWithPayment(sent.fetch, new x402Client().register(NETWORK, step.voucherOnly ? voucherOnly : scheme));
+    const paying = args.scheme === "exact" ? exact : step.voucherOnly ? voucherOnly : scheme;
+    const pay = wrapFetchWithPayment(sent.fetch, new x402Client().register(NETWORK, paying));
     if (step.refund) {
       try {
         const r = await scheme.refund(step.refund);
@@ -71,7 +84,7 @@ async function main() {
         return { refund: true, ok: false, error: err.message, ms: performance.now() - started };
       }
     }
-    const url = step.url.replace("${session}", session);
+    const url = step.url.replace(/\$\{(\w+)\}/g, (_, name) => sessions[name] ?? "");
     const init = { method: step.method || "POST", headers: { "Content-Type": "application/json" }, signal: AbortSignal.timeout(60_000) };
     if (step.body) init.body = JSON.stringify(step.body);
     try {
@@ -80,14 +93,16 @@ async function main() {
       const header = res.headers.get("PAYMENT-RESPONSE");
       const required = res.status === 402 && res.headers.get("PAYMENT-REQUIRED");
       const body = await bodyOf(res);
-      if (res.status === 201 && body.session_id) session = body.session_id;
+      if (res.status === 201 && body.session_id) sessions[step.as || "session"] = body.session_id;
       return {
         status: res.status,
         body,
         settlement: header ? decodePaymentResponseHeader(header) : null,
         required: required ? decodePaymentRequiredHeader(required) : null,
         sent: sent.header,
+        timing: res.headers.get("Server-Timing") || "",
         ms,
+        requestMs: sent.ms,
       };
     } catch (err) {
       return { status: 0, error: err.message, ms: performance.now() - started };
@@ -95,6 +110,7 @@ async function main() {
   };
   const results = [];
   for (let i = 0; i < args.steps.length; i += args.parallel) {
+    if (args.gap > 0) await new Promise((resolve) => setTimeout(resolve, args.gap));
     results.push(...(await Promise.all(args.steps.slice(i, i + args.parallel).map(run))));
   }
   // Written in full before the process exits: a pipe takes a long line in parts.
