@@ -20,6 +20,9 @@ const (
 	PhasePayment Phase = "payment"
 	// PhaseAdmit is the wait for a sandbox slot.
 	PhaseAdmit Phase = "admit"
+	// PhaseReserve is the payment's reservation in the ledger (nothing in
+	// free mode); a channel's deposit is collected here, before the run.
+	PhaseReserve Phase = "reserve"
 	// PhaseTake is taking an idle warm container from the pool.
 	PhaseTake Phase = "take"
 	// PhaseTakeWait is waiting for a warm container whose start was

@@ -74,7 +74,9 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization,
 	run func(context.Context) (sandboxd.Result, error)) (*sandboxd.Settlement, error) {
 	ctx = context.WithoutCancel(ctx)
+	began := time.Now()
 	charge, err := auth.Reserve(ctx)
+	sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseReserve, began)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,7 @@ func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization,
 		charge.Release(ctx)
 		return nil, err
 	}
-	began := time.Now()
+	began = time.Now()
 	defer sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseSettle, began)
 	return charge.Settle(ctx, res)
 }

@@ -47,7 +47,7 @@ func TestCodeAnswersItsPhases(t *testing.T) {
 		}
 		listed = append(listed, sandboxd.Phase(m[1]))
 	}
-	want := []sandboxd.Phase{sandboxd.PhaseRead, sandboxd.PhasePayment, sandboxd.PhaseAdmit, sandboxd.PhaseTake, sandboxd.PhaseSettle}
+	want := []sandboxd.Phase{sandboxd.PhaseRead, sandboxd.PhasePayment, sandboxd.PhaseAdmit, sandboxd.PhaseReserve, sandboxd.PhaseTake, sandboxd.PhaseSettle}
 	if !slices.Equal(listed, want) {
 		t.Errorf("Server-Timing lists %v, want %v", listed, want)
 	}

@@ -32,7 +32,16 @@ type Background struct {
 	// failedAt is when the last claim pass failed: the next waits
 	// claimRetry after it.
 	failedAt time.Time
+	// held is whether this replica held the claimer lease when it last
+	// looked, at leaseAt.
+	held    bool
+	leaseAt time.Time
 }
+
+// leaseCheck is how often the claimer takes or keeps its lease (a ledger
+// write): the lease follows the replicas' heartbeats, so keeping it needs
+// no write a second, and a dead holder's is taken within this.
+const leaseCheck = 5 * time.Second
 
 // claimRetry is how long a failed claim pass waits before the next.
 const claimRetry = 30 * time.Second
@@ -108,8 +117,11 @@ func (b *Background) claimTick(ctx context.Context) {
 	if b.claimer == nil || b.now().Sub(b.failedAt) < claimRetry {
 		return
 	}
-	held, err := b.books.TakeClaimer(ctx)
-	if err != nil || !held {
+	if now := b.now(); now.Sub(b.leaseAt) >= leaseCheck {
+		held, err := b.books.TakeClaimer(ctx)
+		b.held, b.leaseAt = held && err == nil, now
+	}
+	if !b.held {
 		return
 	}
 	due, err := b.claimDue(ctx, b.now())

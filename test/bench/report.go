@@ -172,7 +172,7 @@ func slowTable(w io.Writer, title string, p phase) {
 
 // phaseOrder is the order of the service's phases (sandboxd.Phase) in the
 // slow table.
-var phaseOrder = []string{"read", "payment", "admit", "take", "take_wait", "start", "handover", "program", "demux", "settle"}
+var phaseOrder = []string{"read", "payment", "admit", "reserve", "take", "take_wait", "start", "handover", "program", "demux", "settle"}
 
 // phaseOf is the time sm spent in ph ("outside": the wall time less every
 // phase listed), and whether it had that phase.
