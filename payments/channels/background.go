@@ -36,6 +36,8 @@ type Background struct {
 	// looked, at leaseAt.
 	held    bool
 	leaseAt time.Time
+	// summedAt is when claimDue last summed the unclaimed charges.
+	summedAt time.Time
 }
 
 // leaseCheck is how often the claimer takes or keeps its lease (a ledger

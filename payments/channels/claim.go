@@ -34,6 +34,10 @@ func (b *Background) claimDue(ctx context.Context, now time.Time) (bool, error) 
 	if now.Sub(last) >= b.cfg.ClaimEvery || st.RequestedAt.After(st.LastPassAt) {
 		return true, nil
 	}
+	if now.Sub(b.summedAt) < leaseCheck {
+		return false, nil // the unclaimed total is summed every leaseCheck, not every tick
+	}
+	b.summedAt = now
 	rows, err := b.books.Claimable(ctx, mirrorLimit)
 	if err != nil {
 		return false, err
