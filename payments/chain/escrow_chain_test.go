@@ -93,8 +93,10 @@ func newEscrowChain(t *testing.T) *escrowChain {
 	go c.mine(ctx, done)
 	t.Cleanup(func() { stop(); <-done })
 
+	// CheckTimeout bounds DepositReceipt's wait for a receipt that never comes: long enough that
+	// a busy host's slow RPC answer is not taken for no answer.
 	s, err := New(context.Background(), c.client, c.relayer, Config{Asset: c.token, ChainID: simChainID,
-		CheckTimeout: 2 * time.Second, SettleTimeout: 20 * time.Second, RPCTimeout: 5 * time.Second,
+		CheckTimeout: 10 * time.Second, SettleTimeout: 20 * time.Second, RPCTimeout: 5 * time.Second,
 		ReceiptPoll: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func (b *callBackend) CallContract(ctx context.Context, m ethereum.CallMsg, n *b
 func (c *escrowChain) reader(t *testing.T, b Backend) *Settler {
 	t.Helper()
 	r, err := NewReader(context.Background(), b, Config{Asset: c.token, ChainID: simChainID,
-		CheckTimeout: 2 * time.Second, SettleTimeout: 5 * time.Second, RPCTimeout: 2 * time.Second})
+		CheckTimeout: 10 * time.Second, SettleTimeout: 10 * time.Second, RPCTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
