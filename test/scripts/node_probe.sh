@@ -68,3 +68,16 @@ for b in hello array objects string bufferBig bufferGrow typed worker spawn; do
     "$(printf '%s\n' "$out" | grep -vE '^(warm|\s*[0-9]+: 0x|$|#$|-----|\[|<---)' | tr '\n' ' ' | cut -c1-110)" \
     "$(( ($(date +%s%N) - s) / 1000000 ))"
 done
+
+echo "-- teardown: from the program's end (node: the exit event; python: atexit) to the process gone, p50 of $RUNS (ms)"
+clock='date +%s%6N'
+nodeend='process.on("exit", () => require("fs").writeSync(1, String(Math.round((performance.timeOrigin + performance.now()) * 1000))))'
+pyend='import atexit, time; atexit.register(lambda: print(time.time_ns() // 1000, end=""))'
+p50='{v[NR]=$1} END {printf "p50 %.1f, min %.1f\n", v[int((NR+1)/2)]/1000, v[1]/1000}'
+# Each: a label, the image, the program that prints its end time (":" for the probe's own cost: two dates).
+for row in "node|$IMAGE|node -e '$nodeend'" "python|sandbox-python:3.11|python3 -I -c '$pyend'" "baseline|$IMAGE|:"; do
+  IFS='|' read -r label image prog <<<"$row"
+  printf '%-9s ' "$label"
+  inside "$image" bash -c "for i in \$(seq $RUNS); do a=\$($prog); [ -n \"\$a\" ] || a=\$($clock); b=\$($clock); echo \$((b - a)); done" |
+    sort -n | awk "$p50"
+done
