@@ -77,7 +77,12 @@ echo "sandbox:x:$SANDBOX_UID:$SANDBOX_UID:sandbox:/tmp:/usr/sbin/nologin" >> "$r
 echo "sandbox:x:$SANDBOX_UID:" >> "$root/etc/group"
 echo "sandbox:*:19000:0:99999:7:::" >> "$root/etc/shadow"
 
+# forky moves: an image named for Node 24 must not become another major silently.
 version=$(chroot "$root" /usr/bin/node --version)
+case "$version" in
+  v24.*) ;;
+  *) log "$SUITE serves Node $version, not 24: update IMAGE and this check together"; exit 1 ;;
+esac
 log "node $version; trimming took $((SECONDS - t)) s"
 t=$SECONDS
 tar -C "$root" -c . | docker import \
