@@ -81,3 +81,6 @@ for row in "node|$IMAGE|node -e '$nodeend'" "python|sandbox-python:3.11|python3 
   inside "$image" bash -c "for i in \$(seq $RUNS); do a=\$($prog); [ -n \"\$a\" ] || a=\$($clock); b=\$($clock); echo \$((b - a)); done" |
     sort -n | awk "$p50"
 done
+
+echo "-- Bash's session shell, driven as the supervisor would (bash_session_probe.js)"
+inside -v "$here:/probe:ro" "$IMAGE" bash -c 'bash --version | head -1; node /probe/bash_session_probe.js'
