@@ -84,3 +84,7 @@ done
 
 echo "-- Bash's session shell, driven as the supervisor would (bash_session_probe.js)"
 inside -v "$here:/probe:ro" "$IMAGE" bash -c 'bash --version | head -1; node /probe/bash_session_probe.js'
+
+echo "-- the JavaScript evaluator (node_eval_probe.js)"
+inside -v "$here:/probe:ro" "$IMAGE" bash -c \
+  'node --expose-internals --disable-warning=ExperimentalWarning /probe/node_eval_probe.js </dev/null'
