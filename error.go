@@ -30,6 +30,9 @@ const (
 	// CodeConflict: what the request names is busy with another request,
 	// such as a session running a call (409).
 	CodeConflict Code = "conflict"
+	// CodeGone: what the request asks for existed but is not kept any
+	// more, such as a paid answer too large to keep for a replay (410).
+	CodeGone Code = "gone"
 	// CodeMediaType: a browser's request whose body is not declared
 	// application/json, the type that makes the browser ask first (415).
 	CodeMediaType Code = "media_type"
@@ -64,6 +67,10 @@ type Error struct {
 	// quoted terms, a failed or pending settlement); httpapi turns them into
 	// headers, bodies and MCP results.
 	Payment *PaymentDetails
+	// Replay, when set (with CodeConflict), is the answer of a concurrent
+	// request with the same payment and request that won the race: the
+	// handler answers it (Replay.Answer) instead of the error.
+	Replay Replay
 }
 
 // PaymentDetails are the x402 parts of a payment answer.

@@ -27,6 +27,22 @@ type PaymentRequest struct {
 	// /v1/channel): a channel refund then passes Check as a
 	// PaymentOperation. Elsewhere a refund is refused.
 	Operations bool
+	// Request is the identity of the request (lower-case hex SHA-256 of
+	// its transport, operation and validated input; see
+	// docs/design/retries.md §3): a retry is answered from the stored
+	// answer only when it asks the same request. "" when the route keeps
+	// no answers.
+	Request string
+	// Kind is what the request buys, kept with its answer.
+	Kind AnswerKind
+	// Transport is the protocol the request came over.
+	Transport Transport
+	// ReplayOnly asks Check only whether a stored answer matches the
+	// payment and the request (decode, signature, lookup; never a remote
+	// check): it returns a Replay, or (nil, nil) when none is stored. It is
+	// for a request that would otherwise be refused before paying (a call
+	// to an ended session, an open refused for room).
+	ReplayOnly bool
 }
 
 // PaymentGate decides whether a request may run, in two phases around the
@@ -40,10 +56,16 @@ type PaymentRequest struct {
 // facilitator whether it would settle, that remote check bounded by its own
 // limit on checks at once (never by the sandbox slots). It holds nothing
 // when it returns: an Authorization that is dropped costs nobody anything.
+// When the request was already answered for the same payment (or a new
+// payment of the same payer with the same payment-identifier id) it
+// returns a Replay, to be answered before any slot is taken (see Replay).
 // It returns an *Error:
 //   - CodePayment with the x402 terms in Payment when no payment
 //     came, or the payment failed a check (Message names the check);
-//   - CodeInvalid when a payment header does not decode;
+//   - CodeInvalid when a payment header does not decode, or its
+//     payment-identifier extension is malformed;
+//   - CodeConflict when the payment's id was used by the same payer for
+//     another request;
 //   - CodeBusy (RetryAfter set) when too many payments are being checked
 //     and none finished within the gate's wait;
 //   - CodeUnavailable when the chain or facilitator cannot be reached;
@@ -62,6 +84,9 @@ type PaymentGate interface {
 // returns an *Error:
 //   - CodePayment (terms attached) when the same payment was already used,
 //     by an earlier request or a concurrent one;
+//   - CodeConflict with Error.Replay set when a concurrent request with the
+//     same payment or id and the same request won the race: the caller
+//     answers the Replay (nothing was reserved for this one);
 //   - CodeUnavailable when the ledger cannot record it, or the gate is
 //     closing: nothing runs and nothing is charged.
 type Authorization interface {
@@ -89,8 +114,9 @@ type PaymentOperation interface {
 // and Release must be called. From Reserve on, the caller's going away does
 // not matter: the run is completed and settled (the payer asked for it).
 //
-// Settle is called with a delivered result; it collects the payment and
-// returns its report, nil when nothing was charged. It returns an *Error:
+// Settle is called with what was delivered (the result and the answer
+// rendered from it, which it keeps for a replay); it collects the payment
+// and returns its report, nil when nothing was charged. It returns an *Error:
 //   - CodePayment (the terms and a failed settlement in Payment) when the settlement
 //     was refused or reverted (nothing collected; the payment is never
 //     admitted again), or never left (nothing collected; the message says
@@ -108,6 +134,6 @@ type PaymentOperation interface {
 // Release is called when the service failed to deliver (a 5xx before a
 // result): nothing is charged and the same payment may be offered again.
 type Charge interface {
-	Settle(ctx context.Context, result Result) (*Settlement, error)
+	Settle(ctx context.Context, d Delivered) (*Settlement, error)
 	Release(ctx context.Context)
 }

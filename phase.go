@@ -18,6 +18,9 @@ const (
 	PhaseRead Phase = "read"
 	// PhasePayment is the payment gate's check (nothing in free mode).
 	PhasePayment Phase = "payment"
+	// PhaseReplay is answering a retry from a stored answer: the wait for
+	// a first request still running and the read of its answer.
+	PhaseReplay Phase = "replay"
 	// PhaseAdmit is the wait for a sandbox slot.
 	PhaseAdmit Phase = "admit"
 	// PhaseReserve is the payment's reservation in the ledger (nothing in

@@ -23,6 +23,8 @@ func statusOf(code sandboxd.Code) int {
 		return http.StatusForbidden
 	case sandboxd.CodeConflict:
 		return http.StatusConflict
+	case sandboxd.CodeGone:
+		return http.StatusGone
 	case sandboxd.CodeTooSlow:
 		return http.StatusRequestTimeout
 	case sandboxd.CodeTooLarge:

@@ -89,7 +89,7 @@ func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization,
 	}
 	began = time.Now()
 	defer sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseSettle, began)
-	return charge.Settle(ctx, res)
+	return charge.Settle(ctx, sandboxd.Delivered{Result: res})
 }
 
 // releaseWhenGone gives the sandbox slot back once the run's sandbox holds

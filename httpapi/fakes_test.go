@@ -122,7 +122,7 @@ func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) {
 	return c, nil
 }
 
-func (c fakeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
+func (c fakeCharge) Settle(context.Context, sandboxd.Delivered) (*sandboxd.Settlement, error) {
 	c.g.mu.Lock()
 	block := c.g.settleBlock
 	c.g.mu.Unlock()

@@ -44,7 +44,7 @@ type fakeCharge struct{ settleErr error }
 
 func (fakeCharge) Payer() string                                      { return "0xpayer" }
 func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return c, nil }
-func (c fakeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
+func (c fakeCharge) Settle(context.Context, sandboxd.Delivered) (*sandboxd.Settlement, error) {
 	return nil, c.settleErr
 }
 func (fakeCharge) Release(context.Context) {}
@@ -129,14 +129,14 @@ func TestMetricsSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 		t.Fatal(err)
 	}
 	c, _ = begin(ctx, g, paid)
 	c.Release(ctx)
 	pending := Gate{PaymentGate: fakeGate{settleErr: sandboxd.Errorf(sandboxd.CodePending, "t", "pending")}, M: m}
 	c, _ = begin(ctx, pending, paid)
-	_, _ = c.Settle(ctx, sandboxd.Result{})
+	_, _ = c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}})
 	refuse := Gate{PaymentGate: fakeGate{err: sandboxd.Errorf(sandboxd.CodePayment, "t", "no")}, M: m,
 		Reason: func(error) string { return "invalid_exact_evm_payload_signature" }}
 	_, _ = begin(ctx, refuse, sandboxd.PaymentRequest{})
@@ -194,7 +194,7 @@ func TestSettledAmountIsTheEnvironmentsPrice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+		if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -162,9 +162,9 @@ type charge struct {
 }
 
 // Settle collects the payment, recording the outcome and its latency.
-func (c charge) Settle(ctx context.Context, res sandboxd.Result) (*sandboxd.Settlement, error) {
+func (c charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Settlement, error) {
 	began := time.Now()
-	h, err := c.Charge.Settle(ctx, res)
+	h, err := c.Charge.Settle(ctx, d)
 	c.g.M.settleLatency.Observe(time.Since(began).Seconds())
 	switch {
 	case err == nil:

@@ -105,7 +105,7 @@ var _ sandboxd.Charge = (*charge)(nil)
 //     settling with reason ledger.ReasonSettlementPending and the hash, and the
 //     gate's resolver (or Recover at the next start) settles or releases
 //     it from the chain.
-func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.Settlement, error) {
+func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Settlement, error) {
 	const op = "payments.settle"
 	if !c.done.CompareAndSwap(false, true) {
 		c.log.Error("charge settled after it was settled or released")
@@ -128,9 +128,9 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.
 		return nil, c.settleFailed(op, tx, err)
 	}
 	c.ledgerWrite("settled", func(ctx context.Context) error {
-		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(result.Status))
+		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(d.Result.Status))
 	})
-	c.log.Info("settled", "tx", tx, "run_status", result.Status)
+	c.log.Info("settled", "tx", tx, "run_status", d.Result.Status)
 	return c.settlement(true, tx, ""), nil
 }
 

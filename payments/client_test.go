@@ -54,7 +54,7 @@ func gateServer(t *testing.T, g *Gate, v1Only bool) *httptest.Server {
 			writeErr(w, err)
 			return
 		}
-		settled, err := c.Settle(r.Context(), sandboxd.Result{Status: sandboxd.StatusOK})
+		settled, err := c.Settle(r.Context(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 		if err != nil {
 			writeErr(w, err)
 			return

@@ -112,7 +112,7 @@ func TestGateCloseWaitsForSettlement(t *testing.T) {
 	}
 	settled := make(chan error)
 	go func() {
-		_, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+		_, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 		settled <- err
 	}()
 	<-s.entered
@@ -154,7 +154,7 @@ func TestGateCloseDrainIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go c.Settle(context.Background(), sandboxd.Result{})
+	go c.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{}})
 	<-s.entered
 	start := time.Now()
 	if err := g.Close(); err != nil || time.Since(start) > 5*time.Second {
@@ -174,7 +174,7 @@ func TestResolverResolvesPendingRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Settle(ctx, sandboxd.Result{})
+	out, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}})
 	entry := ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 	wantPending(t, l, entry, out, err, "")
 	resolver := g.startResolver(10 * time.Millisecond)

@@ -22,7 +22,7 @@ type freeCharge struct{}
 
 func (freeCharge) Payer() string                                    { return "" }
 func (freeCharge) Reserve(context.Context) (sandboxd.Charge, error) { return freeCharge{}, nil }
-func (freeCharge) Settle(context.Context, sandboxd.Result) (*sandboxd.Settlement, error) {
+func (freeCharge) Settle(context.Context, sandboxd.Delivered) (*sandboxd.Settlement, error) {
 	return nil, nil
 }
 func (freeCharge) Release(context.Context) {}

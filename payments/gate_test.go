@@ -264,7 +264,7 @@ func TestGateSettle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusError})
+			out, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusError}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +295,7 @@ func TestGateSettleFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+	out, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 	if out != nil {
 		t.Fatalf("settlement %+v on a failed settlement", out)
 	}
@@ -322,7 +322,7 @@ func TestGateSettleFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err = c.Settle(ctx, sandboxd.Result{})
+	out, err = c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}})
 	entry := ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}
 	wantPending(t, l, entry, out, err, s.settleTx)
 	_, err = begin(g, ctx, paidRequest(h))
@@ -350,7 +350,7 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Begin after release: %v", err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, l, e, ledger.StatusSettled)
@@ -370,7 +370,7 @@ func TestGateSettleOnce(t *testing.T) {
 	var ok atomic.Int32
 	for range 10 {
 		wg.Go(func() {
-			if _, err := c.Settle(ctx, sandboxd.Result{}); err == nil {
+			if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err == nil {
 				ok.Add(1)
 			} else if sandboxd.ErrorCode(err) != sandboxd.CodeInternal {
 				t.Errorf("second Settle = %v, want CodeInternal", err)

@@ -206,7 +206,7 @@ func TestGateRefusesTheDecoyBeforeAnything(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the owner's own payment after the decoy: %v", err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -98,7 +98,7 @@ func TestLedgerDiskFull(t *testing.T) {
 		t.Fatalf("Begin on a full disk = %v, want CodeUnavailable saying the ledger could not record the payment", err)
 	}
 	// The run admitted before the disk filled is not settled unrecorded.
-	out, err := charge.Settle(ctx, sandboxd.Result{})
+	out, err := charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}})
 	if out != nil || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "nothing was charged") {
 		t.Fatalf("Settle on a full disk = %v, %v; want CodeUnavailable and no answer", out, err)
 	}
@@ -113,7 +113,7 @@ func TestLedgerDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Begin after space was freed: %v", err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 		t.Fatalf("Settle after space was freed: %v", err)
 	}
 	// The stopped payment's row stayed reserved (its release could not be

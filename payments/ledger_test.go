@@ -263,7 +263,7 @@ func TestLedgerFileRemoved(t *testing.T) {
 		!strings.Contains(sandboxd.ErrorMessage(err), "ledger could not record the payment") {
 		t.Fatalf("Begin with the ledger removed = %v, want CodeUnavailable", err)
 	}
-	if out, err := charge.Settle(ctx, sandboxd.Result{}); out != nil || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+	if out, err := charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); out != nil || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 		t.Fatalf("Settle with the ledger removed = %v, %v; want CodeUnavailable", out, err)
 	}
 	if n := s.settles.Load(); n != 0 {

@@ -74,7 +74,7 @@ func TestLedgerConformanceUnavailable(t *testing.T) {
 				if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 					t.Fatalf("Begin with the ledger broken = %v, want CodeUnavailable", err)
 				}
-				if _, err := admitted.Settle(ctx, sandboxd.Result{}); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+				if _, err := admitted.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 					t.Fatalf("Settle with the ledger broken = %v, want CodeUnavailable", err)
 				}
 				if n := s.settles.Load(); n != 0 {

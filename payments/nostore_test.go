@@ -36,7 +36,7 @@ func TestPaymentAnswersAreNotStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		settled, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+		settled, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestPaymentAnswersAreNotStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+		_, err = c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 		wantNoStore(t, "failed settlement", wantPaymentError(t, err, "could not be settled", x402.ReasonInsufficientFunds).Payment)
 	}
 }

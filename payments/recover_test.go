@@ -205,7 +205,7 @@ func TestGateSettlingIsDurableBeforeSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -247,7 +247,7 @@ func TestCrashChild(t *testing.T) {
 	if os.Getenv(crashEnvAt) == "run" {
 		os.Exit(crashExitCode) // killed while the program runs
 	}
-	c.Settle(ctx, sandboxd.Result{}) // exits inside the settler
+	c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}) // exits inside the settler
 	t.Fatal("the settler did not crash")
 }
 
@@ -307,7 +307,7 @@ func TestCrashRecovery(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the payment of the crashed run is refused: %v", err)
 		}
-		if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+		if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = begin(g, ctx, paidRequest(inSettle.h))

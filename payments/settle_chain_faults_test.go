@@ -257,7 +257,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			} else {
 				c.proxy.set(tc.method, tc.times, tc.faults...)
 			}
-			out, err := charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+			out, err := charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 			if tc.method == "" {
 				c.srv.Up()
 			} else if c.proxy.clear() == 0 {
@@ -286,7 +286,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				if err != nil {
 					t.Fatalf("retry of a payment whose settlement was never sent: %v", err)
 				}
-				if _, err := retry.Settle(ctx, sandboxd.Result{}); err != nil {
+				if _, err := retry.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 					t.Fatalf("settling the retry: %v", err)
 				}
 				wantStatus(t, l, entry, ledger.StatusSettled)

@@ -128,6 +128,6 @@ func payOnce(t *testing.T, c *testChain, g *Gate, req x402.Requirements) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+	_, err = charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 	return err
 }

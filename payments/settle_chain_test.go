@@ -240,7 +240,7 @@ func TestChainSettler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := charge.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK})
+	out, err := charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestChainSettlerConcurrent(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			out, err := charge.Settle(ctx, sandboxd.Result{})
+			out, err := charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -436,7 +436,7 @@ func TestChainSettlerStaleRelayerNonce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := charge.Settle(ctx, sandboxd.Result{}); err != nil {
+		if _, err := charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 			t.Fatal(err)
 		}
 	}

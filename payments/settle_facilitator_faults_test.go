@@ -112,7 +112,7 @@ func TestFacilitatorFaultsAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -150,7 +150,7 @@ func TestFacilitatorFaultsAtCheck(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the same payment afterwards: %v", err)
 			}
-			if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil || fac.settleCount() != 1 {
+			if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil || fac.settleCount() != 1 {
 				t.Fatalf("Settle = %v with %d /settle calls; want one", err, fac.settleCount())
 			}
 		})
@@ -185,7 +185,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 				fac.set(answerOK, answer)
 			}
 			start := time.Now()
-			out, err := c.Settle(ctx, sandboxd.Result{})
+			out, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}})
 			if d := time.Since(start); d > 5*faultRPCTimeout {
 				t.Fatalf("Settle took %s; SettleTimeout is %s", d, faultRPCTimeout)
 			}
@@ -213,7 +213,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 				if err != nil {
 					t.Fatalf("retry of a payment /settle never got: %v", err)
 				}
-				if _, err := retry.Settle(ctx, sandboxd.Result{}); err != nil {
+				if _, err := retry.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 					t.Fatal(err)
 				}
 				wantStatus(t, l, entry, ledger.StatusSettled)

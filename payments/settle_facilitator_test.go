@@ -196,10 +196,10 @@ func TestGateWithFacilitatorSettlesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 		t.Fatal(err)
 	}
-	c.Settle(ctx, sandboxd.Result{})
+	c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}})
 	c.Release(ctx)
 	if n := stub.settles.Load(); n != 1 {
 		t.Fatalf("facilitator /settle called %d times, want 1", n)

@@ -98,7 +98,7 @@ func TestFacilitatorGetsTheServiceTerms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
 	wantExt, _ := json.Marshal(ours)

@@ -54,7 +54,7 @@ func TestFreeModeCountsNoPayments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Settle(ctx, sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+		if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 			t.Fatal(err)
 		}
 	}

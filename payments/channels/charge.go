@@ -30,7 +30,7 @@ var _ sandboxd.Charge = (*charge)(nil)
 // replica's lease lapsed and another took the channel), or a commit the
 // ledger could not make (the hold is then dropped), counts nothing and
 // withholds the answer with CodeUnavailable.
-func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.Settlement, error) {
+func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Settlement, error) {
 	const op = "channels.settle"
 	a, s := c.auth, c.auth.seller
 	if !c.done.CompareAndSwap(false, true) {
@@ -58,7 +58,7 @@ func (c *charge) Settle(ctx context.Context, result sandboxd.Result) (*sandboxd.
 		return nil, err
 	}
 	s.observe(OpVoucher, OutcomeCharged, 0)
-	a.log.Info("channel charged", "charged", row.Charged, "run_status", result.Status)
+	a.log.Info("channel charged", "charged", row.Charged, "run_status", d.Result.Status)
 	cs, _ := s.channelState(row, false)
 	extra, _ := json.Marshal(struct {
 		ChargedAmount string               `json:"chargedAmount"`

@@ -83,7 +83,7 @@ func (h *harness) payAfter(p *x402.Payment, d time.Duration) (*sandboxd.Settleme
 		return nil, err
 	}
 	time.Sleep(d)
-	return c.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK})
+	return c.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 }
 
 // TestConcurrentVouchers: 100 calls of one official client at once on one
@@ -168,13 +168,13 @@ func TestVoucherWaitsForHold(t *testing.T) {
 		t.Fatalf("the voucher on the projected total reserved (%v) while the first call still holds the channel", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if _, err := first.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := first.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-reserved; err != nil {
 		t.Fatalf("the waiting voucher refused after the hold cleared: %v", err)
 	}
-	if _, err := second.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := second.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.charged(t); got != 10000 || len(h.store.chargeRows(h.idHex())) != 2 {
@@ -199,7 +199,7 @@ func TestChannelBusy(t *testing.T) {
 	if waited := time.Since(start); waited < 50*time.Millisecond {
 		t.Fatalf("refused after %s, before the wait of 50ms", waited)
 	}
-	if _, err := first.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := first.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.charged(t); got != 5000 {
@@ -245,7 +245,7 @@ func TestHoldLost(t *testing.T) {
 	c := mustReserve(t, h, 5000)
 	h.store.setHold(h.idHex(), &ledger.Hold{ID: "another replica's", Amount: price, Max: price,
 		Sig: signVoucher(t, h.payer, h.id, price, h.chainID), Until: time.Now().Add(time.Minute)})
-	_, err := c.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK})
+	_, err := c.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !errors.Is(err, ledger.ErrHoldLost) {
 		t.Fatalf("Settle = %v, want CodeUnavailable (hold lost)", err)
 	}
@@ -266,7 +266,7 @@ func TestCommitFailureReleasesHold(t *testing.T) {
 	h.store.mu.Lock()
 	h.store.failCommit = sandboxd.Errorf(sandboxd.CodeUnavailable, "fake.commit", "the ledger cannot be reached")
 	h.store.mu.Unlock()
-	_, err := c.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK})
+	_, err := c.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 		t.Fatalf("Settle = %v, want CodeUnavailable", err)
 	}
@@ -284,15 +284,15 @@ func TestSettleOnce(t *testing.T) {
 	h := newHarness(t, 0)
 	h.open(t, 50000, 0)
 	c := mustReserve(t, h, 5000)
-	if _, err := c.Settle(t.Context(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := c.Settle(t.Context(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
 	next := mustReserve(t, h, 10000)
-	if _, err := c.Settle(t.Context(), sandboxd.Result{Status: sandboxd.StatusOK}); sandboxd.ErrorCode(err) != sandboxd.CodeInternal {
+	if _, err := c.Settle(t.Context(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); sandboxd.ErrorCode(err) != sandboxd.CodeInternal {
 		t.Fatalf("second Settle = %v, want CodeInternal", err)
 	}
 	c.Release(t.Context())
-	if _, err := next.Settle(t.Context(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := next.Settle(t.Context(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatalf("the next call's charge after the first was settled twice and released: %v", err)
 	}
 	if got := h.charged(t); got != 10000 || len(h.store.chargeRows(h.idHex())) != 2 {

@@ -144,7 +144,7 @@ func TestDepositRaced(t *testing.T) {
 	if e := h.store.onlyPayment(t); e.Status != ledger.StatusReleased || h.dep.deposits != 0 {
 		t.Fatalf("payment row %+v after %d deposits sent, want released and none sent", e, h.dep.deposits)
 	}
-	if _, err := first.Settle(t.Context(), sandboxd.Result{Status: sandboxd.StatusOK}); err != nil {
+	if _, err := first.Settle(t.Context(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}}); err != nil {
 		t.Fatal(err)
 	}
 	h.mustPay(t, h.deposit(t, 50000, 10000, h.validBefore(), salt))

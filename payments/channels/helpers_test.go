@@ -221,7 +221,7 @@ func (h *harness) pay(p *x402.Payment) (*sandboxd.Settlement, *fakeTerms, error)
 	if err != nil {
 		return nil, t, err
 	}
-	st, err := c.Settle(context.Background(), sandboxd.Result{Status: sandboxd.StatusOK})
+	st, err := c.Settle(context.Background(), sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
 	return st, t, err
 }
 
