@@ -16,14 +16,31 @@ const validBeforeMargin = 6
 // maxUint256 bounds every uint256 field of an authorization.
 var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
 
-// Verify checks a decoded payment against req at time now, locally (no chain
-// access), in the order the x402 reference verifiers use: version, scheme and
-// network, the echoed terms entry (equal to req, field by field; see
-// checkAccepted), the payload's form, recipient, exact value, validAfter,
-// validBefore (at least 6 s left), the EIP-712 domain, then the signature.
-// On success it sets p.Transfer and p.Requirements. A failure is a
-// *RejectError naming the check and its x402 code.
+// Verify checks a decoded payment against req at time now, locally (no
+// chain access): VerifySigned, then CheckTime. On success it sets
+// p.Transfer and p.Requirements. A failure is a *RejectError naming the
+// check and its x402 code.
 func Verify(req Requirements, p *Payment, now time.Time) error {
+	if err := VerifySigned(req, p); err != nil {
+		return err
+	}
+	if err := CheckTime(p.Transfer, now); err != nil {
+		p.Transfer, p.Requirements = nil, Requirements{}
+		return err
+	}
+	return nil
+}
+
+// VerifySigned checks a decoded payment against req, locally, for every
+// check but time, in the order the x402 reference verifiers use: version,
+// scheme and network, the echoed terms entry (equal to req, field by field;
+// see checkAccepted), the payload's form, recipient, exact value, the
+// EIP-712 domain, then the signature. It proves the payer signed these
+// terms whether or not the authorization is still valid, which is what a
+// retry of an answered payment needs (its time is checked after, by
+// CheckTime). On success it sets p.Transfer and p.Requirements. A failure
+// is a *RejectError naming the check and its x402 code.
+func VerifySigned(req Requirements, p *Payment) error {
 	if p.Version != 1 && p.Version != 2 {
 		return Reject(reasonInvalidVersion, "x402Version %d is not supported (send 2, or 1)", p.Version)
 	}
@@ -46,13 +63,6 @@ func Verify(req Requirements, p *Payment, now time.Time) error {
 	if err := checkValue(t.Value, req.Amount); err != nil {
 		return err
 	}
-	unix := big.NewInt(now.Unix())
-	if t.ValidAfter.Cmp(unix) > 0 {
-		return Reject(ReasonValidAfter, "authorization is not valid yet (validAfter %s is after now, %s)", t.ValidAfter, unix)
-	}
-	if t.ValidBefore.Cmp(new(big.Int).Add(unix, big.NewInt(validBeforeMargin))) < 0 {
-		return Reject(ReasonValidBefore, "authorization expires too soon (validBefore %s; it must be at least %d s after now, %s)", t.ValidBefore, validBeforeMargin, unix)
-	}
 	if req.Extra.Name == "" || req.Extra.Version == "" {
 		return Reject(reasonMissingDomain, "the asset's EIP-712 domain name and version are not configured")
 	}
@@ -60,6 +70,20 @@ func Verify(req Requirements, p *Payment, now time.Time) error {
 		return err
 	}
 	p.Transfer, p.Requirements = t, req
+	return nil
+}
+
+// CheckTime requires t to be valid at now: validAfter not after now, and
+// validBefore at least 6 s after it (time for the settlement to reach the
+// chain). A failure is a ReasonValidAfter or ReasonValidBefore refusal.
+func CheckTime(t *Transfer, now time.Time) error {
+	unix := big.NewInt(now.Unix())
+	if t.ValidAfter.Cmp(unix) > 0 {
+		return Reject(ReasonValidAfter, "authorization is not valid yet (validAfter %s is after now, %s)", t.ValidAfter, unix)
+	}
+	if t.ValidBefore.Cmp(new(big.Int).Add(unix, big.NewInt(validBeforeMargin))) < 0 {
+		return Reject(ReasonValidBefore, "authorization expires too soon (validBefore %s; it must be at least %d s after now, %s)", t.ValidBefore, validBeforeMargin, unix)
+	}
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
-	"os"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
+	"sandboxd/x402/x402test"
 )
 
 // vectors is testdata/vectors.json, written by testdata/vectors.mjs with
@@ -70,14 +70,8 @@ type vectorCase struct {
 // mustVectors reads the official client's vectors.
 func mustVectors(tb testing.TB) vectors {
 	tb.Helper()
-	raw, err := os.ReadFile("testdata/vectors.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var v vectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		tb.Fatal(err)
-	}
+	x402test.ReadJSON(tb, "testdata/vectors.json", &v)
 	if len(v.Cases) == 0 {
 		tb.Fatal("no vectors")
 	}

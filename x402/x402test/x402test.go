@@ -9,6 +9,7 @@ import (
 	"crypto/ecdsa"
 	"encoding/json"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -109,4 +110,16 @@ func Wire(tb testing.TB, v any) string {
 		tb.Fatal(err)
 	}
 	return string(b)
+}
+
+// ReadJSON decodes the JSON file at path (a test's testdata vectors) into v.
+func ReadJSON(tb testing.TB, path string, v any) {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
 }
