@@ -62,10 +62,10 @@ func reserveSettle(b *testing.B, l *ledger.SQL, i int) {
 	if err := l.Reserve(ctx, e); err != nil {
 		b.Fatal(err)
 	}
-	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce, nil); err != nil {
 		b.Fatal(err)
 	}
-	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, fmt.Sprintf("0x%x", i), "ok"); err != nil {
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, fmt.Sprintf("0x%x", i), "ok", nil); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -50,7 +50,7 @@ func reserveCommit(b *testing.B, l *ledger.SQL, id string, charged *big.Int) *bi
 	if err := l.ReserveIncrement(ctx, id, charged, h); err != nil {
 		b.Fatal(err)
 	}
-	c, err := l.CommitIncrement(ctx, id, h.ID, charged, "/v1/code")
+	c, err := l.CommitIncrement(ctx, id, h.ID, charged, "/v1/code", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func TestChannelConformanceReserveCommit(t *testing.T) {
 				t.Fatalf("%s's second reservation on a live hold: %v, want ErrChannelMoved", l.Replica(), err)
 			}
 		}
-		got, err := a.CommitIncrement(ctx, id, "h1", big.NewInt(0), "/v1/code")
+		got, err := a.CommitIncrement(ctx, id, "h1", big.NewInt(0), "/v1/code", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestChannelConformanceReserveCommit(t *testing.T) {
 			got.Hold != nil || got.Calls != 1 || got.LastChargedAt.IsZero() {
 			t.Fatalf("committed row %+v", got)
 		}
-		if _, err := a.CommitIncrement(ctx, id, "h1", big.NewInt(0), "/v1/code"); !errors.Is(err, ledger.ErrHoldLost) {
+		if _, err := a.CommitIncrement(ctx, id, "h1", big.NewInt(0), "/v1/code", nil); !errors.Is(err, ledger.ErrHoldLost) {
 			t.Fatalf("a second commit: %v, want ErrHoldLost", err)
 		}
 		charges, err := other.ChannelCharges(ctx, id)
@@ -257,14 +257,14 @@ func TestChannelConformanceTakeover(t *testing.T) {
 				if err := a.ReserveIncrement(ctx, id, big.NewInt(0), testHold("new", 0, 700, time.Minute)); err != nil {
 					t.Fatalf("taking over: %v", err)
 				}
-				if _, err := tc.first.CommitIncrement(ctx, id, tc.hold.ID, big.NewInt(0), "/v1/code"); !errors.Is(err, ledger.ErrHoldLost) {
+				if _, err := tc.first.CommitIncrement(ctx, id, tc.hold.ID, big.NewInt(0), "/v1/code", nil); !errors.Is(err, ledger.ErrHoldLost) {
 					t.Fatalf("the first holder's commit: %v, want ErrHoldLost", err)
 				}
 				if err := tc.first.ReleaseIncrement(ctx, id, tc.hold.ID); !errors.Is(err, ledger.ErrHoldLost) {
 					t.Fatalf("the first holder's release: %v, want ErrHoldLost", err)
 				}
 				wantCharged(t, a, id, 0, 0)
-				if _, err := a.CommitIncrement(ctx, id, "new", big.NewInt(0), "/v1/code"); err != nil {
+				if _, err := a.CommitIncrement(ctx, id, "new", big.NewInt(0), "/v1/code", nil); err != nil {
 					t.Fatal(err)
 				}
 				wantCharged(t, other, id, 700, 1)
@@ -281,10 +281,8 @@ func TestChannelConformanceTakeover(t *testing.T) {
 func TestChannelConformanceReserveOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		a := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
-		ls := []*ledger.SQL{a, b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})}
-		beat(t, ls...)
+		a, other := twoReplicas(t, b, ledger.Config{})
+		ls := []*ledger.SQL{a, other}
 		id := mustAdopt(t, a, testChannel(t, 1)).ID
 		const amount, goal = 1000, 60
 		var commits, releases, moved atomic.Int64
@@ -322,7 +320,7 @@ func TestChannelConformanceReserveOnce(t *testing.T) {
 						releases.Add(1)
 						continue
 					}
-					if _, err := l.CommitIncrement(ctx, id, h.ID, c.Charged, "/v1/code"); err != nil {
+					if _, err := l.CommitIncrement(ctx, id, h.ID, c.Charged, "/v1/code", nil); err != nil {
 						errs <- fmt.Errorf("commit of a live hold: %w", err)
 						return
 					}

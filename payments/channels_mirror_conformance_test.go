@@ -26,7 +26,7 @@ func mustCharge(tb testing.TB, l *ledger.SQL, id string, amount int64) ledger.Ch
 	if err := l.ReserveIncrement(ctx, id, c.Charged, h); err != nil {
 		tb.Fatal(err)
 	}
-	c, err := l.CommitIncrement(ctx, id, h.ID, c.Charged, "/v1/code")
+	c, err := l.CommitIncrement(ctx, id, h.ID, c.Charged, "/v1/code", nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestChannelConformanceMirror(t *testing.T) {
 		if s, err := l.ClaimerState(ctx); err != nil || !s.RequestedAt.Equal(clock.Now()) {
 			t.Fatalf("claimer %+v, %v; want asked again at %s for a new withdrawal", s, err, clock.Now())
 		}
-		if _, err := l.CommitIncrement(ctx, id, "held", big.NewInt(1000), "/v1/code"); err != nil {
+		if _, err := l.CommitIncrement(ctx, id, "held", big.NewInt(1000), "/v1/code", nil); err != nil {
 			t.Fatalf("the hold did not survive the mirror: %v", err)
 		}
 		// The escrow claimed more than the ledger charged (lost state).
@@ -92,7 +92,7 @@ func TestChannelConformanceMirror(t *testing.T) {
 		if err != nil || c.Charged.Int64() != 4000 || c.Claimed.Int64() != 4000 || c.Hold != nil || c.Calls != 2 {
 			t.Fatalf("raised row %+v, %v", c, err)
 		}
-		if _, err := l.CommitIncrement(ctx, id, "doomed", big.NewInt(1500), "/v1/code"); !errors.Is(err, ledger.ErrHoldLost) {
+		if _, err := l.CommitIncrement(ctx, id, "doomed", big.NewInt(1500), "/v1/code", nil); !errors.Is(err, ledger.ErrHoldLost) {
 			t.Fatalf("a commit on the old total: %v, want ErrHoldLost", err)
 		}
 		if _, err := l.UpdateMirror(ctx, testChannel(t, 9).ID, mirrorOf(1, 0, 0)); !errors.Is(err, ledger.ErrNoChannel) {
@@ -190,7 +190,7 @@ func TestChannelConformanceRefund(t *testing.T) {
 		if c, err := l.BeginRefund(ctx, id); err != nil || c.State != ledger.ChannelRefunding || c.Hold != nil {
 			t.Fatalf("BeginRefund = %+v, %v", c, err)
 		}
-		if _, err := other.CommitIncrement(ctx, id, "lapsed", big.NewInt(0), "/v1/code"); !errors.Is(err, ledger.ErrHoldLost) {
+		if _, err := other.CommitIncrement(ctx, id, "lapsed", big.NewInt(0), "/v1/code", nil); !errors.Is(err, ledger.ErrHoldLost) {
 			t.Fatalf("a lapsed hold's commit during the refund: %v, want ErrHoldLost", err)
 		}
 		if err := l.ReserveIncrement(ctx, id, big.NewInt(0), testHold("during", 0, 10, time.Minute)); !errors.Is(err, ledger.ErrChannelMoved) {

@@ -115,7 +115,7 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 	ctx = context.WithoutCancel(ctx)
 	t := c.p.Transfer
 	if err := c.ledgerWrite("settling", func(ctx context.Context) error {
-		return c.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex())
+		return c.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex(), nil)
 	}); err != nil {
 		c.ledgerWrite("released", func(ctx context.Context) error {
 			return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
@@ -128,7 +128,7 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 		return nil, c.settleFailed(op, tx, err)
 	}
 	c.ledgerWrite("settled", func(ctx context.Context) error {
-		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(d.Result.Status))
+		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(d.Result.Status), nil)
 	})
 	c.log.Info("settled", "tx", tx, "run_status", d.Result.Status)
 	return c.settlement(true, tx, ""), nil
@@ -168,7 +168,7 @@ func (c *charge) settlePending(op, tx string, err error) error {
 	t := c.p.Transfer
 	c.log.Warn("settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
 	c.ledgerWrite("pending", func(ctx context.Context) error {
-		return c.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx)
+		return c.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx, nil)
 	})
 	msg := "the settlement of this payment was sent but its outcome is not known yet; the payment is spent, " +
 		"do not pay again: it is looked up on chain and either collected or released"

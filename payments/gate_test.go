@@ -437,7 +437,7 @@ func TestNewGate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.MarkSettling(ctx, settling.Payer, settling.Nonce); err != nil {
+	if err := l.MarkSettling(ctx, settling.Payer, settling.Nonce, nil); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

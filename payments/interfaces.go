@@ -26,24 +26,31 @@ import (
 type Ledger interface {
 	// Reserve records e as reserved by this replica. It returns
 	// ledger.ErrAlreadyUsed when (payer, nonce) has a row that is not released, on
-	// any replica.
+	// any replica. With e.Answer it also claims the answer's row, in the
+	// same transaction: ledger.ErrAnswerTaken when a live row of another
+	// payment holds its id, and nothing is reserved.
 	Reserve(ctx context.Context, e ledger.Entry) error
 	// MarkSettling moves a reserved row to settling, durably, before the
-	// settlement is sent. ledger.ErrNotReserved when the row is not this
-	// replica's or not reserved.
-	MarkSettling(ctx context.Context, payer, nonce string) error
+	// settlement is sent, and with body (nil: none) writes the answer's
+	// bytes to its answers row, which becomes held. ledger.ErrNotReserved
+	// when the row is not this replica's or not reserved.
+	MarkSettling(ctx context.Context, payer, nonce string, body *ledger.Body) error
 	// MarkSettled moves a settling row to settled with its transaction and
-	// the run's status. ledger.ErrNotReserved as for MarkSettling.
-	MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error
+	// the run's status, and its answers row to ready with report (nil:
+	// built from the payments row). ledger.ErrNotReserved as for
+	// MarkSettling.
+	MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string, report []byte) error
 	// MarkFailed moves a settling row to failed with the transaction, if
-	// any, and the reason. ledger.ErrNotReserved as for MarkSettling.
+	// any, and the reason, and deletes its answers row.
+	// ledger.ErrNotReserved as for MarkSettling.
 	MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error
 	// MarkPending keeps a settling row settling, with its transaction and
 	// ledger.ReasonSettlementPending: its settlement may have been sent and its
-	// outcome is unknown. ledger.ErrNotReserved as for MarkSettling.
-	MarkPending(ctx context.Context, payer, nonce, tx string) error
-	// MarkReleased moves a reserved or settling row to released.
-	// ledger.ErrNotReserved as for MarkSettling.
+	// outcome is unknown. Its answers row becomes pending with report (nil
+	// keeps the row's). ledger.ErrNotReserved as for MarkSettling.
+	MarkPending(ctx context.Context, payer, nonce, tx string, report []byte) error
+	// MarkReleased moves a reserved or settling row to released, and
+	// deletes its answers row. ledger.ErrNotReserved as for MarkSettling.
 	MarkReleased(ctx context.Context, payer, nonce string) error
 	// Get returns the row of (payer, nonce), or sql.ErrNoRows.
 	Get(ctx context.Context, payer, nonce string) (ledger.Entry, error)

@@ -82,6 +82,18 @@ func mustLedgerConfig(tb testing.TB, c ledger.Config) *ledger.SQL {
 	return l
 }
 
+// twoReplicas opens a fresh ledger of backend b as replica "a" and a
+// sibling as replica "b", both with c's lease and clock, both beating.
+func twoReplicas(tb testing.TB, b ledgerBackend, c ledger.Config) (*ledger.SQL, *ledger.SQL) {
+	tb.Helper()
+	c.Ledger, c.Replica = b.location(tb), "a"
+	a := mustLedgerConfig(tb, c)
+	c.Replica = "b"
+	other := b.sibling(tb, a, c)
+	beat(tb, a, other)
+	return a, other
+}
+
 // fakeClock is a clock the test moves.
 type fakeClock struct {
 	mu sync.Mutex
@@ -140,10 +152,10 @@ func TestLedgerConformanceRace(t *testing.T) {
 var ledgerOps = map[string]func(ctx context.Context, l Ledger, e ledger.Entry) error{
 	"reserve": func(ctx context.Context, l Ledger, e ledger.Entry) error { return l.Reserve(ctx, e) },
 	"settling": func(ctx context.Context, l Ledger, e ledger.Entry) error {
-		return l.MarkSettling(ctx, e.Payer, e.Nonce)
+		return l.MarkSettling(ctx, e.Payer, e.Nonce, nil)
 	},
 	"settled": func(ctx context.Context, l Ledger, e ledger.Entry) error {
-		return l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok")
+		return l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok", nil)
 	},
 	"failed": func(ctx context.Context, l Ledger, e ledger.Entry) error {
 		return l.MarkFailed(ctx, e.Payer, e.Nonce, "0xtx", x402.ReasonUnexpectedSettle)
@@ -270,7 +282,7 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 		}
 		wantStatus(t, a, testEntry(4), ledger.StatusReserved) // b is alive
 		// a was only slow: it can no longer move what c took over.
-		if err := a.MarkSettling(ctx, testEntry(1).Payer, testEntry(1).Nonce); !errors.Is(err, ledger.ErrNotReserved) {
+		if err := a.MarkSettling(ctx, testEntry(1).Payer, testEntry(1).Nonce, nil); !errors.Is(err, ledger.ErrNotReserved) {
 			t.Fatalf("the silent replica's MarkSettling = %v, want ledger.ErrNotReserved", err)
 		}
 		// A second pass finds nothing: each row is resolved once.
@@ -314,7 +326,7 @@ func TestLedgerConformanceSkewedReplica(t *testing.T) {
 			if got := wantStatus(t, holder, e, ledger.StatusReserved); got.Replica != holder.Replica() {
 				t.Fatalf("row %d is held by %q, want %q", i, got.Replica, holder.Replica())
 			}
-			if err := holder.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+			if err := holder.MarkSettling(ctx, e.Payer, e.Nonce, nil); err != nil {
 				t.Fatalf("%s cannot settle its own reservation: %v", holder.Replica(), err)
 			}
 		}
@@ -356,7 +368,7 @@ func TestLedgerConformanceReport(t *testing.T) {
 		mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling})
 		clock.Add(2 * time.Hour)
 		mustOpenRows(t, l, map[int]string{3: ledger.StatusSettling})
-		if err := l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0xabc", "ok"); err != nil {
+		if err := l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0xabc", "ok", nil); err != nil {
 			t.Fatal(err)
 		}
 		other := testEntry(4)

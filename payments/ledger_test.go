@@ -89,23 +89,23 @@ func TestLedgerLifecycle(t *testing.T) {
 		t.Fatalf("Reserve after release: %v", err)
 	}
 	// Settled and failed start from settling, never from reserved.
-	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); !errors.Is(err, ledger.ErrNotReserved) {
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok", nil); !errors.Is(err, ledger.ErrNotReserved) {
 		t.Fatalf("MarkSettled of a reserved row = %v, want ledger.ErrNotReserved", err)
 	}
 	if err := l.MarkFailed(ctx, e.Payer, e.Nonce, "", x402.ReasonUnexpectedSettle); !errors.Is(err, ledger.ErrNotReserved) {
 		t.Fatalf("MarkFailed of a reserved row = %v, want ledger.ErrNotReserved", err)
 	}
-	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, l, e, ledger.StatusSettling)
-	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); !errors.Is(err, ledger.ErrNotReserved) {
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce, nil); !errors.Is(err, ledger.ErrNotReserved) {
 		t.Fatalf("second MarkSettling = %v, want ledger.ErrNotReserved", err)
 	}
 	if err := l.Reserve(ctx, e); !errors.Is(err, ledger.ErrAlreadyUsed) {
 		t.Fatalf("Reserve while settling = %v, want ledger.ErrAlreadyUsed", err)
 	}
-	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok"); err != nil {
+	if err := l.MarkSettled(ctx, e.Payer, e.Nonce, "0xtx", "ok", nil); err != nil {
 		t.Fatal(err)
 	}
 	got = wantStatus(t, l, e, ledger.StatusSettled)
@@ -123,7 +123,7 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := l.Reserve(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.MarkSettling(ctx, f.Payer, f.Nonce); err != nil {
+	if err := l.MarkSettling(ctx, f.Payer, f.Nonce, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.MarkFailed(ctx, f.Payer, f.Nonce, "0xbad", x402.ReasonSettlementReverted); err != nil {
@@ -142,7 +142,7 @@ func TestLedgerLifecycle(t *testing.T) {
 	g := testEntry(3)
 	for _, step := range []func() error{
 		func() error { return l.Reserve(ctx, g) },
-		func() error { return l.MarkSettling(ctx, g.Payer, g.Nonce) },
+		func() error { return l.MarkSettling(ctx, g.Payer, g.Nonce, nil) },
 		func() error { return l.MarkReleased(ctx, g.Payer, g.Nonce) },
 		func() error { return l.Reserve(ctx, g) },
 	} {

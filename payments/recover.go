@@ -102,7 +102,7 @@ func recoverSettling(ctx context.Context, l Ledger, s Settler, e ledger.Entry, l
 			"so it stays settling (refused) until it is asked again", "err", err)
 		rep.Left++
 	case used:
-		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, e.TxHash, ""); err != nil {
+		if err := l.MarkSettled(ctx, e.Payer, e.Nonce, e.TxHash, "", nil); err != nil {
 			return err
 		}
 		log.Info("recovered payment: used on chain, marked settled")

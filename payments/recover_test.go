@@ -33,7 +33,7 @@ func mustOpenRows(tb testing.TB, l *ledger.SQL, states map[int]string) {
 			tb.Fatal(err)
 		}
 		if status == ledger.StatusSettling {
-			if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+			if err := l.MarkSettling(ctx, e.Payer, e.Nonce, nil); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -51,7 +51,7 @@ func TestLedgerPending(t *testing.T) {
 	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 	mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling, 3: ledger.StatusSettling, 4: ledger.StatusReserved})
 	for _, step := range []func() error{
-		func() error { return l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0x1", "ok") },
+		func() error { return l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0x1", "ok", nil) },
 		func() error { return l.MarkReleased(ctx, testEntry(4).Payer, testEntry(4).Nonce) },
 	} {
 		if err := step(); err != nil {

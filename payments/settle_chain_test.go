@@ -386,7 +386,7 @@ func TestChainRecover(t *testing.T) {
 		if err := l.Reserve(ctx, ledger.Entry{Payer: p.Transfer.Payer(), Nonce: p.Transfer.NonceHex(), Amount: "5000"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.MarkSettling(ctx, p.Transfer.Payer(), p.Transfer.NonceHex()); err != nil {
+		if err := l.MarkSettling(ctx, p.Transfer.Payer(), p.Transfer.NonceHex(), nil); err != nil {
 			t.Fatal(err)
 		}
 		ps = append(ps, p)

@@ -56,7 +56,7 @@ func mustChargeChannel(t *testing.T, l *ledger.SQL, id string, amount int64, now
 	if err := l.ReserveIncrement(ctx, id, c.Charged, h); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CommitIncrement(ctx, id, h.ID, c.Charged, "https://sandboxd.test/v1/code"); err != nil {
+	if _, err := l.CommitIncrement(ctx, id, h.ID, c.Charged, "https://sandboxd.test/v1/code", nil); err != nil {
 		t.Fatal(err)
 	}
 }

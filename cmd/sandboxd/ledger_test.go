@@ -30,10 +30,10 @@ func seedLedger(t *testing.T, location string) {
 	alice, bob := "0x00000000000000000000000000000000000000a1", "0x00000000000000000000000000000000000000b2"
 	steps := []func() error{
 		func() error { return l.Reserve(ctx, entry(alice, 1)) },
-		func() error { return l.MarkSettling(ctx, alice, entry(alice, 1).Nonce) },
-		func() error { return l.MarkSettled(ctx, alice, entry(alice, 1).Nonce, "0xfeed", "ok") },
+		func() error { return l.MarkSettling(ctx, alice, entry(alice, 1).Nonce, nil) },
+		func() error { return l.MarkSettled(ctx, alice, entry(alice, 1).Nonce, "0xfeed", "ok", nil) },
 		func() error { return l.Reserve(ctx, entry(alice, 2)) },
-		func() error { return l.MarkSettling(ctx, alice, entry(alice, 2).Nonce) },
+		func() error { return l.MarkSettling(ctx, alice, entry(alice, 2).Nonce, nil) },
 		func() error { return l.MarkFailed(ctx, alice, entry(alice, 2).Nonce, "", "invalid_transaction_state") },
 		func() error { return l.Reserve(ctx, entry(bob, 3)) },
 	}
@@ -134,7 +134,7 @@ func TestLedgerListPrintsNoTerminalControls(t *testing.T) {
 		func() error {
 			return l.Reserve(ctx, ledger.Entry{Payer: payer, Nonce: nonce, Amount: "5000", Network: "eip155:84532", Asset: "0xa"})
 		},
-		func() error { return l.MarkSettling(ctx, payer, nonce) },
+		func() error { return l.MarkSettling(ctx, payer, nonce, nil) },
 		func() error { return l.MarkFailed(ctx, payer, nonce, "0x\x1b]0;owned\x07", "bad\x1b[2J\nforged row") },
 	} {
 		if err := step(); err != nil {

@@ -38,7 +38,7 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	row, err := s.store.CommitIncrement(wctx, a.id, c.hold.ID, a.expected, a.req.Resource)
+	row, err := s.store.CommitIncrement(wctx, a.id, c.hold.ID, a.expected, a.req.Resource, nil)
 	if err != nil {
 		s.observe(OpVoucher, OutcomeReleased, 0)
 		a.log.Error("cannot count the channel increment; answer withheld, nothing charged", "err", err)

@@ -98,7 +98,7 @@ func (d *depositRow) collect(ctx context.Context) (chain.OpReceipt, error) {
 	const op = "channels.deposit"
 	s, a := d.a.seller, d.a
 	if err := d.write("settling", func(ctx context.Context) error {
-		return s.store.MarkSettling(ctx, d.payer, d.nonce)
+		return s.store.MarkSettling(ctx, d.payer, d.nonce, nil)
 	}); err != nil {
 		d.release()
 		return chain.OpReceipt{}, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err,
@@ -108,7 +108,7 @@ func (d *depositRow) collect(ctx context.Context) (chain.OpReceipt, error) {
 	s.observe(OpDeposit, txOutcome(err), rcpt.GasUsed)
 	if err == nil {
 		d.write("settled", func(ctx context.Context) error {
-			return s.store.MarkSettled(ctx, d.payer, d.nonce, rcpt.Tx, "deposit")
+			return s.store.MarkSettled(ctx, d.payer, d.nonce, rcpt.Tx, "deposit", nil)
 		})
 		d.mirror(rcpt)
 		a.log.Info("deposit collected", "tx", rcpt.Tx, "amount", rcpt.Amount, "balance", rcpt.NewBalance)
@@ -128,7 +128,7 @@ func (d *depositRow) collect(ctx context.Context) (chain.OpReceipt, error) {
 	default:
 		a.log.Warn("deposit outcome unknown; nothing runs", "tx", rcpt.Tx, "err", err)
 		d.write("pending", func(ctx context.Context) error {
-			return s.store.MarkPending(ctx, d.payer, d.nonce, rcpt.Tx)
+			return s.store.MarkPending(ctx, d.payer, d.nonce, rcpt.Tx, nil)
 		})
 		msg := "the deposit was sent but its outcome is not known yet; nothing was run or charged, and the deposit is " +
 			"not lost: once it is mined it is the channel's balance. Do not deposit again; send a voucher later"

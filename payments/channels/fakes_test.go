@@ -167,7 +167,8 @@ func (s *fakeStore) ReserveIncrement(_ context.Context, id string, expected *big
 	return nil
 }
 
-func (s *fakeStore) CommitIncrement(_ context.Context, id, holdID string, expected *big.Int, resource string) (ledger.Channel, error) {
+func (s *fakeStore) CommitIncrement(_ context.Context, id, holdID string, expected *big.Int, resource string,
+	_ *ledger.AnswerCommit) (ledger.Channel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.failCommit; err != nil {
@@ -243,11 +244,11 @@ func (s *fakeStore) move(payer, nonce string, from []string, set func(*ledger.En
 	return nil
 }
 
-func (s *fakeStore) MarkSettling(_ context.Context, payer, nonce string) error {
+func (s *fakeStore) MarkSettling(_ context.Context, payer, nonce string, _ *ledger.Body) error {
 	return s.move(payer, nonce, []string{ledger.StatusReserved}, func(e *ledger.Entry) { e.Status = ledger.StatusSettling })
 }
 
-func (s *fakeStore) MarkSettled(_ context.Context, payer, nonce, tx, runStatus string) error {
+func (s *fakeStore) MarkSettled(_ context.Context, payer, nonce, tx, runStatus string, _ []byte) error {
 	return s.move(payer, nonce, []string{ledger.StatusSettling}, func(e *ledger.Entry) {
 		e.Status, e.TxHash, e.RunStatus = ledger.StatusSettled, tx, runStatus
 	})
@@ -259,7 +260,7 @@ func (s *fakeStore) MarkFailed(_ context.Context, payer, nonce, tx, reason strin
 	})
 }
 
-func (s *fakeStore) MarkPending(_ context.Context, payer, nonce, tx string) error {
+func (s *fakeStore) MarkPending(_ context.Context, payer, nonce, tx string, _ []byte) error {
 	return s.move(payer, nonce, []string{ledger.StatusSettling}, func(e *ledger.Entry) {
 		e.TxHash, e.Reason = tx, ledger.ReasonSettlementPending
 	})

@@ -128,7 +128,7 @@ func TestBackgroundGaugesAndObserves(t *testing.T) {
 	if err := l.ReserveIncrement(ctx, row.ID, new(big.Int), hold); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CommitIncrement(ctx, row.ID, hold.ID, new(big.Int), testResource); err != nil {
+	if _, err := l.CommitIncrement(ctx, row.ID, hold.ID, new(big.Int), testResource, nil); err != nil {
 		t.Fatal(err)
 	}
 	h.reader.states = map[common.Hash]chain.ChannelState{h.id: {ID: h.id, Balance: big.NewInt(50000),

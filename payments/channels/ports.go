@@ -28,12 +28,16 @@ type Store interface {
 	ReopenChannel(ctx context.Context, id string) error
 	// ReserveIncrement holds the channel's next increment for h when its
 	// charged total is expected and no live hold is held; else
-	// ledger.ErrChannelMoved.
+	// ledger.ErrChannelMoved. With h.Answer it claims the answer's row
+	// too: ledger.ErrAnswerTaken when its id is taken, nothing held.
 	ReserveIncrement(ctx context.Context, id string, expected *big.Int, h ledger.Hold) error
 	// CommitIncrement counts the hold's increment, durably, and returns the
-	// row; ledger.ErrHoldLost when the hold is gone.
-	CommitIncrement(ctx context.Context, id, holdID string, expected *big.Int, resource string) (ledger.Channel, error)
-	// ReleaseIncrement drops the hold, counting nothing.
+	// row; ledger.ErrHoldLost when the hold is gone. With ans (nil: none)
+	// the hold's answers row becomes ready in the same transaction.
+	CommitIncrement(ctx context.Context, id, holdID string, expected *big.Int, resource string,
+		ans *ledger.AnswerCommit) (ledger.Channel, error)
+	// ReleaseIncrement drops the hold and its answers row, counting
+	// nothing.
 	ReleaseIncrement(ctx context.Context, id, holdID string) error
 	// UpdateMirror writes the escrow's state of the channel.
 	UpdateMirror(ctx context.Context, id string, m ledger.Mirror) (ledger.Channel, error)
@@ -41,10 +45,10 @@ type Store interface {
 	// Reserve, MarkSettling, MarkSettled, MarkFailed, MarkPending and
 	// MarkReleased move a deposit's payment row as payments.Ledger does.
 	Reserve(ctx context.Context, e ledger.Entry) error
-	MarkSettling(ctx context.Context, payer, nonce string) error
-	MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error
+	MarkSettling(ctx context.Context, payer, nonce string, body *ledger.Body) error
+	MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string, report []byte) error
 	MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error
-	MarkPending(ctx context.Context, payer, nonce, tx string) error
+	MarkPending(ctx context.Context, payer, nonce, tx string, report []byte) error
 	MarkReleased(ctx context.Context, payer, nonce string) error
 }
 

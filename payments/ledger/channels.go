@@ -87,6 +87,10 @@ type Hold struct {
 	// is kept on the database's clock, as the replicas' lease is: a
 	// replica whose clock runs ahead cannot take a live hold early.
 	Until time.Time
+	// Answer, when set, is the answer ReserveIncrement claims with the
+	// hold (answers.go), keyed by the channel's payer and
+	// VoucherKey(id, Max). Reads leave it nil.
+	Answer *AnswerRow
 }
 
 // clearHold is the SET clause that drops a channel's hold.
@@ -147,11 +151,20 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLI
 // re-evaluates the condition on a row a concurrent writer changed, SQLite
 // has one writer. ErrChannelMoved when it matched no row (also when there
 // is no row): the caller reads the row to answer.
+//
+// With h.Answer, one transaction also claims the answer's row:
+// ErrAnswerTaken when a live row of another payment holds its id (or its
+// key), and then nothing is held.
 func (l *SQL) ReserveIncrement(ctx context.Context, id string, expected *big.Int, h Hold) error {
 	const op = "payments.ledger.channel_reserve"
 	if h.ID == "" || h.Amount == nil || h.Max == nil || expected == nil || h.Until.IsZero() {
 		return sandboxd.Errorf(sandboxd.CodeInternal, op, "a hold needs an id, an amount, a voucher total, "+
 			"the expected charged total and an end")
+	}
+	if h.Answer != nil {
+		if err := checkAnswer(op, h.Answer); err != nil {
+			return err
+		}
 	}
 	if err := l.checkWrite(); err != nil {
 		return ledgerError(op, err)
@@ -159,11 +172,15 @@ func (l *SQL) ReserveIncrement(ctx context.Context, id string, expected *big.Int
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed("channel_reserve")()
-	res, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE channels SET pending_id = ?, pending_amount = ?,
-	pending_max = ?, pending_sig = ?, pending_replica = ?, pending_until = `+l.dialect.dbIn+`, updated_at = ?
-WHERE channel_id = ? AND state = 'open' AND charged = ? AND `+l.holdFree()),
-		h.ID, h.Amount.String(), h.Max.String(), sigText(h.Sig), l.replica, h.Until.Sub(l.now()).Seconds(),
-		l.stamp(), key(id), expected.String(), l.lease.Seconds())
+	q := l.dialect.bind(`UPDATE channels SET pending_id = ?, pending_amount = ?,
+	pending_max = ?, pending_sig = ?, pending_replica = ?, pending_until = ` + l.dialect.dbIn + `, updated_at = ?
+WHERE channel_id = ? AND state = 'open' AND charged = ? AND ` + l.holdFree())
+	args := []any{h.ID, h.Amount.String(), h.Max.String(), sigText(h.Sig), l.replica, h.Until.Sub(l.now()).Seconds(),
+		l.stamp(), key(id), expected.String(), l.lease.Seconds()}
+	if h.Answer != nil {
+		return channelError(op, id, l.holdAnswered(ctx, id, h, q, args))
+	}
+	res, err := l.db.ExecContext(ctx, q, args...)
 	return channelError(op, id, affected(res, err, ErrChannelMoved))
 }
 
@@ -174,10 +191,17 @@ WHERE channel_id = ? AND state = 'open' AND charged = ? AND `+l.holdFree()),
 // the new total, so no increment is ever counted twice) records it with
 // resource and this replica. It returns the new row; ErrHoldLost (nothing
 // charged) when the hold is gone or the total moved.
-func (l *SQL) CommitIncrement(ctx context.Context, id, holdID string, expected *big.Int, resource string) (Channel, error) {
+//
+// With ans, the same transaction makes the hold's running answers row
+// ready with ans's bytes and the report ans builds from the new row (an
+// error of Report rolls everything back). A nil ans leaves the answers
+// row as it is.
+func (l *SQL) CommitIncrement(ctx context.Context, id, holdID string, expected *big.Int, resource string,
+	ans *AnswerCommit) (Channel, error) {
 	const op = "payments.ledger.channel_commit"
-	if expected == nil {
-		return Channel{}, sandboxd.Errorf(sandboxd.CodeInternal, op, "a commit needs the expected charged total")
+	if expected == nil || (ans != nil && (ans.Body == nil || ans.Report == nil)) {
+		return Channel{}, sandboxd.Errorf(sandboxd.CodeInternal, op, "a commit needs the expected charged total, "+
+			"and an answer commit a body and a report")
 	}
 	if err := l.checkWrite(); err != nil {
 		return Channel{}, ledgerError(op, err)
@@ -188,9 +212,9 @@ func (l *SQL) CommitIncrement(ctx context.Context, id, holdID string, expected *
 	id, d := key(id), l.dialect
 	var out Channel
 	err := l.inTx(ctx, func(tx *sql.Tx) error {
-		var text string
-		err := tx.QueryRowContext(ctx, d.bind(`SELECT pending_amount FROM channels
-WHERE channel_id = ? AND pending_id = ? AND charged = ?`), id, holdID, expected.String()).Scan(&text)
+		var text, voucher, payer string
+		err := tx.QueryRowContext(ctx, d.bind(`SELECT pending_amount, pending_max, payer FROM channels
+WHERE channel_id = ? AND pending_id = ? AND charged = ?`), id, holdID, expected.String()).Scan(&text, &voucher, &payer)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrHoldLost
 		}
@@ -216,7 +240,10 @@ WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING `+channelColum
 		_, err = tx.ExecContext(ctx, d.bind(`INSERT INTO channel_charges
 	(channel_id, charged_after, amount, voucher_max, resource, replica, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
 			id, total, amount.String(), out.VoucherMax.String(), resource, l.replica, now)
-		return err
+		if err != nil || ans == nil {
+			return err
+		}
+		return l.commitAnswer(ctx, tx, payer, id+"/"+voucher, out, ans)
 	})
 	if err != nil {
 		return Channel{}, channelError(op, id, err)
@@ -224,8 +251,9 @@ WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING `+channelColum
 	return out, nil
 }
 
-// ReleaseIncrement drops the hold holdID on channel id: its request
-// charges nothing. ErrHoldLost when the hold is gone already.
+// ReleaseIncrement drops the hold holdID on channel id, and its running
+// answers row: its request charges nothing. ErrHoldLost when the hold is
+// gone already.
 func (l *SQL) ReleaseIncrement(ctx context.Context, id, holdID string) error {
 	const op = "payments.ledger.channel_release"
 	if err := l.checkWrite(); err != nil {
@@ -234,14 +262,21 @@ func (l *SQL) ReleaseIncrement(ctx context.Context, id, holdID string) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed("channel_release")()
-	res, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE channels SET `+clearHold+`, updated_at = ?
+	err := l.inTx(ctx, func(tx *sql.Tx) error {
+		if err := l.dropHoldAnswers(ctx, tx, `channel_id = ? AND pending_id = ?`, key(id), holdID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, l.dialect.bind(`UPDATE channels SET `+clearHold+`, updated_at = ?
 WHERE channel_id = ? AND pending_id = ?`), l.stamp(), key(id), holdID)
-	return channelError(op, id, affected(res, err, ErrHoldLost))
+		return affected(res, err, ErrHoldLost)
+	})
+	return channelError(op, id, err)
 }
 
-// ClearHolds drops every hold of this replica and returns how many: at
-// start, a replica has no request in flight, whatever an earlier process
-// of its id left (as Recover releases its reserved payments).
+// ClearHolds drops every hold of this replica, and their running answers
+// rows, and returns how many: at start, a replica has no request in
+// flight, whatever an earlier process of its id left (as Recover releases
+// its reserved payments).
 func (l *SQL) ClearHolds(ctx context.Context) (int64, error) {
 	const op = "payments.ledger.channel_clear"
 	if err := l.checkWrite(); err != nil {
@@ -250,12 +285,20 @@ func (l *SQL) ClearHolds(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed("channel_clear")()
-	res, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE channels SET `+clearHold+`, updated_at = ?
-WHERE pending_replica = ? AND pending_id <> ''`), l.stamp(), l.replica)
-	if err != nil {
-		return 0, ledgerError(op, err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := l.inTx(ctx, func(tx *sql.Tx) error {
+		where := `pending_replica = ? AND pending_id <> ''`
+		if err := l.dropHoldAnswers(ctx, tx, where, l.replica); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, l.dialect.bind(`UPDATE channels SET `+clearHold+`, updated_at = ?
+WHERE `+where), l.stamp(), l.replica)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, ledgerError(op, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"sandboxd"
 )
 
 // Charge is one increment a channel was charged (a channel_charges row).
@@ -164,8 +166,13 @@ func channelError(op, id string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrNoChannel), errors.Is(err, ErrChannelMoved), errors.Is(err, ErrHoldLost):
+	case errors.Is(err, ErrNoChannel), errors.Is(err, ErrChannelMoved), errors.Is(err, ErrHoldLost),
+		errors.Is(err, ErrAnswerTaken):
 		return fmt.Errorf("%s: channel %s: %w", op, key(id), err)
+	}
+	var se *sandboxd.Error
+	if errors.As(err, &se) {
+		return err
 	}
 	return ledgerError(op, err)
 }

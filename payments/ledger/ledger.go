@@ -94,6 +94,10 @@ type Entry struct {
 	ChannelID string
 	// Created and Updated are when the row was reserved and last changed.
 	Created, Updated time.Time
+	// Answer, when set, is the answer Reserve claims with the payment
+	// (answers.go): its row is inserted running in the same transaction.
+	// Reads leave it nil.
+	Answer *AnswerRow
 }
 
 // SQL is the Ledger on a SQL database: SQLite (one file, one host)
@@ -214,11 +218,20 @@ func (l *SQL) Close() error {
 // earlier one, or before a restart; a released row is reserved again. Any
 // other failure (a full disk, a read-only or removed file) is
 // CodeUnavailable: a paid run must not happen unrecorded.
+//
+// With e.Answer, one transaction also claims the answer's row (keyed by
+// the payer and nonce, with its id): ErrAnswerTaken when a live row of
+// another payment holds the id, and then nothing is reserved.
 func (l *SQL) Reserve(ctx context.Context, e Entry) error {
 	const op = "payments.ledger.reserve"
 	fail := func(err error) error {
 		return ledgerErrorMsg(op, err, "the payment ledger could not record the payment, "+
 			"so the call was not run and nothing was charged; try again later")
+	}
+	if e.Answer != nil {
+		if err := checkAnswer(op, e.Answer); err != nil {
+			return err
+		}
 	}
 	if err := l.checkWrite(); err != nil {
 		return fail(err)
@@ -227,76 +240,85 @@ func (l *SQL) Reserve(ctx context.Context, e Entry) error {
 	defer cancel()
 	defer l.timed("reserve")()
 	now := l.stamp()
-	res, err := l.db.ExecContext(ctx, l.dialect.bind(`
+	q := l.dialect.bind(`
 INSERT INTO payments (payer, nonce, created_at, updated_at, amount, network, asset, status, replica, channel_id)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)
 ON CONFLICT (payer, nonce) DO UPDATE SET
 	status = 'reserved', updated_at = excluded.updated_at, amount = excluded.amount,
 	network = excluded.network, asset = excluded.asset, tx_hash = '', run_status = '', reason = '',
 	replica = excluded.replica, channel_id = excluded.channel_id
-WHERE payments.status = 'released'`),
-		key(e.Payer), key(e.Nonce), now, now, e.Amount, e.Network, e.Asset, l.replica, key(e.ChannelID))
-	if err != nil {
+WHERE payments.status = 'released'`)
+	args := []any{key(e.Payer), key(e.Nonce), now, now, e.Amount, e.Network, e.Asset, l.replica, key(e.ChannelID)}
+	var err error
+	if e.Answer != nil {
+		err = l.reserveAnswered(ctx, e, q, args)
+	} else {
+		res, xerr := l.db.ExecContext(ctx, q, args...)
+		err = affected(res, xerr, ErrAlreadyUsed)
+	}
+	if err != nil && !errors.Is(err, ErrAlreadyUsed) && !errors.Is(err, ErrAnswerTaken) {
 		return fail(err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fail(err)
-	}
-	if n == 0 {
-		return ErrAlreadyUsed
-	}
-	return nil
+	return err
 }
 
 // MarkSettling records that a reserved payment's settlement is about to be
 // sent. The commit is synced to disk before it returns (synchronous=FULL),
 // so after a crash a reserved row means the settlement was never sent.
-func (l *SQL) MarkSettling(ctx context.Context, payer, nonce string) error {
+// With body, the same transaction writes the answer's bytes to its
+// running answers row, which becomes held: a crash after the settlement
+// leaves a replayable answer. A nil body leaves the answers row as it is.
+func (l *SQL) MarkSettling(ctx context.Context, payer, nonce string, body *Body) error {
 	const op = "payments.ledger.settling"
 	if err := l.checkWrite(); err != nil {
 		return ledgerError(op, err)
 	}
-	return l.move(ctx, op, payer, nonce, []string{StatusReserved}, `status = 'settling'`)
+	return l.move(ctx, op, payer, nonce, []string{StatusReserved}, l.heldAnswer(payer, nonce, body),
+		`status = 'settling'`)
 }
 
 // MarkSettled records a settling payment as collected by tx, for a run that
-// ended with runStatus.
-func (l *SQL) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string) error {
+// ended with runStatus. Its held or pending answers row, if any, becomes
+// ready with report (the JSON of the settlement answered; nil when it is
+// to be built from this row, as after recovery) for its keep from now.
+func (l *SQL) MarkSettled(ctx context.Context, payer, nonce, tx, runStatus string, report []byte) error {
 	return l.move(ctx, "payments.ledger.settled", payer, nonce, []string{StatusSettling},
-		`status = 'settled', tx_hash = ?, run_status = ?`, tx, runStatus)
+		l.readyAnswer(payer, nonce, report), `status = 'settled', tx_hash = ?, run_status = ?`, tx, runStatus)
 }
 
 // MarkFailed records that a settling payment's settlement was refused or
 // has an unknown outcome, with the reason and the transaction hash if one
-// was sent.
+// was sent. Its answers row, if any, is deleted: nothing was paid.
 func (l *SQL) MarkFailed(ctx context.Context, payer, nonce, tx, reason string) error {
 	return l.move(ctx, "payments.ledger.failed", payer, nonce, []string{StatusSettling},
-		`status = 'failed', tx_hash = ?, reason = ?`, tx, reason)
+		dropAnswer(payer, nonce), `status = 'failed', tx_hash = ?, reason = ?`, tx, reason)
 }
 
 // MarkReleased records that nothing was collected for a reserved payment
 // (its run failed) or a settling one (its settlement never left), which may
-// then be reserved again.
+// then be reserved again. Its answers row, if any, is deleted.
 func (l *SQL) MarkReleased(ctx context.Context, payer, nonce string) error {
 	return l.move(ctx, "payments.ledger.released", payer, nonce, []string{StatusReserved, StatusSettling},
-		`status = 'released'`)
+		dropAnswer(payer, nonce), `status = 'released'`)
 }
 
 // MarkPending records that a settling payment's settlement may have been
 // sent by tx ("" when no hash is known) and its outcome is unknown: the row
 // stays settling (the payment is refused if offered again) with reason
-// ReasonSettlementPending, for the gate's resolver.
-func (l *SQL) MarkPending(ctx context.Context, payer, nonce, tx string) error {
+// ReasonSettlementPending, for the gate's resolver. Its held answers row,
+// if any, becomes pending with report (the pending settlement answered;
+// nil keeps the row's).
+func (l *SQL) MarkPending(ctx context.Context, payer, nonce, tx string, report []byte) error {
 	return l.move(ctx, "payments.ledger.pending", payer, nonce, []string{StatusSettling},
-		`tx_hash = ?, reason = ?`, tx, ReasonSettlementPending)
+		l.pendingAnswer(payer, nonce, report), `tx_hash = ?, reason = ?`, tx, ReasonSettlementPending)
 }
 
 // move changes a row in one of the states from to another state; set is
-// the SET clause (without updated_at) and args its arguments. Only a row
-// of this replica moves: once another replica took a silent replica's row
-// over (see ClaimStale), the silent one can no longer settle it.
-func (l *SQL) move(ctx context.Context, op, payer, nonce string, from []string, set string, args ...any) error {
+// the SET clause (without updated_at) and args its arguments; then, when
+// set, runs in the same transaction after it. Only a row of this replica
+// moves: once another replica took a silent replica's row over (see
+// ClaimStale), the silent one can no longer settle it.
+func (l *SQL) move(ctx context.Context, op, payer, nonce string, from []string, then *stmt, set string, args ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed(strings.TrimPrefix(op, "payments.ledger."))()
@@ -305,17 +327,27 @@ func (l *SQL) move(ctx context.Context, op, payer, nonce string, from []string, 
 	for _, f := range from {
 		args = append(args, f)
 	}
-	res, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE payments SET `+set+`, updated_at = ?
-WHERE payer = ? AND nonce = ? AND replica = ? AND status IN (`+in+`)`), args...)
-	if err != nil {
-		return ledgerError(op, err)
+	q := l.dialect.bind(`UPDATE payments SET ` + set + `, updated_at = ?
+WHERE payer = ? AND nonce = ? AND replica = ? AND status IN (` + in + `)`)
+	run := func(e execer) error {
+		res, err := e.ExecContext(ctx, q, args...)
+		if err := affected(res, err, ErrNotReserved); err != nil || then == nil {
+			return err
+		}
+		_, err = e.ExecContext(ctx, l.dialect.bind(then.q), then.args...)
+		return err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return ledgerError(op, err)
+	var err error
+	if then == nil {
+		err = run(l.db)
+	} else {
+		err = l.inTx(ctx, func(tx *sql.Tx) error { return run(tx) })
 	}
-	if n == 0 {
+	switch {
+	case errors.Is(err, ErrNotReserved):
 		return fmt.Errorf("%s: payer %s nonce %s: %w", op, payer, nonce, ErrNotReserved)
+	case err != nil:
+		return ledgerError(op, err)
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 // schemaVersion is the ledger schema this build writes. A database at a
 // newer version was written by a newer release and is refused.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // migration brings the schema from version-1 to version, in the open
 // transaction.
@@ -130,6 +130,7 @@ var migrations = []migration{
 	{version: 2, sqlite: execAll(replicaSchema), pg: replicaSchema},
 	{version: 3, sqlite: execAll(sessionSchema), pg: sessionSchema},
 	{version: 4, sqlite: execAll(channelSchema), pg: channelSchema},
+	{version: 5, sqlite: execAll(answersSchema("BLOB")), pg: answersSchema("BYTEA")},
 }
 
 // migrate brings the database to schemaVersion in one transaction, or

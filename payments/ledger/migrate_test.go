@@ -70,7 +70,7 @@ VALUES ('0xa', '0x3', 't', 't', '5000', 'n', 'a', 'settling')`); err == nil {
 	if err := l.Reserve(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.MarkSettling(ctx, e.Payer, e.Nonce); err != nil {
+	if err := l.MarkSettling(ctx, e.Payer, e.Nonce, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, l, e, StatusSettling)
