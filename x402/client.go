@@ -26,6 +26,13 @@ type PaidResponse struct {
 	// Settlement is the decoded PAYMENT-RESPONSE (or X-PAYMENT-RESPONSE);
 	// nil when none came.
 	Settlement *SettleResponse
+	// Replayed says the service answered from what it kept of a first
+	// request paid with this payment or its payment id
+	// (Idempotent-Replayed: true): the answer was paid once.
+	Replayed bool
+	// Resent is how many times the paid request was sent again, the same
+	// payment each time, after its answer was lost (Resend).
+	Resent int
 }
 
 // PaymentRefusedError is returned by Pay when the server answered 402 to
@@ -68,19 +75,31 @@ func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string
 // PayTerms pays the terms of a 402 to a POST of body to url with key within
 // policy: it picks the first exact EVM entry the policy allows, signs an
 // EIP-3009 authorization of the price valid for at most policy.MaxWindow
-// and resends once with PAYMENT-SIGNATURE (or X-PAYMENT for v1 terms).
-// Terms outside the policy are a *QuoteRefusedError and nothing is signed
-// or sent; a 402 to the paid request is a *PaymentRefusedError.
+// and sends the request again with PAYMENT-SIGNATURE (or X-PAYMENT for v1
+// terms), carrying policy.Resend.PaymentID when the terms declare the
+// payment-identifier extension; a lost answer is asked for again with the
+// same payment (Resend.Send). Terms outside the policy are a
+// *QuoteRefusedError and nothing is signed or sent; a 402 to the paid
+// request is a *PaymentRefusedError.
 func PayTerms(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, url string, body []byte, terms Quote, policy PayPolicy) (*PaidResponse, error) {
 	req, err := pickTerms(terms.Accepts, policy)
 	if err != nil {
 		return nil, err
 	}
-	header, value, err := paymentHeader(key, req, policy.CapWindow(req), terms.Resource, terms.Version, time.Now())
+	ext := terms.PaymentIDExtensions(policy.Resend.PaymentID)
+	sign := func() (string, string, error) {
+		return paymentHeader(key, req, policy.CapWindow(req), terms, ext, time.Now())
+	}
+	header, value, err := sign()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := Send(ctx, hc, http.MethodPost, url, body, header, value)
+	paid := PaidRequest{Method: http.MethodPost, URL: url, Body: body, Header: header, Value: value}
+	if ext != nil {
+		paid.PaymentID = policy.Resend.PaymentID
+		paid.Renew = func() (string, error) { _, v, err := sign(); return v, err }
+	}
+	resp, err := policy.Resend.Send(ctx, hc, paid)
 	if err != nil {
 		return nil, err
 	}
@@ -153,17 +172,39 @@ type Quote struct {
 	Resource *Resource
 	// Accepts are the entries offered, in v2 form.
 	Accepts []Requirements
+	// Extensions are the extensions the v2 terms declare, each as sent;
+	// nil for v1.
+	Extensions map[string]json.RawMessage
+}
+
+// PaymentIDExtensions returns the extensions a payment of q carries to
+// send the payment id id: q's payment-identifier declaration echoed with
+// info.id set (WithPaymentID), and no other. It is nil when id is "", when
+// q does not declare the extension, or when its declaration is not one.
+func (q Quote) PaymentIDExtensions(id string) map[string]json.RawMessage {
+	declared, ok := q.Extensions[ExtensionPaymentIdentifier]
+	if id == "" || !ok {
+		return nil
+	}
+	ext, err := WithPaymentID(declared, id)
+	if err != nil {
+		return nil
+	}
+	return map[string]json.RawMessage{ExtensionPaymentIdentifier: ext}
 }
 
 // ReadTerms reads the terms of a 402: from the v2 header, else from the v1
 // body, each entry in v2 form.
 func ReadTerms(r *PaidResponse) (Quote, error) {
 	if v := r.Header.Get(HeaderPaymentRequired); v != "" {
-		var pr PaymentRequired
+		var pr struct {
+			PaymentRequired
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		}
 		if err := DecodeHeader(v, &pr); err != nil {
 			return Quote{}, fmt.Errorf("the %s header does not decode: %w", HeaderPaymentRequired, err)
 		}
-		return Quote{Version: 2, Error: pr.Error, Resource: &pr.Resource, Accepts: pr.Accepts}, nil
+		return Quote{Version: 2, Error: pr.Error, Resource: &pr.Resource, Accepts: pr.Accepts, Extensions: pr.Extensions}, nil
 	}
 	var pr PaymentRequiredV1
 	if err := json.Unmarshal(r.Body, &pr); err != nil || pr.X402Version != 1 {
@@ -177,10 +218,10 @@ func ReadTerms(r *PaidResponse) (Quote, error) {
 	return Quote{Version: 1, Error: pr.Error, Accepts: offers}, nil
 }
 
-// paymentHeader signs a payment for req, valid for signed's window, and
-// returns the header to send it in and its value. A v2 payment echoes req
-// as quoted.
-func paymentHeader(key *ecdsa.PrivateKey, req, signed Requirements, resource *Resource, version int, now time.Time) (string, string, error) {
+// paymentHeader signs a payment of terms for req, valid for signed's
+// window, and returns the header to send it in and its value. A v2 payment
+// echoes req as quoted and carries ext; a v1 payment has no extensions.
+func paymentHeader(key *ecdsa.PrivateKey, req, signed Requirements, terms Quote, ext map[string]json.RawMessage, now time.Time) (string, string, error) {
 	a, err := NewAuthorization(key, signed, now)
 	if err != nil {
 		return "", "", err
@@ -189,11 +230,11 @@ func paymentHeader(key *ecdsa.PrivateKey, req, signed Requirements, resource *Re
 	if err != nil {
 		return "", "", err
 	}
-	if version == 1 {
+	if terms.Version == 1 {
 		v, err := EncodeHeader(PaymentPayloadV1{X402Version: 1, Scheme: req.Scheme, Network: V1Network(req.Network), Payload: exact})
 		return HeaderXPayment, v, err
 	}
-	v, err := EncodeHeader(PaymentPayload{X402Version: 2, Resource: resource, Accepted: req, Payload: exact})
+	v, err := EncodeHeader(PaymentPayload{X402Version: 2, Resource: terms.Resource, Accepted: req, Payload: exact, Extensions: ext})
 	return HeaderPaymentSignature, v, err
 }
 
@@ -227,5 +268,6 @@ func Send(ctx context.Context, hc *http.Client, method, url string, body []byte,
 	if err != nil {
 		return nil, err
 	}
-	return &PaidResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	return &PaidResponse{StatusCode: resp.StatusCode, Header: resp.Header, Body: b,
+		Replayed: strings.EqualFold(resp.Header.Get(HeaderIdempotentReplayed), "true")}, nil
 }

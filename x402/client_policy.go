@@ -25,7 +25,8 @@ const (
 	DefaultClientMaxWindow = 5 * time.Minute
 )
 
-// PayPolicy bounds what Pay signs. A server's terms are quoted by the
+// PayPolicy bounds what Pay signs, and says how a paid request whose answer
+// is lost is sent again (Resend). A server's terms are quoted by the
 // server: a hostile one may ask any amount, asset, network, payee or window.
 // Terms outside the policy are refused before anything is signed; a window
 // longer than MaxWindow is shortened to it.
@@ -40,6 +41,9 @@ type PayPolicy struct {
 	PayTo string
 	// MaxWindow caps the validity window of a signed authorization.
 	MaxWindow time.Duration
+	// Resend is the payment id sent and how a lost answer is asked for
+	// again; its zero value sends no id and never sends again.
+	Resend Resend
 }
 
 // DefaultPayPolicy is the client's policy without flags.

@@ -24,6 +24,9 @@ const (
 	HeaderXPayment = "X-PAYMENT"
 	// HeaderXPaymentResponse carries a v1 settlement report.
 	HeaderXPaymentResponse = "X-PAYMENT-RESPONSE"
+	// HeaderIdempotentReplayed is "true" on a paid answer read back from
+	// what the service kept of a first request's: a retry's, paid once.
+	HeaderIdempotentReplayed = "Idempotent-Replayed"
 )
 
 // maxHeaderBytes bounds a payment header before decoding; a real one is

@@ -17,11 +17,12 @@ import (
 
 // payFlags are the flags of every command that pays (call, session open):
 // the payer's key, the limits it signs within, the schemes it pays with,
-// and the time it waits.
+// the time it waits, and how it asks again for an answer lost on the way.
 type payFlags struct {
-	keyFile, maxAmount, payTo, scheme, maxDeposit *string
-	networks, assets                              listFlag
-	maxWindow, timeout                            *time.Duration
+	keyFile, maxAmount, payTo, scheme, maxDeposit, paymentID *string
+	networks, assets                                         listFlag
+	maxWindow, timeout                                       *time.Duration
+	retries                                                  *int
 }
 
 // addPayFlags defines the paying flags on fs.
@@ -37,6 +38,10 @@ func addPayFlags(fs *flag.FlagSet) *payFlags {
 	p.scheme = fs.String("scheme", string(payer.SchemeAuto), "pay through a channel when offered (auto), each call apart (exact), or through channels only (batch-settlement)")
 	p.maxDeposit = fs.String("max-deposit", "", fmt.Sprintf("deposit at most this much into a channel at once, in asset units "+
 		"(default %d x --max-amount: %s)", payer.DepositMultiple, x402.FormatPrice(payer.DefaultMaxDeposit(x402.DefaultPayPolicy().MaxAmount))))
+	p.paymentID = fs.String("payment-id", "", "the payment id sent when the service declares payment-identifier, 16-128 "+
+		"characters of A-Z a-z 0-9 _ - (default: a new one; a failed call prints it, to fetch its answer again)")
+	p.retries = fs.Int("retries", x402.DefaultRetries, fmt.Sprintf("ask again this many times, with the same payment, "+
+		"for an answer lost on the way (0..%d)", x402.MaxRetries))
 	return p
 }
 
@@ -57,11 +62,29 @@ func (p *payFlags) load() (*ecdsa.PrivateKey, payer.Policy, error) {
 			return nil, policy, fmt.Errorf("--max-deposit: %w", err)
 		}
 	}
+	if policy.Resend, err = p.resend(); err != nil {
+		return nil, policy, err
+	}
 	if *p.keyFile == "" {
 		return nil, policy, errors.New("--key-file is required")
 	}
 	key, err := x402.LoadKey(*p.keyFile)
 	return key, policy, err
+}
+
+// resend is the payment id and retries of the flags: --payment-id, else a
+// new id for this invocation.
+func (p *payFlags) resend() (x402.Resend, error) {
+	r := x402.Resend{PaymentID: *p.paymentID, Retries: *p.retries}
+	if r.Retries < 0 || r.Retries > x402.MaxRetries {
+		return r, fmt.Errorf("--retries %d is not between 0 and %d", r.Retries, x402.MaxRetries)
+	}
+	if r.PaymentID == "" {
+		r.PaymentID = x402.NewPaymentID()
+	} else if !x402.ValidPaymentID(r.PaymentID) {
+		return r, fmt.Errorf("--payment-id %q is not 16-128 characters of A-Z a-z 0-9 _ -", r.PaymentID)
+	}
+	return r, nil
 }
 
 // payCall is one paid POST: its URL and JSON body, the status that means
@@ -86,14 +109,19 @@ func (p *payFlags) pay(key *ecdsa.PrivateKey, policy payer.Policy, c payCall, st
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *p.timeout)
 	defer cancel()
+	note := func(s string) { fmt.Fprintf(stderr, "sandboxd %s: note: %s\n", c.name, printable(s, false)) }
+	policy.Resend.Note = note
 	resp, err := payer.Pay(ctx, callClient(*p.timeout), key, payer.StatePath(*p.keyFile), c.url, c.body, policy)
 	if err != nil { // may quote the server's "error" field
 		fmt.Fprintf(stderr, "sandboxd %s: %s\n", c.name, printable(err.Error(), false))
 		return 1
 	}
 	printAnswer(stdout, resp)
+	if resp.Replayed {
+		note("answer replayed: paid once")
+	}
 	if resp.Channel != nil && resp.Channel.Note != "" {
-		fmt.Fprintf(stderr, "sandboxd %s: note: %s\n", c.name, printable(resp.Channel.Note, false))
+		note(resp.Channel.Note)
 	}
 	if resp.StatusCode != c.want {
 		return 1

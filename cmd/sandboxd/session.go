@@ -20,7 +20,8 @@ var (
 	sessionOpenHelp = commandHelp{
 		usage: "sandboxd session open --key-file FILE [--url URL] [--environment ENV] [--max-amount 0.005]\n" +
 			"              [--network N] [--asset ADDR] [--pay-to ADDR] [--max-window 5m]\n" +
-			"              [--scheme auto|exact|batch-settlement] [--max-deposit 0.05] [--timeout 2m]",
+			"              [--scheme auto|exact|batch-settlement] [--max-deposit 0.05] [--timeout 2m]\n" +
+			"              [--retries 3] [--payment-id ID]",
 		what: "Open a session, paying its opening over x402, and print its id: one interpreter that keeps its\n" +
 			"globals, imports and /tmp between calls (`sandboxd call --session ID`). It signs only within the\n" +
 			"limits of its flags, and refuses other terms with the reason, signing nothing. It pays through the\n" +

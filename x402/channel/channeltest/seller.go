@@ -42,6 +42,17 @@ type Knobs struct {
 	Report *big.Int
 	// Delay holds each paid request this long before it is looked at.
 	Delay time.Duration
+	// Drop is how many of the next paid requests are taken and answered
+	// but have their connection closed instead of the answer written: the
+	// answer is lost on the way. Each one drop lowers it by one.
+	Drop int
+	// Replay answers a payment header taken before, or its payment id,
+	// with the answer it had, marked Idempotent-Replayed, as the service
+	// does; without it the seller keeps no answers.
+	Replay bool
+	// PaymentID declares the payment-identifier extension in the terms,
+	// as the service does.
+	PaymentID bool
 }
 
 // Account is what the seller keeps of one channel.
@@ -65,6 +76,9 @@ type Account struct {
 // with a 402 naming the reason. A payment taken is answered 200 with a
 // PAYMENT-RESPONSE as the design's (chargedAmount, channelState); a
 // refund returns balance less charged. An exact payment is taken as is.
+// With Knobs.Replay a 200 is kept and given again, marked
+// Idempotent-Replayed, to the same payment header or payment id sent
+// again (serve); Knobs.Drop loses answers on the way.
 type Seller struct {
 	*httptest.Server
 	tb testing.TB
@@ -75,6 +89,10 @@ type Seller struct {
 	payments    []channel.Payload
 	paid        int
 	correctives int
+	// headers are the payment headers of the paid requests, in order;
+	// kept are the answers taken, by payment header and by payment id.
+	headers []string
+	kept    map[string]*kept
 }
 
 // NewSeller starts a seller quoting Price in USDC on Base Sepolia (the
@@ -87,7 +105,7 @@ func NewSeller(tb testing.TB) *Seller {
 		tb.Fatal(err)
 	}
 	price, _ := new(big.Int).SetString(Price, 10)
-	s := &Seller{tb: tb, accounts: map[common.Hash]*Account{}, knobs: Knobs{
+	s := &Seller{tb: tb, accounts: map[common.Hash]*Account{}, kept: map[string]*kept{}, knobs: Knobs{
 		Exact: x402.Requirements{Scheme: x402.SchemeExact, Network: x402.DefaultClientNetwork, Amount: Price,
 			Asset: x402.DefaultClientAsset, PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", MaxTimeoutSeconds: 60,
 			Extra: x402.Extra{Name: "USDC", Version: "2"}},
@@ -154,8 +172,8 @@ func (s *Seller) Account(id common.Hash) *Account {
 	return &c
 }
 
-// serve answers one request.
-func (s *Seller) serve(w http.ResponseWriter, r *http.Request) {
+// handle answers one request.
+func (s *Seller) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	k := s.knobs
 	s.mu.Unlock()
@@ -172,7 +190,6 @@ func (s *Seller) serve(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(k.Delay)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.paid++
 	var pp struct {
 		X402Version int                        `json:"x402Version"`
 		Payload     json.RawMessage            `json:"payload"`
@@ -201,8 +218,12 @@ func (s *Seller) quote(w http.ResponseWriter, k Knobs, message string, entry *x4
 	} else if !k.NoBatch {
 		accepts = append(accepts, channel.Entry(k.Exact, k.Extra))
 	}
+	extensions := map[string]any{}
+	if k.PaymentID {
+		extensions[x402.ExtensionPaymentIdentifier] = x402.PaymentIdentifierDeclaration()
+	}
 	v, err := x402.EncodeHeader(x402.PaymentRequired{X402Version: 2, Error: message,
-		Resource: x402.NewResource("http://seller.test/v1/code", "a run"), Accepts: accepts, Extensions: map[string]any{}})
+		Resource: x402.NewResource("http://seller.test/v1/code", "a run"), Accepts: accepts, Extensions: extensions})
 	if err != nil {
 		s.tb.Error(err)
 	}

@@ -52,7 +52,11 @@ type Receipt struct {
 // policy.MaxDeposit, are refused before anything is signed; a 402 to the
 // paid request is a *x402.PaymentRefusedError, but for a correction of the
 // running total proved by this key's own voucher, which is adopted and
-// paid again once.
+// paid again once. The payment carries policy.Resend.PaymentID when the
+// terms declare the payment-identifier extension, and a lost answer is
+// asked for again with the same payment (x402.Resend.Send): for a channel
+// the same voucher, the state file locked throughout, so that the running
+// total advances once.
 func Pay(ctx context.Context, hc *http.Client, key *ecdsa.PrivateKey, statePath, url string, body []byte, policy Policy) (*Paid, error) {
 	first, err := x402.Send(ctx, hc, http.MethodPost, url, body, "", "")
 	if err != nil {
@@ -111,7 +115,7 @@ func (c *call) pay(ctx context.Context, statePath string, q x402.Quote, entry x4
 		if err != nil {
 			return nil, err
 		}
-		resp, err := send(ctx, c.hc, http.MethodPost, c.url, c.body, q.Resource, entry, p)
+		resp, err := c.send(ctx, q, entry, p)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +137,21 @@ func (c *call) pay(ctx context.Context, statePath string, q x402.Quote, entry x4
 		if err := adopt(st, ch, proof, cq.Error); err != nil {
 			return nil, err
 		}
+		if resp.Resent > 0 {
+			return nil, lostCharged(ch, cq.Error)
+		}
 	}
+}
+
+// lostCharged is the error of a voucher whose answer was lost and whose
+// resend the server corrected (code), proving with this key's voucher that
+// it charged the first: it keeps no answer to give again, and paying again
+// would run the request a second time, which is the caller's choice.
+func lostCharged(ch *Channel, code string) error {
+	return fmt.Errorf("the answer to the paid request was lost, and the server answered its resend with a correction "+
+		"(%s) proving it charged channel %s for it: it does not give answers again. The charge was taken into "+
+		"the running total (now %s); nothing more was signed: run the request again to pay for a new answer",
+		code, ch.ID.Hex(), ch.Charged)
 }
 
 // channelFor returns the channel paying entry, known or new (not saved
@@ -232,14 +250,40 @@ func (c *call) payment(ch *Channel, entry x402.Requirements, now time.Time) (cha
 	return p, nil
 }
 
-// send sends p for entry in PAYMENT-SIGNATURE with body to target and
-// reads the answer and its settlement report.
+// send POSTs the call's body with p, paying entry of q, in
+// PAYMENT-SIGNATURE, with the payment id when q declares the extension,
+// sends it again while its answer is lost (the policy's Resend), and reads
+// the answer and its settlement report.
+func (c *call) send(ctx context.Context, q x402.Quote, entry x402.Requirements, p channel.Payload) (*x402.PaidResponse, error) {
+	r := c.policy.Resend
+	payload := channel.BuildPayload(q.Resource, entry, p)
+	req := x402.PaidRequest{Method: http.MethodPost, URL: c.url, Body: c.body, Header: x402.HeaderPaymentSignature}
+	if ext := q.PaymentIDExtensions(r.PaymentID); ext != nil {
+		payload.Extensions, req.PaymentID = ext, r.PaymentID
+	}
+	value, err := x402.EncodeHeader(payload)
+	if err != nil {
+		return nil, err
+	}
+	req.Value = value
+	resp, err := r.Send(ctx, c.hc, req)
+	return withSettlement(resp, err, entry)
+}
+
+// send sends p for entry in PAYMENT-SIGNATURE with body to target, once,
+// and reads the answer and its settlement report.
 func send(ctx context.Context, hc *http.Client, method, target string, body []byte, resource *x402.Resource, entry x402.Requirements, p channel.Payload) (*x402.PaidResponse, error) {
 	value, err := x402.EncodeHeader(channel.BuildPayload(resource, entry, p))
 	if err != nil {
 		return nil, err
 	}
 	resp, err := x402.Send(ctx, hc, method, target, body, x402.HeaderPaymentSignature, value)
+	return withSettlement(resp, err, entry)
+}
+
+// withSettlement completes resp, the answer to a payment of entry (or
+// err, returned as is): the entry paid and the decoded settlement report.
+func withSettlement(resp *x402.PaidResponse, err error, entry x402.Requirements) (*x402.PaidResponse, error) {
 	if err != nil {
 		return nil, err
 	}
