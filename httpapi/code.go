@@ -97,7 +97,9 @@ func newCodeResponse(job sandboxd.Job, res sandboxd.Result) CodeResponse {
 }
 
 // handleCode runs one program through the paid flow (execute) and answers
-// its result with the settlement's report.
+// its result, as rendered before the settlement, with the settlement's
+// report; a retry of a request already answered gets the stored answer
+// (answerReplay).
 func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	ctx, phases := s.withPhases(r.Context())
@@ -110,18 +112,27 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ext := s.httpExtensions()
-	out, err := s.execute(withBodyHold(r.Context(), hold), job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r, codePath),
-		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment), Extensions: ext,
-		Environment: job.Environment})
+	ctx = withBodyHold(r.Context(), hold)
+	out, err := s.execute(ctx, job, s.httpPayment(r, codePath, job.Environment, ext))
+	if rep := replayOf(err); rep != nil {
+		s.answerReplay(ctx, w, r, rep)
+		return
+	}
 	addServerTiming(w.Header(), phases)
 	if err != nil {
 		s.writeError(w, r, withExtensions(err, ext))
 		return
 	}
 	addSettlement(w.Header(), out.Settlement)
-	began = time.Now()
-	writeJSON(w, http.StatusOK, newCodeResponse(job, out.Result))
-	phases.Since(sandboxd.PhaseWrite, began)
+	out.Answer.write(w, phases)
+}
+
+// httpPayment is the payment request of a paid HTTP route: its resource
+// (path, the route's template), the request's payment headers, the
+// environment it is priced at and the extensions declared for it.
+func (s *Server) httpPayment(r *http.Request, path, env string, ext map[string]any) sandboxd.PaymentRequest {
+	return sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r, path), Signature: r.Header.Get(x402.HeaderPaymentSignature),
+		XPayment: r.Header.Get(x402.HeaderXPayment), Environment: env, Extensions: ext, Transport: sandboxd.TransportHTTP}
 }
 
 // parseJob reads and decodes the request, then validates it into a Job.

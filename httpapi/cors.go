@@ -18,8 +18,8 @@ const (
 	corsAllowHeaders = "Content-Type, PAYMENT-SIGNATURE, X-PAYMENT"
 	// corsExposeHeaders are the answer headers a cross-origin script may
 	// read: without them a browser's x402 client cannot read the terms,
-	// the settlement or when to retry.
-	corsExposeHeaders = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, Retry-After"
+	// the settlement, when to retry, or that an answer is a replay.
+	corsExposeHeaders = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, Retry-After, " + headerReplayed
 	corsMaxAge        = "600"
 )
 

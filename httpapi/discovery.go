@@ -114,10 +114,14 @@ func toolBazaar(tool *mcp.Tool, args, answer, answerSchema map[string]any) map[s
 // httpExtensions are the extensions declared for POST /v1/code: quoted in
 // its terms and, through the PaymentRequest, the only ones a facilitator
 // is sent.
-func (s *Server) httpExtensions() map[string]any { return map[string]any{bazaarKey: s.httpDiscovery()} }
+func (s *Server) httpExtensions() map[string]any {
+	return s.withPaymentID(map[string]any{bazaarKey: s.httpDiscovery()})
+}
 
 // toolExtensions are the extensions declared for the MCP tool run_python.
-func (s *Server) toolExtensions() map[string]any { return map[string]any{bazaarKey: s.mcpDiscovery()} }
+func (s *Server) toolExtensions() map[string]any {
+	return s.withPaymentID(map[string]any{bazaarKey: s.mcpDiscovery()})
+}
 
 // addExtensions puts the declared extensions into terms (a PaymentRequired
 // object).

@@ -2,15 +2,18 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"sandboxd"
 )
 
-// outcome is a delivered and settled run: the program's result and the
+// outcome is a delivered and settled run: the program's result, its
+// answer as rendered before the settlement (a CodeResponse), and the
 // settlement's report (nil when nothing was charged).
 type outcome struct {
 	Result     sandboxd.Result
+	Answer     rendered
 	Settlement *sandboxd.Settlement
 }
 
@@ -26,14 +29,18 @@ type outcome struct {
 // Only the service's own failure to deliver (a runner error) releases the
 // reservation. The errors are the gate's and the runner's (see
 // sandboxd.PaymentGate, sandboxd.Charge, sandboxd.Runner), the admitter's
-// CodeBusy, or ctx's error when the caller left before the reservation.
+// CodeBusy, or ctx's error when the caller left before the reservation. A
+// retry of a request already answered is an error carrying its Replay
+// (replayOf), before any slot is taken, or after it when Reserve lost a
+// race to the first.
 func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.PaymentRequest) (outcome, error) {
 	if err := s.refuseBuilding(ctx, job.Environment); err != nil {
 		return outcome{}, err
 	}
+	pay = forAnswer(pay, sandboxd.AnswerRun, "", job)
 	phases := sandboxd.PhasesFrom(ctx)
 	began := time.Now()
-	auth, err := s.Gate.Check(ctx, pay)
+	auth, err := checkPayment(ctx, s.Gate, pay)
 	began = phases.Since(sandboxd.PhasePayment, began)
 	if err != nil {
 		return outcome{}, err
@@ -50,46 +57,59 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	var gone <-chan struct{}
 	defer func() { releaseWhenGone(gone, release) }()
 	var res sandboxd.Result
-	settled, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
+	settled, answer, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
 		var err error
 		res, err = s.Runner.Run(ctx, job)
 		gone = res.Gone
 		return res, err
-	})
+	}, func(res sandboxd.Result) (int, any) { return http.StatusOK, newCodeResponse(job, res) })
 	if err != nil {
 		return outcome{}, err
 	}
 	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds())
-	return outcome{Result: res, Settlement: settled}, nil
+	return outcome{Result: res, Answer: answer, Settlement: settled}, nil
 }
 
 // deliver is the paid half of every flow (a run, a session's opening or
 // call), once what the payment buys is held (a sandbox slot, a session's
-// room or turn): it reserves auth's payment, runs run, then settles what
-// it delivered, or releases the payment when run failed (the service's
-// own failure: nobody pays for it). From the reservation on, the caller's
-// hang-up changes nothing: run and the settlement are detached from ctx,
-// run bounded by RunLimit. The errors are Reserve's, run's and Settle's.
-func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization,
-	run func(context.Context) (sandboxd.Result, error)) (*sandboxd.Settlement, error) {
+// room or turn): it reserves auth's payment, runs run, renders the answer
+// (view: its status and value), then settles with that answer (the
+// settlement keeps it for a replay) and returns it, to be written byte for
+// byte; or it releases the payment when run failed or the answer did not
+// render (the service's own failure: nobody pays for it). From the
+// reservation on, the caller's hang-up changes nothing: run, the rendering
+// and the settlement are detached from ctx, run bounded by RunLimit, so a
+// paid answer is kept whether anyone reads it. The errors are Reserve's
+// (a lost race carries its Replay), run's, the rendering's CodeInternal
+// and Settle's.
+func (s *Server) deliver(ctx context.Context, auth sandboxd.Authorization, run func(context.Context) (sandboxd.Result, error),
+	view func(sandboxd.Result) (int, any)) (*sandboxd.Settlement, rendered, error) {
 	ctx = context.WithoutCancel(ctx)
 	began := time.Now()
 	charge, err := auth.Reserve(ctx)
 	sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseReserve, began)
 	if err != nil {
-		return nil, err
+		return nil, rendered{}, err
 	}
 	runCtx, cancel := s.runContext(ctx)
 	res, err := run(runCtx)
 	cancel()
+	var answer rendered
+	if err == nil {
+		answer, err = render(view(res))
+	}
 	if err != nil {
 		charge.Release(ctx)
-		return nil, err
+		return nil, rendered{}, err
 	}
 	began = time.Now()
 	defer sandboxd.PhasesFrom(ctx).Since(sandboxd.PhaseSettle, began)
-	return charge.Settle(ctx, sandboxd.Delivered{Result: res})
+	settled, err := charge.Settle(ctx, answer.delivered(res))
+	if err != nil {
+		return nil, rendered{}, err
+	}
+	return settled, answer, nil
 }
 
 // releaseWhenGone gives the sandbox slot back once the run's sandbox holds

@@ -61,6 +61,8 @@ type fakeGate struct {
 	settled     int
 	released    int
 	requests    []sandboxd.PaymentRequest
+	// delivered are what Settle was handed, in order.
+	delivered []sandboxd.Delivered
 	// payer, when set, is the Payer of the authorizations instead of
 	// fakePayer.
 	payer string
@@ -122,9 +124,10 @@ func (c fakeCharge) Reserve(context.Context) (sandboxd.Charge, error) {
 	return c, nil
 }
 
-func (c fakeCharge) Settle(context.Context, sandboxd.Delivered) (*sandboxd.Settlement, error) {
+func (c fakeCharge) Settle(_ context.Context, d sandboxd.Delivered) (*sandboxd.Settlement, error) {
 	c.g.mu.Lock()
 	block := c.g.settleBlock
+	c.g.delivered = append(c.g.delivered, d)
 	c.g.mu.Unlock()
 	if block != nil {
 		<-block

@@ -167,12 +167,16 @@ func (s *Server) place(r *http.Request, id string) (placement, holder, error) {
 
 // located serves a session's route here, or forwards it to the replica
 // that holds the session (place).
-func (s *Server) located(h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) located(h http.HandlerFunc) http.HandlerFunc { return s.locatedOr(h, s.writeError) }
+
+// locatedOr is located, with place's refusals (a session ended elsewhere,
+// or whose replica is gone) answered by refuse.
+func (s *Server) locatedOr(h http.HandlerFunc, refuse func(http.ResponseWriter, *http.Request, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		where, to, err := s.place(r, mux.Vars(r)["id"])
 		switch {
 		case err != nil:
-			s.writeError(w, r, err)
+			refuse(w, r, err)
 		case where == forwardThere:
 			s.forward(w, r, to, nil)
 		default:

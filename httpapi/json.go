@@ -26,18 +26,37 @@ func writeJSONEscaped(w http.ResponseWriter, status int, v any) { encodeJSON(w, 
 
 // encodeJSON is writeJSON and writeJSONEscaped.
 func encodeJSON(w http.ResponseWriter, status int, v any, escapeHTML bool) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(escapeHTML)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if err := enc.Encode(v); err != nil {
+	body, err := encodeBody(v, escapeHTML)
+	if err != nil {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		http.Error(w, `{"error":"internal error; it has been logged"}`, http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
+	writeBody(w, status, body)
+}
+
+// encodeBody is v's JSON as the answers write it: one line, with <, > and
+// & escaped only when escapeHTML is set.
+func encodeBody(v any, escapeHTML bool) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(escapeHTML)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeBody answers body, JSON already encoded, with the status: as
+// writeJSON does, byte for byte (a paid answer is rendered before its
+// settlement, and a replay writes the stored bytes).
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 // decodeObject decodes body into v unless a scan refused it for breaking

@@ -92,7 +92,9 @@ func (s *Server) runPythonTool() *mcp.Tool {
 }
 
 // callRunPython runs the program of one tools/call through the same paid
-// flow as POST /v1/code (execute). What the caller can act on (bad
+// flow as POST /v1/code (execute); its structuredContent is the answer as
+// rendered before the settlement, and a retry of a call already answered
+// gets the stored one (replayResult). What the caller can act on (bad
 // arguments, busy, payment) is a tool error the model can read; only a
 // call whose client went away is a protocol error.
 func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -109,13 +111,16 @@ func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*
 	}
 	phased, _ := s.withPhases(ctx)
 	run, err := s.execute(phased, job, pay)
+	if rep := replayOf(err); rep != nil {
+		return s.replayResult(phased, toolName, rep)
+	}
 	if err != nil {
 		return s.toolFailure(ctx, toolName, err)
 	}
 	out := newCodeResponse(job, run.Result)
 	return paidResult(&mcp.CallToolResult{
 		Content:           append([]mcp.Content{&mcp.TextContent{Text: summary(out)}}, imageBlocks(run.Result.Files)...),
-		StructuredContent: out,
+		StructuredContent: json.RawMessage(run.Answer.Body),
 	}, run.Settlement), nil
 }
 
@@ -160,7 +165,7 @@ func argsWithin(args json.RawMessage, limit int64) error {
 // resource and declared extensions, and the PaymentPayload of
 // _meta["x402/payment"], if any, as the gate reads it over HTTP.
 func toolPayment(req *mcp.CallToolRequest, resource string, declared map[string]any) (sandboxd.PaymentRequest, error) {
-	pay := sandboxd.PaymentRequest{ResourceURL: resource, Extensions: declared}
+	pay := sandboxd.PaymentRequest{ResourceURL: resource, Extensions: declared, Transport: sandboxd.TransportMCP}
 	if payload, ok := req.Params.Meta[metaPayment]; ok {
 		var err error
 		if pay.Signature, err = paymentSignature(payload); err != nil {

@@ -107,8 +107,8 @@ func (s *Server) closeSessionTool() *mcp.Tool {
 func (s *Server) openToolExtensions() map[string]any {
 	example := map[string]any{"session_id": "ses_" + "8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e", "environment": "python",
 		"created_at": "2026-12-01T12:00:00Z", "expires_at": "2026-12-01T12:05:00Z", "idle_timeout_s": 300, "max_lifetime_s": 1800}
-	return map[string]any{bazaarKey: toolBazaar(s.openSessionTool(), map[string]any{"environment": "python"},
-		example, s.sessionSchema())}
+	return s.withPaymentID(map[string]any{bazaarKey: toolBazaar(s.openSessionTool(), map[string]any{"environment": "python"},
+		example, s.sessionSchema())})
 }
 
 // declaredExtensions are the extensions declared for a paid tool's terms.
@@ -136,22 +136,33 @@ func (s *Server) callOpenSession(ctx context.Context, req *mcp.CallToolRequest) 
 	}
 	pay.Environment = env
 	out, err := s.openSession(ctx, env, pay)
+	if rep := replayOf(err); rep != nil {
+		return s.replayResult(ctx, openToolName, rep)
+	}
 	if err != nil && out.Info.ID != "" {
 		// Pending: the session is kept, and its id is the payer's.
 		result := s.toolError(openToolName, err)
-		result.Content = append(result.Content, &mcp.TextContent{Text: "the session was opened and is kept while its " +
-			"settlement is pending: session_id " + out.Info.ID})
+		result.Content = append(result.Content, pendingOpenText(out.Info.ID))
 		return result, nil
 	}
 	if err != nil {
 		return s.toolFailure(ctx, openToolName, err)
 	}
-	open := newSessionResponse(out.Info)
-	text := fmt.Sprintf("session %s is open in %s until %s (each call moves it to %d s after the call); pass its "+
-		"session_id to run_python, and end it with close_session", open.SessionID, open.Environment, open.ExpiresAt,
-		open.IdleTimeoutS)
-	return paidResult(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: open},
-		out.Settlement), nil
+	return paidResult(&mcp.CallToolResult{Content: []mcp.Content{openText(newSessionResponse(out.Info))},
+		StructuredContent: json.RawMessage(out.Answer.Body)}, out.Settlement), nil
+}
+
+// openText is the text content of an opened session.
+func openText(open SessionResponse) mcp.Content {
+	return &mcp.TextContent{Text: fmt.Sprintf("session %s is open in %s until %s (each call moves it to %d s after "+
+		"the call); pass its session_id to run_python, and end it with close_session", open.SessionID, open.Environment,
+		open.ExpiresAt, open.IdleTimeoutS)}
+}
+
+// pendingOpenText is the text content that names a session kept while its
+// opening's settlement is pending.
+func pendingOpenText(id string) mcp.Content {
+	return &mcp.TextContent{Text: "the session was opened and is kept while its settlement is pending: session_id " + id}
 }
 
 // openArgs decodes open_session's arguments (none, or an environment), as
@@ -196,13 +207,14 @@ func (s *Server) callCloseSession(ctx context.Context, req *mcp.CallToolRequest)
 
 // callInSession runs run_python's program in session id through the HTTP
 // route's paid flow (callSession): the session is looked up before any
-// payment (an unknown, ended or expired one is refused for nothing), the
+// payment (an unknown, ended or expired one is refused for nothing, unless
+// the call is the retry of one already answered: endedCallResult), the
 // program runs in the session's environment, and the call is paid at its
 // price, by the wallet that opened the session only.
 func (s *Server) callInSession(ctx context.Context, req *mcp.CallToolRequest, id string, args codeRequest) (*mcp.CallToolResult, error) {
 	info, err := s.Sessions.Get(ctx, id)
 	if err != nil {
-		return s.toolFailure(ctx, toolName, err)
+		return s.endedCallResult(ctx, req, id, args, err)
 	}
 	if args.Environment != nil {
 		return s.toolError(toolName, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
@@ -215,12 +227,16 @@ func (s *Server) callInSession(ctx context.Context, req *mcp.CallToolRequest, id
 		return s.toolError(toolName, err), nil
 	}
 	out, err := s.callSession(ctx, id, job, pay)
+	if rep := replayOf(err); rep != nil {
+		return s.replayResult(ctx, toolName, rep)
+	}
 	if err != nil {
 		return s.toolFailure(ctx, toolName, err)
 	}
 	answer := newSessionCodeResponse(job, out.Result)
 	content := append([]mcp.Content{&mcp.TextContent{Text: sessionSummary(answer)}}, imageBlocks(out.Result.Files)...)
-	return paidResult(&mcp.CallToolResult{Content: content, StructuredContent: answer}, out.Settlement), nil
+	return paidResult(&mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(out.Answer.Body)},
+		out.Settlement), nil
 }
 
 // sessionSummary is the text content of a delivered call in a session: the

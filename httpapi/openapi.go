@@ -104,7 +104,7 @@ func codeOperation() map[string]any {
 				"description": "x402 v1 payment, standard base64 of its JSON.", "schema": map[string]any{"type": "string"}},
 		},
 		"requestBody": map[string]any{"required": true, "content": jsonContent(ref("schemas", "CodeRequest"))},
-		"responses": map[string]any{
+		"responses": withRetries(map[string]any{
 			"200": reply("The run was delivered (whatever the program did). Paid calls carry the settlement.", ref("schemas", "RunResult"), map[string]any{
 				x402.HeaderPaymentResponse: x402Header("x402 v2 SettleResponse of a paid call; for batch-settlement its extra holds " +
 					"chargedAmount and channelState."),
@@ -127,7 +127,7 @@ func codeOperation() map[string]any {
 				"(asked before any payment); nothing was charged.", ref("schemas", "Error"), map[string]any{
 				"Retry-After": map[string]any{"description": "Seconds until the image should be ready, when it is being built.", "schema": map[string]any{"type": "integer"}},
 			}),
-		},
+		}, "200", ""),
 	}
 }
 

@@ -121,7 +121,7 @@ func TestCORS(t *testing.T) {
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)
 	expose := rec.Header().Get("Access-Control-Expose-Headers")
-	for _, want := range []string{"PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After"} {
+	for _, want := range []string{"PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After", "Idempotent-Replayed"} {
 		if !strings.Contains(expose, want) {
 			t.Errorf("Access-Control-Expose-Headers %q lacks %s", expose, want)
 		}

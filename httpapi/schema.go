@@ -163,7 +163,7 @@ func paymentRequiredSchema() map[string]any {
 			"error":       typed("string", "Why payment is required, or why the payment was refused."),
 			"resource":    typed("object", "The resource paid for: url, description, mimeType."),
 			"accepts":     map[string]any{"type": "array", "items": accept, "minItems": 1},
-			"extensions":  typed("object", "x402 extensions, such as bazaar (discovery)."),
+			"extensions":  typed("object", "x402 extensions: bazaar (discovery) and, when retries are on, payment-identifier (a retry of a lost answer with the same id is answered, not paid again)."),
 		},
 	}
 }

@@ -94,6 +94,13 @@ type Server struct {
 	// Fleet, when set, finds the sessions other replicas hold and forwards
 	// their calls (fleet.go); nil on a single host.
 	Fleet *Fleet
+	// Retries, when set (payments.retries.enabled, with payments on),
+	// declares x402's payment-identifier extension in every paid route's
+	// terms (paymentid.go), and asks the gate for a stored answer of a
+	// paid request refused before its payment (replay.go: a call to an
+	// ended session, an opening refused for room). A retry the gate
+	// recognises is answered from its stored answer, set or not.
+	Retries bool
 
 	engine  engineCache
 	bodies  bodyBudgetOnce

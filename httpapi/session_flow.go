@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"sandboxd"
@@ -29,11 +30,17 @@ import (
 //     no later call reads what an unpaid one left. A call that ended the
 //     session (os._exit, the OOM killer) was delivered: it is charged.
 // One payment buys one answer: the ledger's reservation of the payment's
-// nonce refuses it a second time.
+// nonce refuses it a second time. Its retry with the same request is
+// answered from the stored answer (replay.go), before the room, the hold or
+// the turn: an opening refused for room and a call to an ended session are
+// probed for one first, so that a retry never meets a refusal the first
+// request did not.
 
-// openedSession is an opened session and its settlement.
+// openedSession is an opened session, its answer as rendered before the
+// settlement (a SessionResponse, 201) and its settlement.
 type openedSession struct {
 	Info       sandboxd.SessionInfo
+	Answer     rendered
 	Settlement *sandboxd.Settlement
 }
 
@@ -45,13 +52,16 @@ const closeUnpaidTimeout = 30 * time.Second
 // the client's address (withClient) for the free per-client cap. The
 // errors are the table's (sandboxd.Sessions, sandboxd.SessionHold) and the
 // gate's. An opening whose settlement is pending answers CodePending with
-// the session kept: the result's Info then names it.
+// the session kept: the result's Info then names it. A retry of an
+// opening already answered is an error carrying its Replay (replayOf),
+// even when sessions are full (the gate is then asked for a replay only).
 func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.PaymentRequest) (openedSession, error) {
-	if err := s.Sessions.Room(env); err != nil {
-		return openedSession{}, err
-	}
 	pay.Price = s.SessionSettings.OpenPrice
-	auth, err := s.Gate.Check(ctx, pay)
+	pay = forAnswer(pay, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Environment: env})
+	if err := s.Sessions.Room(env); err != nil {
+		return openedSession{}, s.probeReplay(ctx, pay, err)
+	}
+	auth, err := checkPayment(ctx, s.Gate, pay)
 	if err != nil {
 		return openedSession{}, err
 	}
@@ -64,11 +74,11 @@ func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.Payme
 		return openedSession{}, err
 	}
 	var info sandboxd.SessionInfo
-	settled, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
+	settled, answer, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
 		var err error
 		info, err = hold.Start(ctx)
 		return sandboxd.Result{Status: sandboxd.StatusOK}, err
-	})
+	}, func(sandboxd.Result) (int, any) { return http.StatusCreated, newSessionResponse(info) })
 	if err != nil && info.ID != "" && sandboxd.ErrorCode(err) == sandboxd.CodePending {
 		s.Log.Warn("session opened; its settlement is pending", "session", shortID(info.ID), "environment", env, "owner", auth.Payer())
 		return openedSession{Info: info}, err
@@ -80,7 +90,7 @@ func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.Payme
 		return openedSession{}, err
 	}
 	s.Log.Info("session opened", "session", shortID(info.ID), "environment", env, "owner", auth.Payer())
-	return openedSession{Info: info, Settlement: settled}, nil
+	return openedSession{Info: info, Answer: answer, Settlement: settled}, nil
 }
 
 // closeUnsettled closes a session whose opening or call was not settled:
@@ -95,18 +105,22 @@ func (s *Server) closeUnsettled(id string) {
 	}
 }
 
-// sessionOutcome is a delivered and settled call in a session.
+// sessionOutcome is a delivered and settled call in a session, with its
+// answer as rendered before the settlement (a SessionCodeResponse).
 type sessionOutcome struct {
 	Result     sandboxd.SessionResult
+	Answer     rendered
 	Settlement *sandboxd.Settlement
 }
 
 // callSession runs job in session id through the paid flow; ctx may carry
 // the request body's room (withBodyHold), given back once the turn is
 // taken. The errors are the table's (sandboxd.Sessions,
-// sandboxd.SessionTurn) and the gate's.
+// sandboxd.SessionTurn) and the gate's; a retry of a call already
+// answered is an error carrying its Replay (replayOf), before the turn: the
+// session never sees a call twice.
 func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, pay sandboxd.PaymentRequest) (sessionOutcome, error) {
-	auth, err := s.Gate.Check(ctx, pay)
+	auth, err := checkPayment(ctx, s.Gate, forAnswer(pay, sandboxd.AnswerSessionCall, id, job))
 	if err != nil {
 		return sessionOutcome{}, err
 	}
@@ -121,12 +135,12 @@ func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, p
 	releaseBody(ctx)
 	var res sandboxd.SessionResult
 	delivered := false
-	settled, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
+	settled, answer, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {
 		var err error
 		res, err = turn.Run(ctx, job)
 		delivered = err == nil
 		return res.Result, err
-	})
+	}, func(sandboxd.Result) (int, any) { return http.StatusOK, newSessionCodeResponse(job, res) })
 	if err != nil {
 		if delivered && !res.Ended {
 			s.Log.Warn("session call not settled; ending the session", "session", shortID(id), "job", job.ID,
@@ -137,5 +151,5 @@ func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, p
 	}
 	s.Log.Info("session call delivered", "session", shortID(id), "job", job.ID, "status", res.Status,
 		"exit_code", res.ExitCode, "duration_ms", res.Duration.Milliseconds(), "session_ended", res.Ended)
-	return sessionOutcome{Result: res, Settlement: settled}, nil
+	return sessionOutcome{Result: res, Answer: answer, Settlement: settled}, nil
 }

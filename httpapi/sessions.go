@@ -10,7 +10,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"sandboxd"
-	"sandboxd/x402"
 )
 
 // SessionSettings describe the sessions to the handlers and to callers
@@ -93,7 +92,7 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // registerSessions adds the session routes to r.
 func (s *Server) registerSessions(r *mux.Router) {
 	r.HandleFunc(sessionsPath, s.sessionsOn(s.handleOpenSession)).Methods(http.MethodPost)
-	r.HandleFunc(sessionsPath+"/{id}/code", s.sessionsOn(s.located(s.handleSessionCode))).Methods(http.MethodPost)
+	r.HandleFunc(sessionsPath+"/{id}/code", s.sessionsOn(s.locatedOr(s.handleSessionCode, s.answerEndedCall))).Methods(http.MethodPost)
 	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.located(s.handleGetSession))).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc(sessionsPath+"/{id}", s.sessionsOn(s.located(s.handleCloseSession))).Methods(http.MethodDelete)
 }
@@ -110,7 +109,9 @@ func (s *Server) sessionsOn(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// handleOpenSession opens a session through the paid flow (openSession).
+// handleOpenSession opens a session through the paid flow (openSession);
+// a retry of an opening already answered gets the stored answer, its
+// session (answerReplay).
 func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 	env, err := s.parseOpen(w, r)
 	if err != nil {
@@ -118,11 +119,13 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ext := s.sessionOpenExtensions()
-	out, err := s.openSession(r.Context(), env, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r, sessionsPath),
-		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
-		Environment: env, Extensions: ext})
+	out, err := s.openSession(r.Context(), env, s.httpPayment(r, sessionsPath, env, ext))
+	if rep := replayOf(err); rep != nil {
+		s.answerReplay(r.Context(), w, r, rep)
+		return
+	}
 	if err != nil && out.Info.ID != "" {
-		s.writePendingSession(w, r, err, out.Info)
+		s.writePendingSession(w, r, err, newSessionResponse(out.Info))
 		return
 	}
 	if err != nil {
@@ -131,7 +134,7 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 	}
 	addSettlement(w.Header(), out.Settlement)
 	noStore(w.Header()) // the id is a capability
-	writeJSON(w, http.StatusCreated, newSessionResponse(out.Info))
+	out.Answer.write(w, nil)
 }
 
 // pendingSessionBody is the answer (202) of an opening whose settlement is
@@ -144,7 +147,7 @@ type pendingSessionBody struct {
 // writePendingSession answers an opening whose settlement is pending (err,
 // CodePending) with the session it opened: 202, the settlement's report in
 // PAYMENT-RESPONSE, and the session's id beside the pending body.
-func (s *Server) writePendingSession(w http.ResponseWriter, r *http.Request, err error, info sandboxd.SessionInfo) {
+func (s *Server) writePendingSession(w http.ResponseWriter, r *http.Request, err error, open SessionResponse) {
 	var e *sandboxd.Error
 	if !errors.As(err, &e) || e.Payment == nil {
 		s.writeError(w, r, err)
@@ -152,7 +155,7 @@ func (s *Server) writePendingSession(w http.ResponseWriter, r *http.Request, err
 	}
 	pending, _ := addPayment(w.Header(), e, pendingBody{}).(pendingBody)
 	s.Log.Warn("session kept: its opening's settlement is pending", "path", logPath(r.URL.Path), "err", err)
-	writeJSON(w, http.StatusAccepted, pendingSessionBody{pendingBody: pending, SessionResponse: newSessionResponse(info)})
+	writeJSON(w, http.StatusAccepted, pendingSessionBody{pendingBody: pending, SessionResponse: open})
 }
 
 // parseOpen reads the body of POST /v1/sessions (none, or an object that
@@ -175,12 +178,14 @@ func (s *Server) parseOpen(w http.ResponseWriter, r *http.Request) (string, erro
 
 // handleSessionCode runs a program in a session through the paid flow
 // (callSession); an unknown, ended or expired session is 404 before the
-// body is read or any payment looked at.
+// body is read or any payment looked at, unless the call is the retry of
+// a call already answered (answerEndedCall). A retry of a call already
+// answered gets the stored answer (answerReplay), and never runs twice.
 func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	info, err := s.Sessions.Get(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.answerEndedCall(w, r, err)
 		return
 	}
 	job, hold, err := s.parseSessionJob(w, r, info.Environment)
@@ -190,16 +195,19 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ext := s.sessionCallExtensions()
-	out, err := s.callSession(withBodyHold(r.Context(), hold), id, job, sandboxd.PaymentRequest{ResourceURL: s.resourceURL(r, sessionCodeResource),
-		Signature: r.Header.Get(x402.HeaderPaymentSignature), XPayment: r.Header.Get(x402.HeaderXPayment),
-		Environment: info.Environment, Extensions: ext})
+	ctx := withBodyHold(r.Context(), hold)
+	out, err := s.callSession(ctx, id, job, s.httpPayment(r, sessionCodeResource, info.Environment, ext))
+	if rep := replayOf(err); rep != nil {
+		s.answerReplay(ctx, w, r, rep)
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, withExtensions(err, ext))
 		return
 	}
 	addSettlement(w.Header(), out.Settlement)
 	noStore(w.Header())
-	writeJSON(w, http.StatusOK, newSessionCodeResponse(job, out.Result))
+	out.Answer.write(w, nil)
 }
 
 // parseSessionJob reads a call's body, the body of POST /v1/code under the

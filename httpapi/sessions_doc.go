@@ -133,11 +133,11 @@ func (s *Server) sessionPaths() map[string]any {
 			s.SessionSettings.Max, s.SessionSettings.IdleTimeout, s.SessionSettings.MaxLifetime),
 		"parameters":  paidParams(false),
 		"requestBody": map[string]any{"required": false, "content": jsonContent(ref("schemas", "SessionOpenRequest"))},
-		"responses": paidReplies(map[string]any{
+		"responses": withRetries(paidReplies(map[string]any{
 			"201": settledReply("The session is open.", "Session"),
 			"400": errorReply("The body is not a JSON object, or names an environment not configured."),
 			"413": errorReply("The body is over its limit."),
-		}),
+		}), "201", ""),
 	}
 	call := map[string]any{
 		"summary": "Run a program in the session: its globals, imports and /tmp are those the last calls left.",
@@ -146,14 +146,13 @@ func (s *Server) sessionPaths() map[string]any {
 			"a call while another runs waits, then 409.",
 		"parameters":  paidParams(true),
 		"requestBody": map[string]any{"required": true, "content": jsonContent(ref("schemas", "SessionCodeRequest"))},
-		"responses": paidReplies(map[string]any{
+		"responses": withRetries(paidReplies(map[string]any{
 			"200": settledReply("The call was delivered (whatever the program did).", "SessionResult"),
 			"400": errorReply("The body is not a JSON object, a field is wrong or unknown, or it names an environment."),
 			"403": errorReply("The payment is another wallet's than the session owner's; nothing was charged."),
 			"404": notFound,
-			"409": errorReply("Another call is running in the session; nothing was charged."),
 			"413": errorReply("The body, code, stdin or files are over their limits."),
-		}),
+		}), "200", "Another call is running in the session; or "),
 	}
 	state := map[string]any{
 		"summary":    "A session's state.",
@@ -176,7 +175,8 @@ func (s *Server) sessionPaths() map[string]any {
 func (s *Server) sessionOpenExtensions() map[string]any {
 	example := map[string]any{"session_id": "ses_" + "8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e", "environment": "python",
 		"created_at": "2026-12-01T12:00:00Z", "expires_at": "2026-12-01T12:05:00Z", "idle_timeout_s": 300, "max_lifetime_s": 1800}
-	return map[string]any{bazaarKey: s.httpBazaar(map[string]any{"environment": "python"}, s.sessionOpenSchema(), example, s.sessionSchema())}
+	return s.withPaymentID(map[string]any{bazaarKey: s.httpBazaar(map[string]any{"environment": "python"},
+		s.sessionOpenSchema(), example, s.sessionSchema())})
 }
 
 // sessionCallExtensions are the extensions declared for a session's calls.
@@ -185,5 +185,6 @@ func (s *Server) sessionCallExtensions() map[string]any {
 	example["stdout"], example["result"] = "", "42"
 	example["session"] = map[string]any{"session_id": "ses_" + "8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e", "calls": 2,
 		"expires_at": "2026-12-01T12:07:00Z"}
-	return map[string]any{bazaarKey: s.httpBazaar(map[string]any{"code": "x = 41\nx + 1"}, s.sessionCodeRequestSchema(), example, s.sessionResultSchema())}
+	return s.withPaymentID(map[string]any{bazaarKey: s.httpBazaar(map[string]any{"code": "x = 41\nx + 1"},
+		s.sessionCodeRequestSchema(), example, s.sessionResultSchema())})
 }

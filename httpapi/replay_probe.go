@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/gorilla/mux"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"sandboxd"
+)
+
+// answerEndedCall answers a call in a session that was not found (refused,
+// CodeNotFound: unknown, ended, expired, or ended on a replica that is
+// gone). A call that ended its session (os._exit, the OOM killer) was
+// delivered and charged, so its retry must not meet the 404: with retries
+// on, a call that carries a payment has its body read and validated as any call's, and
+// the gate is asked for its stored answer only (probeReplay), which is
+// answered when found (answerReplay). Anything else, a body that does not
+// validate included, is answered refused.
+func (s *Server) answerEndedCall(w http.ResponseWriter, r *http.Request, refused error) {
+	ext := s.sessionCallExtensions()
+	pay := s.httpPayment(r, sessionCodeResource, "", ext)
+	if sandboxd.ErrorCode(refused) != sandboxd.CodeNotFound || !s.probes(pay) {
+		s.writeError(w, r, refused)
+		return
+	}
+	// The session's environment is not known any more, and a call's
+	// identity does not hold it: any valid one validates the body.
+	job, hold, err := s.parseSessionJob(w, r, "")
+	defer hold.release()
+	if err != nil {
+		s.writeError(w, r, refused)
+		return
+	}
+	ctx := withBodyHold(r.Context(), hold)
+	err = s.probeReplay(ctx, forAnswer(pay, sandboxd.AnswerSessionCall, mux.Vars(r)["id"], job), refused)
+	if rep := replayOf(err); rep != nil {
+		s.answerReplay(ctx, w, r, rep)
+		return
+	}
+	s.writeError(w, r, refused)
+}
+
+// endedCallResult is answerEndedCall over MCP: run_python's call in
+// session id, whose session was not found (refused), answered from its
+// stored answer when it is the retry of a call already answered, else
+// refused as a tool error.
+func (s *Server) endedCallResult(ctx context.Context, req *mcp.CallToolRequest, id string, args codeRequest,
+	refused error) (*mcp.CallToolResult, error) {
+	if sandboxd.ErrorCode(refused) != sandboxd.CodeNotFound || args.Environment != nil {
+		return s.toolFailure(ctx, toolName, refused)
+	}
+	job, pay, err := s.runPythonJob(req, args)
+	if err != nil || !s.probes(pay) {
+		return s.toolFailure(ctx, toolName, refused)
+	}
+	pay.Environment = "" // the session's, not known any more
+	err = s.probeReplay(ctx, forAnswer(pay, sandboxd.AnswerSessionCall, id, job), refused)
+	if rep := replayOf(err); rep != nil {
+		return s.replayResult(ctx, toolName, rep)
+	}
+	return s.toolFailure(ctx, toolName, refused)
+}
