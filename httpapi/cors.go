@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"sandboxd/x402"
 	"slices"
 	"strings"
 )
@@ -19,7 +20,7 @@ const (
 	// corsExposeHeaders are the answer headers a cross-origin script may
 	// read: without them a browser's x402 client cannot read the terms,
 	// the settlement, when to retry, or that an answer is a replay.
-	corsExposeHeaders = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, Retry-After, " + headerReplayed
+	corsExposeHeaders = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, Retry-After, " + x402.HeaderIdempotentReplayed
 	corsMaxAge        = "600"
 )
 

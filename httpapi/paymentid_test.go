@@ -77,7 +77,7 @@ func TestUnknownIDsNoLedger(t *testing.T) {
 		req := httptest.NewRequest("POST", "/v1/code", strings.NewReader(`{"code":"1"}`))
 		req.Header.Set(x402.HeaderPaymentSignature, randomIDPayment(t))
 		rec := doRequest(h, req)
-		if rec.Code != http.StatusPaymentRequired || rec.Header().Get(headerReplayed) != "" {
+		if rec.Code != http.StatusPaymentRequired || rec.Header().Get(x402.HeaderIdempotentReplayed) != "" {
 			t.Fatalf("request %d: %d %s", i, rec.Code, rec.Body)
 		}
 	}
@@ -129,8 +129,8 @@ func TestOpenAPIDocumentsRetries(t *testing.T) {
 				t.Errorf("%s lacks %s", path, status)
 			}
 		}
-		if !strings.Contains(string(replies[success]), headerReplayed) || !strings.Contains(string(replies["410"]), headerReplayed) {
-			t.Errorf("%s: %s and 410 lack %s", path, success, headerReplayed)
+		if !strings.Contains(string(replies[success]), x402.HeaderIdempotentReplayed) || !strings.Contains(string(replies["410"]), x402.HeaderIdempotentReplayed) {
+			t.Errorf("%s: %s and 410 lack %s", path, success, x402.HeaderIdempotentReplayed)
 		}
 	}
 }

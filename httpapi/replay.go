@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sandboxd/x402"
 	"time"
 
 	"sandboxd"
@@ -18,10 +19,6 @@ import (
 // error carrying one from Check or Reserve); the flows return it as an
 // error carrying the Replay, and the handlers answer it here (HTTP) or in
 // replay_mcp.go (MCP).
-
-// headerReplayed marks an answer read back from the stored answers (200,
-// 201, 202, 410): the name Stripe and others give it.
-const headerReplayed = "Idempotent-Replayed"
 
 // replayOf returns the Replay err carries (sandboxd.Error.Replay), or nil.
 func replayOf(err error) sandboxd.Replay {
@@ -105,7 +102,7 @@ func (s *Server) answerReplay(ctx context.Context, w http.ResponseWriter, r *htt
 		err = sandboxd.Errorf(sandboxd.CodeInternal, "httpapi.replay", "a stored answer without its status or bytes")
 	}
 	if code := sandboxd.ErrorCode(err); err == nil || code == sandboxd.CodePending || code == sandboxd.CodeGone {
-		h.Set(headerReplayed, "true")
+		h.Set(x402.HeaderIdempotentReplayed, "true")
 	}
 	s.Log.Info("paid request retried", "path", logPath(r.URL.Path), "by", rep.By(), "payer", rep.Payer(),
 		"code", sandboxd.ErrorCode(err), "answered", err == nil)

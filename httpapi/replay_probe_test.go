@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"net/http"
+	"sandboxd/x402"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestEndedSessionCallIsReplayed(t *testing.T) {
 	srv, gate := probeServer(t, storedCall())
 	path := "/v1/sessions/" + endedID + "/code"
 	rec := doPaid(t, srv.Handler(), "POST", path, `{"code":"import os; os._exit(0)"}`)
-	if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), storedCall().Body) || rec.Header().Get(headerReplayed) != "true" {
+	if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), storedCall().Body) || rec.Header().Get(x402.HeaderIdempotentReplayed) != "true" {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	job := sandboxd.Job{Language: "python", Code: "import os; os._exit(0)"}
@@ -104,7 +105,7 @@ func TestFullRoomOpenIsReplayed(t *testing.T) {
 		t.Fatalf("unpaid, full: %d %s", rec.Code, rec.Body)
 	}
 	rec := doPaid(t, srv.Handler(), "POST", "/v1/sessions", "")
-	if rec.Code != 201 || !bytes.Equal(rec.Body.Bytes(), open.Body) || rec.Header().Get(headerReplayed) != "true" {
+	if rec.Code != 201 || !bytes.Equal(rec.Body.Bytes(), open.Body) || rec.Header().Get(x402.HeaderIdempotentReplayed) != "true" {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	if req := gate.lastRequest(); !req.ReplayOnly || req.Kind != sandboxd.AnswerSessionOpen ||
@@ -126,7 +127,7 @@ func TestPendingOpenReplayNamesItsSession(t *testing.T) {
 	srv.Gate = gate
 	rec := doPaid(t, srv.Handler(), "POST", "/v1/sessions", "")
 	if rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"session_id":"ses_kept"`) ||
-		!strings.Contains(rec.Body.String(), `"transaction":"0xp"`) || rec.Header().Get(headerReplayed) != "true" {
+		!strings.Contains(rec.Body.String(), `"transaction":"0xp"`) || rec.Header().Get(x402.HeaderIdempotentReplayed) != "true" {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	res := callNamed(t, mustMCP(t, srv), openToolName, map[string]any{}, paymentMeta())

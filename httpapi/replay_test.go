@@ -50,7 +50,7 @@ func TestReplayWritesTheStoredAnswer(t *testing.T) {
 			}
 			hdr := rec.Header()
 			if hdr.Get(x402.HeaderPaymentResponse) != settlementHeader(t, fakeSettlement()) || hdr.Get("Cache-Control") != "no-store" ||
-				hdr.Get(headerReplayed) != "true" || hdr.Get("Content-Type") != "application/json" ||
+				hdr.Get(x402.HeaderIdempotentReplayed) != "true" || hdr.Get("Content-Type") != "application/json" ||
 				!strings.Contains(hdr.Get(headerServerTiming), "replay;dur=") {
 				t.Errorf("headers %v", hdr)
 			}
@@ -59,7 +59,7 @@ func TestReplayWritesTheStoredAnswer(t *testing.T) {
 			}
 			gate.how = replayOnProbe // the next request is a new one
 			if rec := doPaid(t, h, "POST", "/v1/code", `{"code":"print(1)"}`); rec.Code != 200 || runner.ran() != 1 ||
-				rec.Header().Get(headerReplayed) != "" {
+				rec.Header().Get(x402.HeaderIdempotentReplayed) != "" {
 				t.Errorf("a new request after the replay: %d %s (ran %d)", rec.Code, rec.Body, runner.ran())
 			}
 		})
@@ -104,8 +104,8 @@ func TestReplayRefusals(t *testing.T) {
 			if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.says) {
 				t.Fatalf("%d %s, want %d saying %s", rec.Code, rec.Body, c.status, c.says)
 			}
-			if (hdr.Get(headerReplayed) == "true") != c.replayed || hdr.Get("Retry-After") != c.retryAfter {
-				t.Errorf("replayed %q, Retry-After %q", hdr.Get(headerReplayed), hdr.Get("Retry-After"))
+			if (hdr.Get(x402.HeaderIdempotentReplayed) == "true") != c.replayed || hdr.Get("Retry-After") != c.retryAfter {
+				t.Errorf("replayed %q, Retry-After %q", hdr.Get(x402.HeaderIdempotentReplayed), hdr.Get("Retry-After"))
 			}
 			want := ""
 			if c.report != nil {
@@ -135,7 +135,7 @@ func TestRetryIDConflict(t *testing.T) {
 	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "already used by this payer for another request") {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
-	for _, name := range []string{x402.HeaderPaymentRequired, x402.HeaderPaymentResponse, headerReplayed, "Retry-After"} {
+	for _, name := range []string{x402.HeaderPaymentRequired, x402.HeaderPaymentResponse, x402.HeaderIdempotentReplayed, "Retry-After"} {
 		if v := rec.Header().Get(name); v != "" {
 			t.Errorf("%s: %q", name, v)
 		}
