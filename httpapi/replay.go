@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sandboxd/x402"
 	"time"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // Retries of paid requests (docs/design/retries.md): a request whose

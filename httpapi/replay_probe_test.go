@@ -3,13 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"net/http"
-	"sandboxd/x402"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/x402"
 )
 
 // endedID is a session id no table holds.
