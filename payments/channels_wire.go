@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sandboxd/payments/channels"
+	"sandboxd/payments/internal/answer"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
@@ -32,15 +33,25 @@ func (o offer) Close() error {
 	return nil
 }
 
+// channelWiring is what the gate hands its seller: admit bounds the
+// seller's remote checks; window is the payment window a reservation is
+// held for; wait how long a voucher waits for a concurrent call's hold;
+// keep keeps the paid answers.
+type channelWiring struct {
+	admit  func(context.Context) (func(), error)
+	window time.Duration
+	wait   time.Duration
+	keep   answer.Keeping
+}
+
 // offerChannels builds the channels of cfg on led (docs/design/channels.md
 // §4.9): offered when enabled, with payments.rpc_url, the escrow deployed
 // on the chain and a receiver authorizer (the relayer under onchain; under
 // facilitator the operator's key file, else the one the facilitator
 // advertises). Otherwise it logs why not and returns no seller: exact is
-// offered alone. admit bounds the seller's remote checks; window is the
-// payment window a reservation is held for.
+// offered alone.
 func offerChannels(ctx context.Context, cfg Config, req x402.Requirements, settler Settler, led *ledger.SQL,
-	admit func(context.Context) (func(), error), window, wait time.Duration, log *slog.Logger) (offer, error) {
+	w channelWiring, log *slog.Logger) (offer, error) {
 	var none offer
 	notOffered := func(why string, args ...any) (offer, error) {
 		log.Info("channels not offered", "why", fmt.Sprintf(why, args...))
@@ -68,7 +79,7 @@ func offerChannels(ctx context.Context, cfg Config, req x402.Requirements, settl
 	}
 	seller, err := channels.New(channels.Options{Store: led, Reader: parts.escrow, Depositor: parts.depositor,
 		Refunder: parts.refunder, Refunds: led, Config: cfg.Channels, Authorizer: parts.authorizer, Network: req.Network,
-		Admit: admit, HoldFor: window, Wait: wait, Observe: cfg.ChannelObserver, Log: log})
+		Admit: w.admit, HoldFor: w.window, Wait: w.wait, Observe: cfg.ChannelObserver, Keeping: w.keep, Log: log})
 	if err != nil {
 		parts.closer.Close()
 		return none, err

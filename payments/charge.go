@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/answer"
 	"sandboxd/payments/internal/remote"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
@@ -25,6 +26,8 @@ type parts struct {
 	ledger  Ledger
 	settler Settler
 	charges *charges
+	// keep keeps paid answers for their retries; the zero value keeps none.
+	keep answer.Keeping
 }
 
 // authorization is a checked payment, not yet reserved.
@@ -33,6 +36,8 @@ type authorization struct {
 	p           *x402.Payment
 	resourceURL string
 	log         *slog.Logger
+	// claim is the answer the payment keeps, nil when none.
+	claim *answer.Claim
 }
 
 var _ sandboxd.Authorization = (*authorization)(nil)
@@ -51,9 +56,12 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 		return nil, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; nothing was charged, try again later")
 	}
 	err := a.ledger.Reserve(ctx, ledger.Entry{Payer: t.Payer(), Nonce: t.NonceHex(), Amount: t.Value.String(),
-		Network: a.req.Network, Asset: a.req.Asset})
-	if errors.Is(err, ledger.ErrAlreadyUsed) {
+		Network: a.req.Network, Asset: a.req.Asset, Answer: a.claim.Row()})
+	if errors.Is(err, ledger.ErrAlreadyUsed) || errors.Is(err, ledger.ErrAnswerTaken) {
 		done()
+		if rerr := a.raced(ctx, err); rerr != nil {
+			return nil, rerr
+		}
 		a.log.Info("payment refused", "check", "ledger", "reason", x402.ReasonNonceUsed)
 		return nil, a.paymentError(op, a.resourceURL, fmt.Sprintf(
 			"payment refused: this payment was already used (%s); sign a new authorization with a fresh nonce", x402.ReasonNonceUsed), err)
@@ -64,7 +72,7 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 		return nil, err
 	}
 	a.log.Info("payment reserved", "value", t.Value.String())
-	return &charge{parts: a.parts, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done}, nil
+	return &charge{parts: a.parts, p: a.p, resourceURL: a.resourceURL, log: a.log, finish: done, claim: a.claim}, nil
 }
 
 // ledgerWriteTimeout bounds a ledger write made after the request's context
@@ -80,6 +88,9 @@ type charge struct {
 	done        atomic.Bool
 	// finish ends the charge's count among the gate's charges (see Gate.Close).
 	finish func()
+	// claim is the answer the payment keeps, nil when none: Settle writes
+	// the answer's bytes with settling and its report with settled.
+	claim *answer.Claim
 }
 
 var _ sandboxd.Charge = (*charge)(nil)
@@ -114,8 +125,9 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 	defer c.finish()
 	ctx = context.WithoutCancel(ctx)
 	t := c.p.Transfer
+	body := c.claim.Body(d)
 	if err := c.ledgerWrite("settling", func(ctx context.Context) error {
-		return c.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex(), nil)
+		return c.ledger.MarkSettling(ctx, t.Payer(), t.NonceHex(), body)
 	}); err != nil {
 		c.ledgerWrite("released", func(ctx context.Context) error {
 			return c.ledger.MarkReleased(ctx, t.Payer(), t.NonceHex())
@@ -123,15 +135,17 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 		return nil, sandboxd.Wrap(sandboxd.CodeUnavailable, op, err, "the payment ledger could not record the settlement, "+
 			"so nothing was charged and the answer is withheld; try again later")
 	}
+	c.claim.Kept(body)
 	tx, err := c.settler.Settle(ctx, c.p)
 	if err != nil {
 		return nil, c.settleFailed(op, tx, err)
 	}
+	st := c.settlement(true, tx, "")
 	c.ledgerWrite("settled", func(ctx context.Context) error {
-		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(d.Result.Status), nil)
+		return c.ledger.MarkSettled(ctx, t.Payer(), t.NonceHex(), tx, string(d.Result.Status), c.claim.Report(st))
 	})
 	c.log.Info("settled", "tx", tx, "run_status", d.Result.Status)
-	return c.settlement(true, tx, ""), nil
+	return st, nil
 }
 
 // settleFailed records a failed settlement (see Settle for the row's end
@@ -167,8 +181,9 @@ func (c *charge) settleFailed(op, tx string, err error) error {
 func (c *charge) settlePending(op, tx string, err error) error {
 	t := c.p.Transfer
 	c.log.Warn("settlement outcome unknown; answer withheld, payment spent and pending", "tx", tx, "err", err)
+	st := c.settlement(false, tx, ledger.ReasonSettlementPending)
 	c.ledgerWrite("pending", func(ctx context.Context) error {
-		return c.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx, nil)
+		return c.ledger.MarkPending(ctx, t.Payer(), t.NonceHex(), tx, c.claim.Report(st))
 	})
 	msg := "the settlement of this payment was sent but its outcome is not known yet; the payment is spent, " +
 		"do not pay again: it is looked up on chain and either collected or released"
@@ -176,7 +191,7 @@ func (c *charge) settlePending(op, tx string, err error) error {
 		msg += "; the transaction is " + tx
 	}
 	return &sandboxd.Error{Code: sandboxd.CodePending, Op: op, Message: msg, Err: err,
-		Payment: &sandboxd.PaymentDetails{Settlement: c.settlement(false, tx, ledger.ReasonSettlementPending)}}
+		Payment: &sandboxd.PaymentDetails{Settlement: st}}
 }
 
 // settlement is the report of this charge's settlement: collected
@@ -201,12 +216,15 @@ func (c *charge) Release(ctx context.Context) {
 	c.log.Info("payment released; nothing charged")
 }
 
-// ledgerWrite runs a ledger update on a fresh short context. A failure is
-// logged and returned; the callers that go on regardless leave the row
-// reserved or settling, and Recover resolves it at the next start.
+// ledgerWrite runs a ledger update on a fresh short context, then tells
+// the keeper the answer's row moved (its waiting retries read it at once).
+// A failure is logged and returned; the callers that go on regardless
+// leave the row reserved or settling, and Recover resolves it at the next
+// start.
 func (c *charge) ledgerWrite(status string, write func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerWriteTimeout)
 	defer cancel()
+	defer c.claim.Signal()
 	err := write(ctx)
 	if err != nil {
 		c.log.Error("cannot record the payment in the ledger; Recover resolves it at the next start",

@@ -12,6 +12,7 @@ import (
 	"sandboxd/internal/slots"
 	"sandboxd/payments/chain"
 	"sandboxd/payments/channels"
+	"sandboxd/payments/internal/answer"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 )
@@ -73,6 +74,9 @@ type options struct {
 	// Seller, when set, takes batch-settlement payments, quoted after
 	// exact's entry.
 	Seller *channels.Seller
+	// Keeping keeps paid answers for their retries; the zero value keeps
+	// none.
+	Keeping answer.Keeping
 }
 
 // Check decodes the payment header, verifies it locally (its validity
@@ -90,12 +94,24 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 		return nil, headerInvalid(err)
 	}
 	if p == nil {
+		if r.ReplayOnly {
+			return nil, nil
+		}
 		return nil, pt.paymentError(op, r.ResourceURL, fmt.Sprintf(
 			"payment required: this call costs %s; pay with x402 (terms in the PAYMENT-REQUIRED header)", pt.priceText()), nil)
 	}
+	spec, err := g.answerSpec(r, p)
+	if err != nil {
+		return nil, err
+	}
 	if p.Scheme == x402.SchemeBatchSettlement && pt.batch != nil && p.Version == 2 {
-		return g.seller.Check(ctx, channels.Request{Payment: p, Entry: *pt.batch, Resource: r.ResourceURL,
-			Terms: channelTerms{q: pt.quote, resourceURL: r.ResourceURL}, Operations: r.Operations})
+		return g.checkChannel(ctx, r, pt, p, spec)
+	}
+	if g.keep.On() && r.Request != "" {
+		return g.checkKept(ctx, r, pt, p, spec)
+	}
+	if r.ReplayOnly {
+		return nil, nil
 	}
 	now := g.now()
 	if err := x402.Verify(pt.req, p, now); err != nil {
@@ -114,13 +130,20 @@ func (g *Gate) Check(ctx context.Context, r sandboxd.PaymentRequest) (sandboxd.A
 	if err != nil {
 		return nil, checksBusy(err)
 	}
-	err = g.settler.Check(ctx, p)
-	release()
-	if err != nil {
+	defer release()
+	return g.checkRemote(ctx, r, pt, p, log, nil)
+}
+
+// checkRemote asks the settler whether the verified payment p would
+// settle (the caller holds a check slot) and returns its authorization,
+// keeping claim's answer.
+func (g *Gate) checkRemote(ctx context.Context, r sandboxd.PaymentRequest, pt *parts, p *x402.Payment, log *slog.Logger,
+	claim *answer.Claim) (sandboxd.Authorization, error) {
+	if err := g.settler.Check(ctx, p); err != nil {
 		log.Info("payment refused", "check", "settler", "reason", x402.RejectReason(err, ""), "err", err)
-		return nil, pt.refusal(op, r.ResourceURL, err)
+		return nil, pt.refusal("payments.check", r.ResourceURL, err)
 	}
-	return &authorization{parts: pt, p: p, resourceURL: r.ResourceURL, log: log}, nil
+	return &authorization{parts: pt, p: p, resourceURL: r.ResourceURL, log: log, claim: claim}, nil
 }
 
 // partsFor returns the parts of a call in the environment: its own terms
@@ -163,7 +186,8 @@ func newGate(cfg Config, o options) (*Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, charges: &charges{}},
+	g := &Gate{parts: parts{quote: quote{req: req, description: description}, ledger: o.Ledger, settler: o.Settler, charges: &charges{},
+		keep: o.Keeping},
 		priced: map[string]*parts{}, quotes: quotes{cfg: cfg, byPrice: map[string]*parts{}}, log: o.Log, now: o.Now,
 		checks: slots.New(cfg.maxChecks(), cfg.checkWait()), window: cfg.Window(o.Run), drain: o.Drain, seller: o.Seller}
 	g.parts = *g.priceParts(req)
@@ -189,8 +213,9 @@ func newGate(cfg Config, o options) (*Gate, error) {
 // NewGate builds the gate of cfg for runs bounded by run: it validates cfg, opens the ledger, builds
 // the settler (facilitator or onchain), and resolves the payments a crash
 // left reserved or settling (see Ledger.Recover). Close releases what it
-// opened.
-func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (*Gate, error) {
+// opened. Options add to it: WithRetries keeps paid answers for their
+// retries.
+func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger, opts ...GateOption) (*Gate, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -219,17 +244,27 @@ func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (
 	if closer != nil {
 		closers = append(closers, closer)
 	}
+	var o gateOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	keep, err := o.keeping(cfg, run, led, log)
+	if err != nil {
+		return fail(err)
+	}
 	var g *Gate
 	admit := func(ctx context.Context) (func(), error) {
 		release, err := g.checks.Admit(ctx)
 		return release, checksBusy(err)
 	}
-	channelOffer, err := offerChannels(ctx, cfg, req, settler, led, admit, cfg.Window(run), run.QueueWait, log)
+	channelOffer, err := offerChannels(ctx, cfg, req, settler, led, channelWiring{admit: admit, window: cfg.Window(run),
+		wait: run.QueueWait, keep: keep}, log)
 	if err != nil {
 		return fail(err)
 	}
 	closers = append(closers, channelOffer)
-	g, err = newGate(cfg, options{Settler: settler, Ledger: led, Log: log, Run: run, Seller: channelOffer.seller})
+	g, err = newGate(cfg, options{Settler: settler, Ledger: led, Log: log, Run: run, Seller: channelOffer.seller,
+		Keeping: keep})
 	if err != nil {
 		return fail(err)
 	}
@@ -238,13 +273,16 @@ func NewGate(ctx context.Context, cfg Config, run RunBounds, log *slog.Logger) (
 	if err != nil {
 		return fail(err)
 	}
-	// Closed in reverse: the resolver, the keep-alive, then the settler
-	// and the ledger under them.
+	// Closed in reverse: the answers' sweeper, the resolver, the
+	// keep-alive, then the settler and the ledger under them.
 	g.closers = append(closers, startKeepAlive(led, cfg.lease(), settler, log), g.startResolver(resolveEvery))
+	if keep.On() {
+		g.closers = append(g.closers, keep.Keeper.Start())
+	}
 	log.Info("gate ready", "window", g.window, "network", req.Network, "asset", req.Asset, "price", g.priceText(),
 		"pay_to", req.PayTo, "settlement", cfg.Settlement, "ledger", ledger.Redact(cfg.Ledger), "replica", led.Replica(),
 		"recovered_settled", rep.Settled, "recovered_released", rep.Released, "recovered_failed", rep.Failed,
-		"left_settling", rep.Left)
+		"left_settling", rep.Left, "retries", keep.On())
 	return g, nil
 }
 

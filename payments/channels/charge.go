@@ -38,7 +38,15 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	row, err := s.store.CommitIncrement(wctx, a.id, c.hold.ID, a.expected, a.req.Resource, nil)
+	body := a.claim.Body(d)
+	var ans *ledger.AnswerCommit
+	if body != nil {
+		ans = &ledger.AnswerCommit{Body: body, Report: func(row ledger.Channel) ([]byte, error) {
+			return json.Marshal(c.settlement(row))
+		}}
+	}
+	row, err := s.store.CommitIncrement(wctx, a.id, c.hold.ID, a.expected, a.req.Resource, ans)
+	a.claim.Signal()
 	if err != nil {
 		s.observe(OpVoucher, OutcomeReleased, 0)
 		a.log.Error("cannot count the channel increment; answer withheld, nothing charged", "err", err)
@@ -58,7 +66,16 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 		return nil, err
 	}
 	s.observe(OpVoucher, OutcomeCharged, 0)
+	a.claim.Kept(body)
 	a.log.Info("channel charged", "charged", row.Charged, "run_status", d.Result.Status)
+	return c.settlement(row), nil
+}
+
+// settlement is the report of the increment committed in row: the
+// chargedAmount and the channel's state (and a deposit's transaction and
+// amount), what the answer is sent with and kept with.
+func (c *charge) settlement(row ledger.Channel) *sandboxd.Settlement {
+	a, s := c.auth, c.auth.seller
 	cs, _ := s.channelState(row, false)
 	extra, _ := json.Marshal(struct {
 		ChargedAmount string               `json:"chargedAmount"`
@@ -71,7 +88,7 @@ func (c *charge) Settle(ctx context.Context, d sandboxd.Delivered) (*sandboxd.Se
 			st.Amount = c.deposit.Amount.String()
 		}
 	}
-	return st, nil
+	return st
 }
 
 // Release drops the increment: the service failed to deliver, nothing is
@@ -89,7 +106,9 @@ func (c *charge) release(ctx context.Context) {
 	a, s := c.auth, c.auth.seller
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	if err := s.store.ReleaseIncrement(wctx, a.id, c.hold.ID); err != nil {
+	err := s.store.ReleaseIncrement(wctx, a.id, c.hold.ID)
+	a.claim.Signal()
+	if err != nil {
 		a.log.Error("cannot release the channel increment; it lapses by itself", "until", c.hold.Until, "err", err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/payments/internal/answer"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
@@ -28,6 +29,12 @@ type Request struct {
 	Terms Terms
 	// Operations is set on the route that answers refunds.
 	Operations bool
+	// Answer is what the request keeps with its answer when the seller
+	// keeps answers (Options.Keeping).
+	Answer answer.Spec
+	// ReplayOnly asks only for a stored answer (sandboxd.PaymentRequest):
+	// Check returns a Replay or (nil, nil), never reading the chain.
+	ReplayOnly bool
 }
 
 // Check checks a channel payment in the design's order (§5): its payload,
@@ -66,12 +73,18 @@ func (s *Seller) Check(ctx context.Context, r Request) (sandboxd.Authorization, 
 		return nil, s.refuse(r, op, x402.Reject(channel.ReasonPayloadType,
 			"a refund buys no run: send it to GET /v1/channel"))
 	}
+	if r.ReplayOnly {
+		return s.replayOnly(ctx, a)
+	}
 	row, err := s.row(ctx, a)
 	if err != nil {
 		return nil, err
 	}
 	if pl.Kind == channel.KindRefund {
 		return s.checkRefund(r, a, row)
+	}
+	if rep, err := s.lookup(ctx, a, row); rep != nil || err != nil {
+		return rep, err
 	}
 	if err := s.checkTotal(r, a, row); err != nil {
 		return nil, err

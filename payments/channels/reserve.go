@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/answer"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
@@ -26,6 +27,9 @@ type authorization struct {
 	// total its voucher rests on (maxClaimableAmount - amount).
 	amount, expected *big.Int
 	log              *slog.Logger
+	// claim is the answer the payment keeps, nil when none (set by
+	// Check's lookup).
+	claim *answer.Claim
 }
 
 var _ sandboxd.Authorization = (*authorization)(nil)
@@ -53,7 +57,7 @@ func (a *authorization) Reserve(ctx context.Context) (sandboxd.Charge, error) {
 		}
 	}
 	h := ledger.Hold{ID: holdID(), Amount: a.amount, Max: a.pl.Voucher.MaxClaimableAmount, Sig: a.pl.Voucher.Signature,
-		Until: s.now().Add(s.holdFor)}
+		Until: s.now().Add(s.holdFor), Answer: a.claim.Row()}
 	if err := a.hold(ctx, h); err != nil {
 		if dep != nil {
 			dep.release()
@@ -81,12 +85,23 @@ func (a *authorization) hold(ctx context.Context, h ledger.Hold) error {
 	deadline := s.now().Add(s.wait)
 	for {
 		err := s.store.ReserveIncrement(ctx, a.id, a.expected, h)
+		if errors.Is(err, ledger.ErrAnswerTaken) {
+			if rerr := a.raced(ctx, err); rerr != nil {
+				return rerr
+			}
+			return err
+		}
 		if !errors.Is(err, ledger.ErrChannelMoved) {
 			return err
 		}
 		row, rerr := s.store.Channel(ctx, a.id)
 		if rerr != nil {
 			return rerr
+		}
+		if s.ownVoucher(row, h) {
+			if err := a.raced(ctx, err); err != nil {
+				return err
+			}
 		}
 		live := s.liveHold(row)
 		lapsed := live == nil && row.State == ledger.ChannelOpen && orZero(row.Charged).Cmp(a.expected) == 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"sandboxd/payments/internal/answer"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
 )
@@ -35,8 +36,10 @@ type Seller struct {
 	// total waits for that call's commit (runtime.queue_wait).
 	wait    time.Duration
 	observe Observer
-	now     func() time.Time
-	log     *slog.Logger
+	// keep keeps paid answers for their retries; the zero value keeps none.
+	keep answer.Keeping
+	now  func() time.Time
+	log  *slog.Logger
 }
 
 // Options are a Seller's parts.
@@ -58,6 +61,9 @@ type Options struct {
 	Wait    time.Duration
 	// Observe, when set, is told how each payment and refund ended.
 	Observe Observer
+	// Keeping keeps paid answers for their retries (the gate's); the zero
+	// value keeps none, as before retries.
+	Keeping answer.Keeping
 	Now     func() time.Time
 	Log     *slog.Logger
 }
@@ -71,7 +77,7 @@ func New(o Options) (*Seller, error) {
 	s := &Seller{store: o.Store, reader: o.Reader, depositor: o.Depositor, refunder: o.Refunder, refunds: o.Refunds,
 		cfg:        o.Config.WithDefaults(),
 		authorizer: o.Authorizer, chainID: chainID, network: o.Network, admit: o.Admit, holdFor: o.HoldFor,
-		wait: o.Wait, observe: o.Observe, now: o.Now, log: o.Log}
+		wait: o.Wait, observe: o.Observe, keep: o.Keeping, now: o.Now, log: o.Log}
 	if s.observe == nil {
 		s.observe = noObserver
 	}
