@@ -14,6 +14,7 @@ import (
 	"sandboxd/payments/channels"
 	"sandboxd/payments/internal/answer"
 	"sandboxd/payments/ledger"
+	"sandboxd/payments/retries"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
 	"sandboxd/x402/x402test"
@@ -131,5 +132,28 @@ func TestRetriesStoreRecoveredReport(t *testing.T) {
 		Payer: common.HexToAddress(e.Payer).Hex()}
 	if m.Settlement == nil || !reflect.DeepEqual(*m.Settlement, want) {
 		t.Fatalf("recovered report %+v, want %+v", m.Settlement, want)
+	}
+}
+
+func TestWithRetriesOption(t *testing.T) {
+	cfg := testConfig(t)
+	l := mustLedger(t, cfg.Ledger)
+	var o gateOptions
+	if k, err := o.keeping(cfg, RunBounds{}, l, nil); err != nil || k.On() {
+		t.Fatalf("no option: %+v, %v; want nothing kept", k, err)
+	}
+	off := false
+	WithRetries(retries.Config{Enabled: &off}, retries.Options{})(&o)
+	if k, err := o.keeping(cfg, RunBounds{}, l, nil); err != nil || k.On() {
+		t.Fatalf("disabled: %+v, %v; want nothing kept", k, err)
+	}
+	WithRetries(retries.Config{Keep: time.Second}, retries.Options{})(&o)
+	if _, err := o.keeping(cfg, RunBounds{}, l, nil); err == nil || !strings.Contains(err.Error(), "payments.retries.keep") {
+		t.Fatalf("keep shorter than the validity: %v", err)
+	}
+	WithRetries(retries.Config{}, retries.Options{})(&o)
+	k, err := o.keeping(cfg, RunBounds{}, l, nil)
+	if err != nil || !k.On() || k.Keeper.Config().Keep != retries.DefaultKeep {
+		t.Fatalf("defaults: %+v, %v", k, err)
 	}
 }
