@@ -44,6 +44,7 @@ type Metrics struct {
 	phases        *prometheus.HistogramVec
 	sessions      sessionSeries
 	channels      channelSeries
+	retries       *retrySeries
 }
 
 // PoolStats is what the pool gauges read at each scrape. It has the fields
@@ -94,7 +95,7 @@ func New(pool func() PoolStats) *Metrics {
 	m.phases = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sandboxd_phase_seconds",
 		Help: "Time answers of POST /v1/code and the MCP tool spent in each phase: read, payment, admit, " +
 			"take (an idle warm container), take_wait (one already starting), start (one of the run's own), " +
-			"handover, program, demux, settle, write (HTTP only).", Buckets: phaseBuckets}, []string{"phase"})
+			"handover, program, demux, settle, write (HTTP only), replay (a retry answered from its kept answer).", Buckets: phaseBuckets}, []string{"phase"})
 	for _, c := range []prometheus.Collector{m.runs, m.runDuration, m.queueWait, m.busy, m.engineErrors,
 		m.engineStart, m.payments, m.settleLatency, m.ledgerLatency, m.settledAmount, m.phases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -105,6 +106,7 @@ func New(pool func() PoolStats) *Metrics {
 	}
 	m.registerSessions()
 	m.registerChannels()
+	m.registerRetries()
 	if pool != nil {
 		m.registerPool(pool)
 	}

@@ -15,6 +15,7 @@ import (
 	"sandboxd/payments"
 	"sandboxd/payments/channels"
 	"sandboxd/payments/ledger"
+	"sandboxd/payments/retries"
 	"sandboxd/runtime"
 )
 
@@ -95,12 +96,17 @@ type RuntimeConfig struct {
 	QueueWait time.Duration `mapstructure:"queue_wait"`
 }
 
-// PaymentsConfig holds the payments.* keys: the switch, and the payments
-// package's own section (payments.Config, squashed into the same keys).
+// PaymentsConfig holds the payments.* keys: the switch, the payments
+// package's own section (payments.Config, squashed into the same keys),
+// and payments.retries, the retries package's section.
 type PaymentsConfig struct {
 	// Enabled is payments.enabled: every call must pay.
 	Enabled         bool `mapstructure:"enabled"`
 	payments.Config `mapstructure:",squash"`
+	// Retries is payments.retries: the answers kept for their payers'
+	// retries (docs/design/retries.md). Its zero keep is resolved by
+	// retriesConfig.
+	Retries retries.Config `mapstructure:"retries"`
 }
 
 // defaultConfig is the one place of the defaults: the values used when
@@ -175,6 +181,10 @@ func defaultConfig() Config {
 					MirrorEvery: channels.DefaultMirrorEvery, ClaimEvery: channels.DefaultClaimEvery,
 					ClaimThreshold: channels.DefaultClaimThreshold, MaxClaimsPerTx: channels.DefaultMaxClaimsPerTx},
 			},
+			// Keep 0 is the larger of retries.DefaultKeep and the terms'
+			// validity plus a minute (retriesConfig).
+			Retries: retries.Config{Enabled: new(true), Keep: 0, Wait: retries.DefaultWait,
+				MaxAnswerBytes: retries.DefaultMaxAnswerBytes, MaxBytes: retries.DefaultMaxBytes},
 		},
 		Sessions: SessionsConfig{
 			Enabled:      true,

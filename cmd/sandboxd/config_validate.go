@@ -18,8 +18,8 @@ const kib, mib = 1 << 10, 1 << 20
 // each naming the key and what is allowed: the server keys and the
 // runtime keys this command applies itself here, the runtime and payments
 // sections in their own packages (runtime.Config.Validate,
-// payments.Config.Validate; payments only when on), and here the checks
-// across sections.
+// payments.Config.Validate, retries.Config.Validate; payments only when
+// on), and here the checks across sections.
 func (c Config) Validate() error {
 	var errs []error
 	check := func(ok bool, key, format string, args ...any) {
@@ -60,6 +60,7 @@ func (c Config) Validate() error {
 	if c.Payments.Enabled {
 		errs = append(errs, configErrors(c.paymentsConfig().Validate(c.runBounds()))...)
 	}
+	errs = append(errs, c.retriesErrors()...)
 	return errors.Join(errs...)
 }
 

@@ -63,7 +63,7 @@ func TestHelpNamesItsDocsPage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"help"}, {"serve", "--help"}, {"call", "--help"}, {"call", "-h"}, {"ledger", "--help"},
 		{"ledger", "stats", "--help"}, {"ledger", "list", "--help"}, {"ledger", "channels", "--help"},
-		{"ledger", "claim", "-h"}, {"version", "--help"},
+		{"ledger", "claim", "-h"}, {"ledger", "answers", "--help"}, {"version", "--help"},
 		{"session", "--help"}, {"session", "open", "--help"}, {"session", "show", "--help"}, {"session", "close", "-h"},
 		{"channel", "--help"}, {"channel", "show", "--help"}, {"channel", "refund", "-h"},
 	} {
@@ -93,7 +93,7 @@ func TestHelpNamesItsDocsPage(t *testing.T) {
 // stderr, not stdout (a script reading stdout gets nothing it could take for output).
 func TestHelpAfterABadFlag(t *testing.T) {
 	for _, args := range [][]string{{"serve", "--nope"}, {"call", "--nope"}, {"ledger", "list", "--nope"},
-		{"ledger", "channels", "--nope"}, {"ledger", "claim", "--nope"}} {
+		{"ledger", "channels", "--nope"}, {"ledger", "claim", "--nope"}, {"ledger", "answers", "--nope"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"sandboxd"
@@ -22,7 +23,9 @@ func (c Config) paymentsConfig() payments.Config {
 
 // openGate builds the payment gate: the free gate when payments are off,
 // else the x402 gate with its ledger and settler (which also resolves
-// payments a crash left reserved).
+// payments a crash left reserved) and, with retries on, the keeper of the
+// answers its payers may fetch again, whose sweeper lives as long as the
+// gate: it stops before the gate closes the ledger under it.
 func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error, error) {
 	if !m.Config.Payments.Enabled {
 		return payments.FreeGate{}, func() error { return nil }, nil
@@ -34,5 +37,6 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)
 	}
-	return g, g.Close, nil
+	_, sweeper := gateRetries(m.Config, g, m.metrics, m.Log.With("component", "retries"))
+	return g, func() error { return errors.Join(sweeper.Close(), g.Close()) }, nil
 }

@@ -100,6 +100,16 @@ var (
 		example: "sandboxd ledger claim --wait 5m",
 		page:    "docs/operating.md",
 	}
+	ledgerAnswersHelp = commandHelp{
+		usage: "sandboxd ledger answers [--config FILE] [--payer A] [--state S] [--limit N] [--summary]",
+		what: "Print the paid answers payments.ledger keeps for their payers' retries (payments.retries): by state,\n" +
+			"how many, the bytes kept against payments.retries.max_bytes, the answers' sizes, how many lost their\n" +
+			"bytes (too large, evicted) and how many expired awaiting a sweep; then the rows, newest first: payer,\n" +
+			"payment key and id (their first characters), kind, transport, state, sizes. Never an answer's bytes.\n" +
+			"S is running, held, pending or ready. A SQLite ledger is read with the service stopped.",
+		example: "sandboxd ledger answers --summary",
+		page:    "docs/operating.md",
+	}
 	versionHelp = commandHelp{
 		usage:   "sandboxd version",
 		what:    "Print the version, the commit and the Go version it was built with.",
@@ -184,6 +194,8 @@ usage:
                                      payments, newest first, with transaction hashes
   sandboxd ledger channels|claim [--config FILE] [...]
                                      the channels paid through; claim what they were charged now
+  sandboxd ledger answers [--config FILE] [...]
+                                     the paid answers kept for retries: counts, bytes, rows
   sandboxd version                   print the version
 
 example:

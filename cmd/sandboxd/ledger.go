@@ -24,6 +24,8 @@ const ledgerUsage = `usage:
       batch-settlement channels: balance, charged, claimed, unclaimed (atomic units)
   sandboxd ledger claim [--config FILE] [--wait D]
       claim what the channels were charged now, and print the transactions
+  sandboxd ledger answers [--config FILE] [--payer A] [--state S] [--limit N] [--summary]
+      the paid answers kept for retries: counts and bytes by state, then the rows
 
 example:
   sandboxd ledger list --state settling --since 24h
@@ -43,6 +45,9 @@ func ledgerCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "claim" {
 		return ledgerClaimCommand(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "answers" {
+		return ledgerAnswersCommand(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || (args[0] != "stats" && args[0] != "list" && args[0] != "sessions") {
 		fmt.Fprint(stderr, ledgerUsage)

@@ -88,73 +88,92 @@ func seedChannels(t *testing.T, location string) {
 // (unclaimed = charged - claimed), withdrawal, calls and last charge, and
 // filters by payer (any case), state and count, on either backend.
 func TestLedgerChannelsCommand(t *testing.T) {
+	forEachLedger(t, seedChannels, "", func(t *testing.T, cfg string) {
+		rows := func(args ...string) [][]string {
+			t.Helper()
+			out := mustRunLedger(t, cfg, append([]string{"channels"}, args...)...)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if !strings.HasPrefix(lines[0], "CHANNEL") {
+				t.Fatalf("no header:\n%s", out)
+			}
+			var fields [][]string
+			for _, l := range lines[1:] {
+				fields = append(fields, strings.Fields(l))
+			}
+			return fields
+		}
+		all := rows()
+		if len(all) != 2 {
+			t.Fatalf("%d rows, want 2: %q", len(all), all)
+		}
+		alice := []string{"0x00000000000000000000000000000000000000a1", "open", "1000000", "10000", "5000", "5000",
+			"200000@2026-11-30T11:00:00Z", "2", "2026-11-30T12:00:00Z"}
+		bob := []string{"0x00000000000000000000000000000000000000b2", "closed", "0", "0", "0", "0", "-", "0", "-"}
+		for _, want := range [][]string{alice, bob} {
+			i := slices.IndexFunc(all, func(r []string) bool { return len(r) == 10 && r[1] == want[0] })
+			if i < 0 || !slices.Equal(all[i][1:], want) || len(all[i][0]) != 10 || !strings.HasPrefix(all[i][0], "0x") {
+				t.Errorf("no row %q in %q", want, all)
+			}
+		}
+		for _, tc := range []struct {
+			args  []string
+			payer string
+			n     int
+		}{
+			{[]string{"--payer", "0x00000000000000000000000000000000000000B2"}, bob[0], 1},
+			{[]string{"--state", "open"}, alice[0], 1},
+			{[]string{"--state", "refunding"}, "", 0},
+			{[]string{"--limit", "1"}, "", 1},
+		} {
+			got := rows(tc.args...)
+			if len(got) != tc.n || (tc.payer != "" && got[0][1] != tc.payer) {
+				t.Errorf("channels %v: %q, want %d rows of %s", tc.args, got, tc.n, tc.payer)
+			}
+		}
+	})
+}
+
+// TestLedgerListCommandErrors: a state that is not one of the listed
+// kind's is a usage error, a missing ledger file an error, for channels
+// and answers.
+func TestLedgerListCommandErrors(t *testing.T) {
+	cfg := writeConfig(t, fmt.Sprintf("payments:\n  ledger: %q\n", filepath.Join(t.TempDir(), "none.db")))
+	for _, what := range []string{"channels", "answers"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"ledger", what, "--state", "settled", "--config", cfg}, &out, &errb); code != 2 {
+			t.Fatalf("%s, bad --state: exit %d %s", what, code, errb.String())
+		}
+		errb.Reset()
+		if code := run([]string{"ledger", what, "--config", cfg}, &out, &errb); code != 1 ||
+			!strings.Contains(errb.String(), "no ledger file") {
+			t.Fatalf("%s, missing file: exit %d %s", what, code, errb.String())
+		}
+	}
+}
+
+// forEachLedger runs test on a ledger of each backend, SQLite and
+// PostgreSQL, seeded by seed, given the configuration file naming it (its
+// payments section followed by the lines of extra).
+func forEachLedger(t *testing.T, seed func(*testing.T, string), extra string, test func(t *testing.T, cfg string)) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			location := filepath.Join(t.TempDir(), "ledger.db")
 			if backend == "postgres" {
 				location = pgtest.NewDatabase(t)
 			}
-			seedChannels(t, location)
-			cfg := writeConfig(t, fmt.Sprintf("payments:\n  ledger: %q\n", location))
-			rows := func(args ...string) [][]string {
-				t.Helper()
-				var out, errb bytes.Buffer
-				if code := run(append([]string{"ledger", "channels", "--config", cfg}, args...), &out, &errb); code != 0 {
-					t.Fatalf("ledger channels %v: exit %d: %s", args, code, errb.String())
-				}
-				lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-				if !strings.HasPrefix(lines[0], "CHANNEL") {
-					t.Fatalf("no header:\n%s", out.String())
-				}
-				var fields [][]string
-				for _, l := range lines[1:] {
-					fields = append(fields, strings.Fields(l))
-				}
-				return fields
-			}
-			all := rows()
-			if len(all) != 2 {
-				t.Fatalf("%d rows, want 2: %q", len(all), all)
-			}
-			alice := []string{"0x00000000000000000000000000000000000000a1", "open", "1000000", "10000", "5000", "5000",
-				"200000@2026-11-30T11:00:00Z", "2", "2026-11-30T12:00:00Z"}
-			bob := []string{"0x00000000000000000000000000000000000000b2", "closed", "0", "0", "0", "0", "-", "0", "-"}
-			for _, want := range [][]string{alice, bob} {
-				i := slices.IndexFunc(all, func(r []string) bool { return len(r) == 10 && r[1] == want[0] })
-				if i < 0 || !slices.Equal(all[i][1:], want) || len(all[i][0]) != 10 || !strings.HasPrefix(all[i][0], "0x") {
-					t.Errorf("no row %q in %q", want, all)
-				}
-			}
-			for _, tc := range []struct {
-				args  []string
-				payer string
-				n     int
-			}{
-				{[]string{"--payer", "0x00000000000000000000000000000000000000B2"}, bob[0], 1},
-				{[]string{"--state", "open"}, alice[0], 1},
-				{[]string{"--state", "refunding"}, "", 0},
-				{[]string{"--limit", "1"}, "", 1},
-			} {
-				got := rows(tc.args...)
-				if len(got) != tc.n || (tc.payer != "" && got[0][1] != tc.payer) {
-					t.Errorf("channels %v: %q, want %d rows of %s", tc.args, got, tc.n, tc.payer)
-				}
-			}
+			seed(t, location)
+			test(t, writeConfig(t, fmt.Sprintf("payments:\n  ledger: %q\n%s", location, extra)))
 		})
 	}
 }
 
-// TestLedgerChannelsCommandErrors: a state that is not a channel's is a
-// usage error, a missing ledger file an error.
-func TestLedgerChannelsCommandErrors(t *testing.T) {
-	cfg := writeConfig(t, fmt.Sprintf("payments:\n  ledger: %q\n", filepath.Join(t.TempDir(), "none.db")))
+// mustRunLedger runs `sandboxd ledger` with args on the configuration
+// file cfg, and returns what it printed.
+func mustRunLedger(t *testing.T, cfg string, args ...string) string {
+	t.Helper()
 	var out, errb bytes.Buffer
-	if code := run([]string{"ledger", "channels", "--state", "settled", "--config", cfg}, &out, &errb); code != 2 {
-		t.Fatalf("bad --state: exit %d %s", code, errb.String())
+	if code := run(append([]string{"ledger"}, append(args, "--config", cfg)...), &out, &errb); code != 0 {
+		t.Fatalf("ledger %v: exit %d: %s", args, code, errb.String())
 	}
-	errb.Reset()
-	if code := run([]string{"ledger", "channels", "--config", cfg}, &out, &errb); code != 1 ||
-		!strings.Contains(errb.String(), "no ledger file") {
-		t.Fatalf("missing file: exit %d %s", code, errb.String())
-	}
+	return out.String()
 }

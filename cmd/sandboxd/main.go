@@ -9,7 +9,7 @@
 //	                                 a session: one interpreter kept across calls
 //	sandboxd channel show|refund [...]
 //	                                 the payment channels call pays through
-//	sandboxd ledger stats|list|sessions|channels|claim [...]
+//	sandboxd ledger stats|list|sessions|channels|claim|answers [...]
 //	                                 the payment ledger, for the operator
 //
 // Each command's --help says what it does, with an example, and names the

@@ -105,6 +105,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Page:          m.Config.Server.Page,
 		CORSOrigins:   m.Config.Server.CORSOrigins,
 		ObservePhase:  m.metrics.Phase,
+		Retries:       m.Config.retriesOn(),
 	}
 	// The environments and the caps of the files (branch api reads them).
 	api.Environments = m.Config.apiEnvironments()

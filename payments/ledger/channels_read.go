@@ -66,19 +66,26 @@ ORDER BY last_charged_at, channel_id`+limitClause(limit))
 
 // ListChannels returns the channels that match f, newest first.
 func (l *SQL) ListChannels(ctx context.Context, f ChannelFilter) ([]Channel, error) {
+	q, args := payerStateWhere(f.Payer, f.State)
+	return l.channels(ctx, q+" ORDER BY created_at DESC, channel_id"+limitClause(f.Limit), args...)
+}
+
+// payerStateWhere is the WHERE clause of an operator's listing that keeps
+// the rows of payer and in state, each when set, and its arguments; "" to
+// keep every row.
+func payerStateWhere(payer, state string) (string, []any) {
 	var where []string
 	var args []any
-	if f.Payer != "" {
-		where, args = append(where, "payer = ?"), append(args, key(f.Payer))
+	if payer != "" {
+		where, args = append(where, "payer = ?"), append(args, key(payer))
 	}
-	if f.State != "" {
-		where, args = append(where, "state = ?"), append(args, f.State)
+	if state != "" {
+		where, args = append(where, "state = ?"), append(args, state)
 	}
-	q := ""
-	if len(where) > 0 {
-		q = "WHERE " + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return "", nil
 	}
-	return l.channels(ctx, q+" ORDER BY created_at DESC, channel_id"+limitClause(f.Limit), args...)
+	return "WHERE " + strings.Join(where, " AND "), args
 }
 
 // ChannelCharges returns the increments channel id was charged, the oldest
@@ -142,17 +149,23 @@ func (l *SQL) channels(ctx context.Context, tail string, args ...any) ([]Channel
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	rows, err := l.db.QueryContext(ctx, l.dialect.bind(`SELECT `+channelColumns+` FROM channels `+tail), args...)
+	return collect(op, rows, err, func(r *sql.Rows) (Channel, error) { return scanChannel(r) })
+}
+
+// collect reads every row of a query that returned rows and err, with
+// scan, and closes them; a failure is ledgerError of op.
+func collect[T any](op string, rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, ledgerError(op, err)
 	}
 	defer rows.Close()
-	var out []Channel
+	var out []T
 	for rows.Next() {
-		c, err := scanChannel(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, ledgerError(op, err)
 		}
-		out = append(out, c)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, ledgerError(op, err)
