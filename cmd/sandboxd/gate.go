@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"sandboxd"
@@ -33,10 +32,10 @@ func (m *Main) openGate(ctx context.Context) (sandboxd.PaymentGate, func() error
 	pc := m.Config.paymentsConfig()
 	pc.LedgerObserver = m.metrics.Ledger
 	pc.ChannelObserver, pc.ChannelGauges = m.metrics.Channel, m.metrics.ChannelGauges
-	g, err := payments.NewGate(ctx, pc, m.Config.runBounds(), m.Log.With("component", "payments"))
+	g, err := payments.NewGate(ctx, pc, m.Config.runBounds(), m.Log.With("component", "payments"),
+		gateRetries(m.Config, m.metrics, m.Log.With("component", "retries"))...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("payments: %w", err)
 	}
-	_, sweeper := gateRetries(m.Config, g, m.metrics, m.Log.With("component", "retries"))
-	return g, func() error { return errors.Join(sweeper.Close(), g.Close()) }, nil
+	return g, g.Close, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -43,19 +42,16 @@ func (c Config) retriesErrors() []error {
 	return errs
 }
 
-// gateRetries builds the keeper of the answers kept for retries over the
-// gate's ledger and starts its sweeper, when retries are on; the closer
-// stops the sweeper (before the gate closes the ledger under it). nil and
-// a closer that does nothing when they are off.
-func gateRetries(cfg Config, g *payments.Gate, m *metrics.Metrics, log *slog.Logger) (*retries.Keeper, io.Closer) {
+// gateRetries is the gate's option that keeps paid answers for their
+// payers' retries (payments.WithRetries: the gate builds the keeper on its
+// ledger and runs its sweeper until it closes), with the metrics'
+// observer; none when retries are off.
+func gateRetries(cfg Config, m *metrics.Metrics, log *slog.Logger) []payments.GateOption {
 	if !cfg.retriesOn() {
-		return nil, io.NopCloser(nil)
+		return nil
 	}
 	rc := cfg.retriesConfig()
-	k := retries.New(rc, ledgerAnswers{g.Ledger()}, retries.Options{Log: log, Observer: m.Retries(),
-		MaxWaiters: cfg.Payments.MaxChecks})
-	// piece 4 hooks the keeper into payments.Gate here
 	log.Info("answers kept for retries", "keep", rc.Keep, "wait", rc.Wait,
 		"max_answer_bytes", int64(rc.MaxAnswerBytes), "max_bytes", int64(rc.MaxBytes))
-	return k, k.Start()
+	return []payments.GateOption{payments.WithRetries(rc, retries.Options{Observer: m.Retries()})}
 }
