@@ -269,3 +269,39 @@ func TestPhaseHistogram(t *testing.T) {
 		}
 	}
 }
+
+// fakeReplay is a gate's Replay: a retry answered from its stored answer.
+type fakeReplay struct{ fakeCharge }
+
+func (fakeReplay) By() string { return sandboxd.ReplayByPayment }
+func (fakeReplay) Answer(context.Context) (*sandboxd.StoredAnswer, error) {
+	return &sandboxd.StoredAnswer{Status: http.StatusOK}, nil
+}
+
+// replayGate answers every Check with auth.
+type replayGate struct{ auth sandboxd.Authorization }
+
+func (g replayGate) Check(context.Context, sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
+	return g.auth, nil
+}
+
+// TestGatePassesReplays: a Replay comes out of the wrapped Check as a Replay (the flows
+// answer it by its type; wrapped, it went on to Reserve and a 500), and a replay-only
+// probe's nil as nil; neither is counted as a reservation or a refusal.
+func TestGatePassesReplays(t *testing.T) {
+	m := New(func() PoolStats { return PoolStats{} })
+	g := Gate{PaymentGate: replayGate{auth: fakeReplay{}}, M: m}
+	a, err := g.Check(context.Background(), sandboxd.PaymentRequest{Signature: "x"})
+	if _, ok := a.(sandboxd.Replay); !ok || err != nil {
+		t.Fatalf("Check = %T, %v; want the Replay", a, err)
+	}
+	g.PaymentGate = replayGate{}
+	if a, err := g.Check(context.Background(), sandboxd.PaymentRequest{Signature: "x", ReplayOnly: true}); a != nil || err != nil {
+		t.Fatalf("a probe finding nothing: Check = %#v, %v; want nil, nil", a, err)
+	}
+	for _, c := range scrape(t, m)["sandboxd_payments_total"].GetMetric() {
+		if c.GetCounter().GetValue() != 0 {
+			t.Errorf("replays counted as payments: %v", c)
+		}
+	}
+}

@@ -79,9 +79,14 @@ type Gate struct {
 }
 
 // Check checks a paid request's payment, recording a quote (no payment
-// came) or a refusal.
+// came) or a refusal. A Replay (a retry answered from its stored answer,
+// counted by the keeper's observer) and a replay-only probe's nil pass as
+// they are: the flows recognise a Replay by its type.
 func (g Gate) Check(ctx context.Context, req sandboxd.PaymentRequest) (sandboxd.Authorization, error) {
 	a, err := g.PaymentGate.Check(ctx, req)
+	if _, replay := a.(sandboxd.Replay); (replay || a == nil) && err == nil {
+		return a, nil
+	}
 	switch {
 	case err == nil:
 		if op, ok := a.(sandboxd.PaymentOperation); ok {
