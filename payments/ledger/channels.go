@@ -159,7 +159,8 @@ func (l *SQL) ReserveIncrement(ctx context.Context, id string, expected *big.Int
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed("channel_reserve")()
-	res, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE channels SET pending_id = ?, pending_amount = ?,
+	// The hold need not be durable (ClearHolds at start): execVolatile.
+	res, err := l.execVolatile(ctx, l.dialect.bind(`UPDATE channels SET pending_id = ?, pending_amount = ?,
 	pending_max = ?, pending_sig = ?, pending_replica = ?, pending_until = `+l.dialect.dbIn+`, updated_at = ?
 WHERE channel_id = ? AND state = 'open' AND charged = ? AND `+l.holdFree()),
 		h.ID, h.Amount.String(), h.Max.String(), sigText(h.Sig), l.replica, h.Until.Sub(l.now()).Seconds(),
@@ -186,11 +187,19 @@ func (l *SQL) CommitIncrement(ctx context.Context, id, holdID string, expected *
 	defer cancel()
 	defer l.timed("channel_commit")()
 	id, d := key(id), l.dialect
+	held := d.bind(`SELECT pending_amount FROM channels WHERE channel_id = ? AND pending_id = ? AND charged = ?`)
+	charge := d.bind(`UPDATE channels SET charged = ?,
+	voucher_max = pending_max, voucher_sig = pending_sig, calls = calls + 1, ` + clearHold + `,
+	last_charged_at = ?, updated_at = ?
+WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING ` + channelColumns)
+	record := d.bind(`INSERT INTO channel_charges
+	(channel_id, charged_after, amount, voucher_max, resource, replica, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	l.stmts.warm(ctx, held, charge, record)
 	var out Channel
-	err := l.inTx(ctx, func(tx *sql.Tx) error {
+	err := l.inTx(ctx, func(sqlTx *sql.Tx) error {
+		tx := l.stmts.in(sqlTx)
 		var text string
-		err := tx.QueryRowContext(ctx, d.bind(`SELECT pending_amount FROM channels
-WHERE channel_id = ? AND pending_id = ? AND charged = ?`), id, holdID, expected.String()).Scan(&text)
+		err := tx.QueryRowContext(ctx, held, id, holdID, expected.String()).Scan(&text)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrHoldLost
 		}
@@ -202,20 +211,14 @@ WHERE channel_id = ? AND pending_id = ? AND charged = ?`), id, holdID, expected.
 			return err
 		}
 		total, now := new(big.Int).Add(expected, amount).String(), l.stamp()
-		out, err = scanChannel(tx.QueryRowContext(ctx, d.bind(`UPDATE channels SET charged = ?,
-	voucher_max = pending_max, voucher_sig = pending_sig, calls = calls + 1, `+clearHold+`,
-	last_charged_at = ?, updated_at = ?
-WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING `+channelColumns),
-			total, now, now, id, holdID, expected.String()))
+		out, err = scanChannel(tx.QueryRowContext(ctx, charge, total, now, now, id, holdID, expected.String()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrHoldLost
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, d.bind(`INSERT INTO channel_charges
-	(channel_id, charged_after, amount, voucher_max, resource, replica, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-			id, total, amount.String(), out.VoucherMax.String(), resource, l.replica, now)
+		_, err = tx.ExecContext(ctx, record, id, total, amount.String(), out.VoucherMax.String(), resource, l.replica, now)
 		return err
 	})
 	if err != nil {
@@ -225,7 +228,8 @@ WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING `+channelColum
 }
 
 // ReleaseIncrement drops the hold holdID on channel id: its request
-// charges nothing. ErrHoldLost when the hold is gone already.
+// charges nothing. ErrHoldLost when the hold is gone already. Like the
+// hold, its release need not be durable (execVolatile).
 func (l *SQL) ReleaseIncrement(ctx context.Context, id, holdID string) error {
 	const op = "payments.ledger.channel_release"
 	if err := l.checkWrite(); err != nil {
@@ -234,7 +238,7 @@ func (l *SQL) ReleaseIncrement(ctx context.Context, id, holdID string) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed("channel_release")()
-	res, err := l.db.ExecContext(ctx, l.dialect.bind(`UPDATE channels SET `+clearHold+`, updated_at = ?
+	res, err := l.execVolatile(ctx, l.dialect.bind(`UPDATE channels SET `+clearHold+`, updated_at = ?
 WHERE channel_id = ? AND pending_id = ?`), l.stamp(), key(id), holdID)
 	return channelError(op, id, affected(res, err, ErrHoldLost))
 }
