@@ -89,8 +89,11 @@ func decodePayment(value string) (*Payment, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One reading picks the version and, for v2, the scheme, whose shape
+	// is then decoded strictly.
 	var probe struct {
-		X402Version *int `json:"x402Version"`
+		X402Version *int            `json:"x402Version"`
+		Accepted    json.RawMessage `json:"accepted"`
 	}
 	if err := checkKeys(raw, nil); err != nil {
 		return nil, err
@@ -110,12 +113,10 @@ func decodePayment(value string) (*Payment, error) {
 		p.Scheme, p.Network, p.Exact = v1.Scheme, v1.Network, v1.Payload
 		return p, nil
 	}
-	var scheme struct {
-		Accepted struct {
-			Scheme string `json:"scheme"`
-		} `json:"accepted"`
+	var accepted struct {
+		Scheme string `json:"scheme"`
 	}
-	if json.Unmarshal(raw, &scheme) == nil && scheme.Accepted.Scheme == SchemeBatchSettlement {
+	if json.Unmarshal(probe.Accepted, &accepted) == nil && accepted.Scheme == SchemeBatchSettlement {
 		return decodeRaw(raw, p)
 	}
 	var v2 PaymentPayload

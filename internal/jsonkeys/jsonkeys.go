@@ -8,11 +8,7 @@
 package jsonkeys
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -125,26 +121,17 @@ func (e *Error) Describe(top string) string {
 	return fmt.Sprintf("unknown key %q in %s, which takes only %s", e.Key, where, strings.Join(e.Known, ", "))
 }
 
-// Check refuses raw, by Scan, where it nests deeper than MaxDepth or an
+// Check refuses raw, in one Scan, where it nests deeper than MaxDepth, an
 // object names a key twice (two keys are the same if they are equal under
-// Unicode case folding, as Go's decoder matches struct fields), then, when
-// s is closed, walks it for the first unknown or misspelled key at any
-// depth. Syntax errors are left to the decoder, which reads raw next.
+// Unicode case folding, as Go's decoder matches struct fields), or, where
+// s is closed, a key s does not know or spells in another letter case, at
+// any depth. Syntax errors are left to the decoder, which reads raw next.
 func Check(raw []byte, s *Shape) *Error {
-	if e := Scan(raw, Limits{Depth: MaxDepth}); e != nil {
-		if e.Kind == Syntax {
-			return nil
-		}
-		return e
-	}
-	if s == nil {
+	e := Scan(raw, Limits{Depth: MaxDepth, Fields: s, ExactKeys: true})
+	if e != nil && e.Kind == Syntax {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var w walker
-	w.value(dec, s)
-	return w.refused
+	return e
 }
 
 // CheckDepth scans raw once and refuses it (TooDeep) where it nests objects
@@ -176,101 +163,4 @@ func CheckDepth(raw []byte, limit int) *Error {
 		}
 	}
 	return nil
-}
-
-// segment is one step of a path: an object's key, or an array's index
-// when key is "" and index is not -1.
-type segment struct {
-	key   string
-	index int
-}
-
-// walker holds the first refused key and the path to the value it reads,
-// as a stack formatted only for a refusal; a syntax error just stops it.
-type walker struct {
-	refused *Error
-	path    []segment
-}
-
-// where formats the path of the object being read, "" at the top.
-func (w *walker) where() string {
-	var b strings.Builder
-	for _, seg := range w.path {
-		if seg.index >= 0 {
-			b.WriteString("[" + strconv.Itoa(seg.index) + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(seg.key)
-	}
-	return b.String()
-}
-
-// value consumes one value from dec, checking its objects' keys; it
-// returns false to stop.
-func (w *walker) value(dec *json.Decoder, s *Shape) bool {
-	tok, err := dec.Token()
-	if err != nil {
-		return false
-	}
-	switch tok {
-	case json.Delim('{'):
-		return w.object(dec, s)
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			w.path = append(w.path, segment{index: i})
-			ok := w.value(dec, nil)
-			w.path = w.path[:len(w.path)-1]
-			if !ok {
-				return false
-			}
-		}
-		_, err = dec.Token()
-		return err == nil
-	}
-	return true
-}
-
-// object consumes the members of an object whose '{' was read, checking
-// its keys against s.
-func (w *walker) object(dec *json.Decoder, s *Shape) bool {
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		key, _ := tok.(string)
-		var child *Shape
-		if s != nil {
-			c, ok := s.fields[key]
-			if !ok {
-				w.refused = s.unknown(w.where(), key)
-				return false
-			}
-			child = c
-		}
-		w.path = append(w.path, segment{key: key, index: -1})
-		ok := w.value(dec, child)
-		w.path = w.path[:len(w.path)-1]
-		if !ok {
-			return false
-		}
-	}
-	_, err := dec.Token()
-	return err == nil
-}
-
-// unknown is the refusal of a key the closed shape s does not take.
-func (s *Shape) unknown(path, key string) *Error {
-	names := make([]string, 0, len(s.fields))
-	for name := range s.fields {
-		if strings.EqualFold(name, key) {
-			return &Error{Kind: Misspelled, Path: path, Key: key, Other: name}
-		}
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return &Error{Kind: Unknown, Path: path, Key: key, Known: names}
 }

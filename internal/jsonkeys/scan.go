@@ -29,6 +29,10 @@ type Limits struct {
 	// object that no field matches in any letter case, as Go's decoder
 	// with DisallowUnknownFields refuses it, is Unknown.
 	Fields *Shape
+	// ExactKeys, with Fields, refuses a key of a closed object that
+	// matches its field only in another letter case (Misspelled): Go's
+	// decoder would take it, a JavaScript reader would not.
+	ExactKeys bool
 }
 
 // Bound is a tighter bound on the items of one array, found by its path.
@@ -368,6 +372,10 @@ func (s *scanner) known(off int) bool {
 	}
 	for name, child := range sh.fields {
 		if s.keyIs(off, name) {
+			if s.lim.ExactKeys && !s.keyMatches(off, name, false) {
+				s.refuse(&Error{Kind: Misspelled, Path: s.path(), Key: s.keyAt(off), Other: name})
+				return false
+			}
 			s.next = child
 			return true
 		}

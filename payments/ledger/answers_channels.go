@@ -10,24 +10,22 @@ import (
 
 // holdAnswered is ReserveIncrement of a hold with an answer: the answer's
 // dead rows' delete, the compare-and-set q (with args) and the answers
-// row, in one transaction. The row's payer is the channel's.
-func (l *SQL) holdAnswered(ctx context.Context, id string, h Hold, q string, args []any) error {
-	return l.inTx(ctx, func(tx *sql.Tx) error {
-		var payer string
-		err := tx.QueryRowContext(ctx, l.dialect.bind(`SELECT payer FROM channels WHERE channel_id = ?`),
-			key(id)).Scan(&payer)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrChannelMoved
-		}
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err := affected(res, err, ErrChannelMoved); err != nil {
-			return err
-		}
-		return l.claimAnswer(ctx, tx, payer, VoucherKey(id, h.Max), h.Answer)
-	})
+// row, in tx (ReserveIncrement's). The row's payer is the channel's.
+func (l *SQL) holdAnswered(ctx context.Context, tx *sql.Tx, id string, h Hold, q string, args []any) error {
+	var payer string
+	err := tx.QueryRowContext(ctx, l.dialect.bind(`SELECT payer FROM channels WHERE channel_id = ?`),
+		key(id)).Scan(&payer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrChannelMoved
+	}
+	if err != nil {
+		return err
+	}
+	res, err := l.stmts.in(tx).ExecContext(ctx, q, args...)
+	if err := affected(res, err, ErrChannelMoved); err != nil {
+		return err
+	}
+	return l.claimAnswer(ctx, tx, payer, VoucherKey(id, h.Max), h.Answer)
 }
 
 // commitAnswer is CommitIncrement's answers step, in its transaction: the

@@ -177,11 +177,16 @@ func (l *SQL) ReserveIncrement(ctx context.Context, id string, expected *big.Int
 WHERE channel_id = ? AND state = 'open' AND charged = ? AND ` + l.holdFree())
 	args := []any{h.ID, h.Amount.String(), h.Max.String(), sigText(h.Sig), l.replica, h.Until.Sub(l.now()).Seconds(),
 		l.stamp(), key(id), expected.String(), l.lease.Seconds()}
-	if h.Answer != nil {
-		return channelError(op, id, l.holdAnswered(ctx, id, h, q, args))
-	}
-	res, err := l.db.ExecContext(ctx, q, args...)
-	return channelError(op, id, affected(res, err, ErrChannelMoved))
+	// The hold need not be durable (ClearHolds at start): volatileTx.
+	l.stmts.warm(ctx, q)
+	err := l.volatileTx(ctx, func(tx *sql.Tx) error {
+		if h.Answer != nil {
+			return l.holdAnswered(ctx, tx, id, h, q, args)
+		}
+		res, err := l.stmts.in(tx).ExecContext(ctx, q, args...)
+		return affected(res, err, ErrChannelMoved)
+	})
+	return channelError(op, id, err)
 }
 
 // CommitIncrement charges the increment holdID holds on channel id, whose
@@ -210,11 +215,20 @@ func (l *SQL) CommitIncrement(ctx context.Context, id, holdID string, expected *
 	defer cancel()
 	defer l.timed("channel_commit")()
 	id, d := key(id), l.dialect
+	held := d.bind(`SELECT pending_amount, pending_max, payer FROM channels
+WHERE channel_id = ? AND pending_id = ? AND charged = ?`)
+	charge := d.bind(`UPDATE channels SET charged = ?,
+	voucher_max = pending_max, voucher_sig = pending_sig, calls = calls + 1, ` + clearHold + `,
+	last_charged_at = ?, updated_at = ?
+WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING ` + channelColumns)
+	record := d.bind(`INSERT INTO channel_charges
+	(channel_id, charged_after, amount, voucher_max, resource, replica, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	l.stmts.warm(ctx, held, charge, record)
 	var out Channel
-	err := l.inTx(ctx, func(tx *sql.Tx) error {
+	err := l.inTx(ctx, func(sqlTx *sql.Tx) error {
+		tx := l.stmts.in(sqlTx)
 		var text, voucher, payer string
-		err := tx.QueryRowContext(ctx, d.bind(`SELECT pending_amount, pending_max, payer FROM channels
-WHERE channel_id = ? AND pending_id = ? AND charged = ?`), id, holdID, expected.String()).Scan(&text, &voucher, &payer)
+		err := tx.QueryRowContext(ctx, held, id, holdID, expected.String()).Scan(&text, &voucher, &payer)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrHoldLost
 		}
@@ -226,24 +240,18 @@ WHERE channel_id = ? AND pending_id = ? AND charged = ?`), id, holdID, expected.
 			return err
 		}
 		total, now := new(big.Int).Add(expected, amount).String(), l.stamp()
-		out, err = scanChannel(tx.QueryRowContext(ctx, d.bind(`UPDATE channels SET charged = ?,
-	voucher_max = pending_max, voucher_sig = pending_sig, calls = calls + 1, `+clearHold+`,
-	last_charged_at = ?, updated_at = ?
-WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING `+channelColumns),
-			total, now, now, id, holdID, expected.String()))
+		out, err = scanChannel(tx.QueryRowContext(ctx, charge, total, now, now, id, holdID, expected.String()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrHoldLost
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, d.bind(`INSERT INTO channel_charges
-	(channel_id, charged_after, amount, voucher_max, resource, replica, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-			id, total, amount.String(), out.VoucherMax.String(), resource, l.replica, now)
+		_, err = tx.ExecContext(ctx, record, id, total, amount.String(), out.VoucherMax.String(), resource, l.replica, now)
 		if err != nil || ans == nil {
 			return err
 		}
-		return l.commitAnswer(ctx, tx, payer, id+"/"+voucher, out, ans)
+		return l.commitAnswer(ctx, sqlTx, payer, id+"/"+voucher, out, ans)
 	})
 	if err != nil {
 		return Channel{}, channelError(op, id, err)
@@ -253,7 +261,8 @@ WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING `+channelColum
 
 // ReleaseIncrement drops the hold holdID on channel id, and its running
 // answers row: its request charges nothing. ErrHoldLost when the hold is
-// gone already.
+// gone already. Like the hold, its release need not be durable
+// (volatileTx).
 func (l *SQL) ReleaseIncrement(ctx context.Context, id, holdID string) error {
 	const op = "payments.ledger.channel_release"
 	if err := l.checkWrite(); err != nil {
@@ -262,7 +271,7 @@ func (l *SQL) ReleaseIncrement(ctx context.Context, id, holdID string) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
 	defer l.timed("channel_release")()
-	err := l.inTx(ctx, func(tx *sql.Tx) error {
+	err := l.volatileTx(ctx, func(tx *sql.Tx) error {
 		if err := l.dropHoldAnswers(ctx, tx, `channel_id = ? AND pending_id = ?`, key(id), holdID); err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ type ChannelFilter struct {
 func (l *SQL) Channel(ctx context.Context, id string) (Channel, error) {
 	ctx, cancel := context.WithTimeout(ctx, ledgerOpTimeout)
 	defer cancel()
-	c, err := l.channel(ctx, l.db, key(id), false)
+	c, err := l.channel(ctx, l.stmts.in(nil), key(id), false)
 	return c, channelError("payments.ledger.channel", id, err)
 }
 

@@ -76,7 +76,7 @@ func (d dialect) bind(q string) string {
 // newSQLLedger returns the ledger on db, migrated, as DefaultReplica with
 // DefaultLease; Open sets the replica and lease configured.
 func newSQLLedger(db *sql.DB, d dialect) *SQL {
-	return &SQL{db: db, dialect: d, replica: DefaultReplica(""), lease: DefaultLease, now: time.Now}
+	return &SQL{db: db, dialect: d, replica: DefaultReplica(""), lease: DefaultLease, now: time.Now, stmts: &stmts{db: db}}
 }
 
 // formatStamp is t in stampLayout.

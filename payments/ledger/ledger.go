@@ -127,6 +127,8 @@ type SQL struct {
 	idLock *sql.Conn
 	// lock, on SQLite, holds the exclusive lock on path + ".lock".
 	lock *os.File
+	// stmts keeps the hot path's statements prepared.
+	stmts *stmts
 }
 
 // ledgerTable is the payments table, created under the name given.
@@ -205,6 +207,7 @@ func openLocked(ctx context.Context, op, path string) (*SQL, error) {
 // Close closes the database, then releases the ledger's locks.
 func (l *SQL) Close() error {
 	l.releaseReplicaID()
+	l.stmts.close()
 	err := l.db.Close()
 	if l.lock != nil {
 		l.lock.Close()
