@@ -80,6 +80,15 @@ func (s *Server) probeReplay(ctx context.Context, pay sandboxd.PaymentRequest, r
 	return refused
 }
 
+// retryCode is the code a retry's log line shows: err's, none when it was
+// answered (ErrorCode(nil) would say CodeInternal).
+func retryCode(err error) sandboxd.Code {
+	if err == nil {
+		return ""
+	}
+	return sandboxd.ErrorCode(err)
+}
+
 // answerReplay answers the retry r over HTTP: it waits for the stored
 // answer (Replay.Answer, bounded by the keeper's wait) and writes it as it
 // was first written, its status and bytes, with its original settlement
@@ -105,7 +114,7 @@ func (s *Server) answerReplay(ctx context.Context, w http.ResponseWriter, r *htt
 		h.Set(x402.HeaderIdempotentReplayed, "true")
 	}
 	s.Log.Info("paid request retried", "path", logPath(r.URL.Path), "by", rep.By(), "payer", rep.Payer(),
-		"code", sandboxd.ErrorCode(err), "answered", err == nil)
+		"code", retryCode(err), "answered", err == nil)
 	if err != nil {
 		if open := pendingOpen(ans, err); open != nil {
 			addServerTiming(h, phases)

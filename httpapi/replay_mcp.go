@@ -31,7 +31,7 @@ func (s *Server) replayResult(ctx context.Context, tool string, r sandboxd.Repla
 		result, err = storedResult(ans)
 	}
 	s.Log.Info("paid tool call retried", "tool", tool, "by", r.By(), "payer", r.Payer(),
-		"code", sandboxd.ErrorCode(err), "answered", err == nil)
+		"code", retryCode(err), "answered", err == nil)
 	if err == nil {
 		return markReplayed(paidResult(result, ans.Settlement)), nil
 	}

@@ -2,6 +2,7 @@ package servicetest
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -22,18 +23,22 @@ type ProxyRequest struct {
 }
 
 // Dropped is an answer a DropProxy read whole from the service and never
-// sent: the request it answered, and its status, headers and body.
+// sent: the request it answered, and its status, headers and body. A
+// request hung up on (DropProxy.SetHangUp) has HungUp set and no answer.
 type Dropped struct {
 	Request ProxyRequest
 	Status  int
 	Header  http.Header
 	Body    []byte
+	HungUp  bool
 }
 
 // DropProxy is an HTTP proxy in front of a service that loses answers on the
 // way (docs/design/retries.md §9.1, AfterAnswer): a request its rule picks is
 // forwarded, the service's whole answer is read, and the client's connection
 // is then closed without a byte of it. Other requests pass through, streamed.
+// With SetHangUp it hangs up instead (HangUp): the service sees its caller
+// leave mid-run.
 type DropProxy struct {
 	// URL is the proxy's base URL, in place of the service's.
 	URL string
@@ -46,6 +51,7 @@ type DropProxy struct {
 
 	mu      sync.Mutex
 	n       int
+	hangUp  time.Duration
 	dropped []Dropped
 }
 
@@ -101,6 +107,15 @@ func (p *DropProxy) Drops() []Dropped {
 	return append([]Dropped(nil), p.dropped...)
 }
 
+// SetHangUp has the requests picked from now on hung up on d after they
+// were forwarded, both sides closed without waiting for the answer (0: read
+// the whole answer first, the default).
+func (p *DropProxy) SetHangUp(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hangUp = d
+}
+
 // Requests is how many requests the proxy received.
 func (p *DropProxy) Requests() int {
 	p.mu.Lock()
@@ -119,8 +134,13 @@ func (p *DropProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.n++
 	in := ProxyRequest{N: p.n, Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body}
 	drop := p.drop != nil && p.drop(in)
+	hangUp := p.hangUp
 	p.mu.Unlock()
 
+	if drop && hangUp > 0 {
+		p.hangUpOn(w, in, hangUp)
+		return
+	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, p.target+in.Path, bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -145,6 +165,26 @@ func (p *DropProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	copyFlushing(w, res.Body)
 }
 
+// hangUpOn forwards in and, d later, closes the service's connection and the
+// client's without an answer.
+func (p *DropProxy) hangUpOn(w http.ResponseWriter, in ProxyRequest, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, in.Method, p.target+in.Path, bytes.NewReader(in.Body))
+	if err == nil {
+		req.Header = in.Header.Clone()
+		if res, err := p.client.Do(req); err == nil {
+			// Answered within d: the answer is lost all the same.
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}
+	p.mu.Lock()
+	p.dropped = append(p.dropped, Dropped{Request: in, HungUp: true})
+	p.mu.Unlock()
+	closeClient(w)
+}
+
 // dropAnswer reads res whole, records it and closes the client's connection
 // without writing anything.
 func (p *DropProxy) dropAnswer(w http.ResponseWriter, in ProxyRequest, res *http.Response) {
@@ -152,6 +192,11 @@ func (p *DropProxy) dropAnswer(w http.ResponseWriter, in ProxyRequest, res *http
 	p.mu.Lock()
 	p.dropped = append(p.dropped, Dropped{Request: in, Status: res.StatusCode, Header: res.Header.Clone(), Body: answer})
 	p.mu.Unlock()
+	closeClient(w)
+}
+
+// closeClient closes the client's connection without writing anything.
+func closeClient(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		// Not hijackable (never for HTTP/1.1): abort the handler, which

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDropProxy: the picked request reaches the service, whose whole answer the proxy
@@ -77,5 +78,36 @@ func TestDropNth(t *testing.T) {
 		if got := rule(ProxyRequest{N: n}); got != (n == 3) {
 			t.Errorf("DropNth(3)(%d) = %v", n, got)
 		}
+	}
+}
+
+// TestDropProxyHangUp: with SetHangUp the picked request reaches the service, which sees
+// its caller leave while it still works; the client gets no answer.
+func TestDropProxyHangUp(t *testing.T) {
+	left := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // as a service does: then the server watches the connection
+		select {
+		case <-r.Context().Done():
+			close(left)
+		case <-time.After(5 * time.Second):
+			fmt.Fprint(w, "too late")
+		}
+	}))
+	defer upstream.Close()
+	p := StartDropProxy(t, upstream.URL, DropNth(1))
+	p.SetHangUp(100 * time.Millisecond)
+	res, err := http.Post(p.URL+"/run", "application/json", bytes.NewReader([]byte("{}")))
+	if err == nil {
+		res.Body.Close()
+		t.Fatalf("answered %d, want the connection closed", res.StatusCode)
+	}
+	select {
+	case <-left:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the service did not see its caller leave")
+	}
+	if d := p.Drops(); len(d) != 1 || !d[0].HungUp || d[0].Request.Path != "/run" || d[0].Status != 0 {
+		t.Errorf("drops %+v, want the one hung up", d)
 	}
 }

@@ -39,9 +39,10 @@ func TestSettlementPendingFacilitator(t *testing.T) {
 // testSettlementPending pays with the official client's signature for a call whose
 // settlement may have been sent but whose outcome the service does not learn in time. The
 // answer is 202 settlement_pending with the transaction hash when known, never a 402
-// inviting a second payment; the same payment is then refused; the payer paid exactly
-// once; after a restart, recovery resolves the row: settled from the chain (onchain), or
-// failed for the operator to look up (a facilitator cannot be asked).
+// inviting a second payment; the same payment is then answered the same (its retry) or,
+// with another request, refused; the payer paid exactly once; after a restart, recovery
+// resolves the row: settled from the chain (onchain), or failed for the operator to look
+// up (a facilitator cannot be asked).
 func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string, resolved string) {
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.db")
 	env := append(paymentEnv(modeEnv), "SANDBOX_PAYMENTS_SETTLE_TIMEOUT=3s", "SANDBOX_PAYMENTS_LEDGER="+ledgerPath)
@@ -65,8 +66,15 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	if resolved == payledger.StatusSettled && !strings.EqualFold(sr.Transaction, hash) {
 		t.Errorf("PAYMENT-RESPONSE names transaction %q, the transfer is in %s", sr.Transaction, hash)
 	}
-	if status, body, _ := paidPost(t, url, h, "print(6*7)", 30*time.Second); status != http.StatusPaymentRequired || body.Stdout != nil {
-		t.Errorf("the same payment sent again: status %d, body %v; want 402", status, body)
+	// The same payment with the same request is its retry (issue 46): the stored pending
+	// answer again (or, once the resolver settled it, the answer), never a second run.
+	if status, body, hdr := paidPost(t, url, h, "print(6*7)", 30*time.Second); hdr.Get("Idempotent-Replayed") != "true" ||
+		(status != http.StatusAccepted && status != http.StatusOK) {
+		t.Errorf("the same payment sent again: status %d, body %v, replayed %q; want the pending answer again",
+			status, body, hdr.Get("Idempotent-Replayed"))
+	}
+	if status, body, _ := paidPost(t, url, h, "print(6*7+0)", 30*time.Second); status != http.StatusPaymentRequired || body.Stdout != nil {
+		t.Errorf("the same payment with another request: status %d, body %v; want 402", status, body)
 	}
 	svc.stop()
 	// The same replica restarts (its instance, so its replica id): it resolves its own rows.

@@ -61,17 +61,28 @@ func TestChannelHostile(t *testing.T) {
 	t.Run("underfunded", func(t *testing.T) { testChannelUnderfunded(t, c, svc, l) })
 }
 
-// testChannelReplay: the voucher that bought an answer, sent again byte for byte, gets the
-// corrective 402: the bare code in PAYMENT-REQUIRED's error, the charged total that already
-// counts it, no PAYMENT-RESPONSE, nothing run. So does the deposit that opened the channel
-// (its voucher is as stale), and no second deposit is collected.
+// testChannelReplay: the voucher that bought an answer, sent again byte for byte with the
+// same request, gets that answer back (issue 46): its original PAYMENT-RESPONSE,
+// Idempotent-Replayed, nothing run or charged; with another request it gets the corrective
+// 402: the bare code in PAYMENT-REQUIRED's error, the charged total that already counts it,
+// no PAYMENT-RESPONSE, nothing run. So does the deposit that opened the channel (its
+// voucher is as stale), and no second deposit is collected.
 func testChannelReplay(t *testing.T, c *chain, svc *service) {
 	out := payByChannel(t, c, writeKey(t, "payer.key", payer.key), 1, codeCall(svc.URL, "print(6*7)"), codeCall(svc.URL, "print(6*7)"))
 	id, charged := checkCharged(t, out.Results, 0)
 	for i, what := range []string{"the deposit", "the voucher"} {
-		status, h := resend(t, svc, svc.URL+"/v1/code", out.Results[i].Sent)
+		status, h := resend(t, svc, svc.URL+"/v1/code", out.Results[i].Sent, "print(6*7)")
+		var got channelSettlement
+		headerJSON(t, h, "PAYMENT-RESPONSE", &got)
+		if status != http.StatusOK || h.Get("Idempotent-Replayed") != "true" ||
+			got.Extra.ChannelState.ChargedCumulativeAmount != out.Results[i].Settlement.Extra.ChannelState.ChargedCumulativeAmount {
+			t.Errorf("%s sent again with its request: %d, replayed %q, report %+v; want its answer and report",
+				what, status, h.Get("Idempotent-Replayed"), got)
+		}
+		status, h = resend(t, svc, svc.URL+"/v1/code", out.Results[i].Sent, "print(42)")
 		if status != http.StatusPaymentRequired || h.Get("PAYMENT-RESPONSE") != "" {
-			t.Errorf("%s sent again: %d, PAYMENT-RESPONSE %q; want a corrective 402 without one", what, status, h.Get("PAYMENT-RESPONSE"))
+			t.Errorf("%s sent again with another request: %d, PAYMENT-RESPONSE %q; want a corrective 402 without one",
+				what, status, h.Get("PAYMENT-RESPONSE"))
 			continue
 		}
 		if pr := requiredOf(t, h); pr.Error != codeMismatch || pr.corrective() != strconv.FormatInt(charged, 10) {
@@ -120,7 +131,7 @@ func testChannelDepositReused(t *testing.T, c *chain, svc *service) {
 	id, charged := checkCharged(t, out.Results, 0)
 	held := c.balance(t, third.address)
 	reused := revouch(t, out.Results[0].Sent, third, charged+price)
-	status, h := resend(t, svc, svc.URL+"/v1/code", reused)
+	status, h := resend(t, svc, svc.URL+"/v1/code", reused, "print(6*7)")
 	pr := requiredOf(t, h)
 	if status != http.StatusPaymentRequired || !strings.Contains(pr.Error, "already used") || !strings.Contains(pr.Error, codeSimulationFailed) {
 		t.Errorf("a used deposit authorization: %d %q; want a 402 that says it was already used (%s)", status, pr.Error, codeSimulationFailed)
@@ -128,7 +139,9 @@ func testChannelDepositReused(t *testing.T, c *chain, svc *service) {
 	if st := escrowState(t, c, id); st.Balance.Int64() != 2*price || c.balance(t, third.address) != held {
 		t.Errorf("the channel holds %s and the payer %d after the reuse; want %d and %d", st.Balance, c.balance(t, third.address), 2*price, held)
 	}
-	next := payByChannel(t, c, writeKey(t, "third.key", third.key), 1, codeCall(svc.URL, "print(6*7)"))
+	// Another request: a new client knowing only the chain signs the first voucher again,
+	// which with the first's request would be its retry (issue 46), answered from the store.
+	next := payByChannel(t, c, writeKey(t, "third.key", third.key), 1, codeCall(svc.URL, "print(42)"))
 	if _, more := checkCharged(t, next.Results, charged); more != price {
 		t.Errorf("the next call was charged %d", more)
 	}

@@ -12,7 +12,8 @@
 //   terms       an unpaid call: the 402 and the terms the official client parses from it
 //   pay         one paid call (v2, PAYMENT-SIGNATURE), with the header it sent, for replays
 //   concurrent  one payment signed once and sent on --n requests at the same time, spread
-//               over --url and every --also URL (replicas of one fleet) in turn
+//               over --url and every --also URL (replicas of one fleet) in turn; each copy
+//               reports whether it was answered as a retry (Idempotent-Replayed)
 //   v1          one paid call by a v1-only client (terms from the body, X-PAYMENT header)
 //   latency     --n free calls (--free-url) and --n paid calls, each timed; medians in ms
 //   sign        the v2 payment the official client makes from the 402's terms, not sent
@@ -143,7 +144,8 @@ async function concurrent(args, account) {
     const url = urls[i % urls.length];
     const res = await timedFetch(url, { ...req, headers: { ...req.headers, ...headers } });
     const body = await bodyOf(res);
-    return { url, status: res.status, settlement: settlement(httpClient, res), stdout: body?.stdout, error: body?.error };
+    return { url, status: res.status, replayed: res.headers.get("Idempotent-Replayed") || "", settlement: settlement(httpClient, res),
+      stdout: body?.stdout, error: body?.error };
   };
   const results = await Promise.all(Array.from({ length: args.n }, one));
   return { n: args.n, nonce: payload.payload.authorization.nonce, results };

@@ -116,7 +116,7 @@ func runScenarios(t *testing.T, c *chain, mode string, modeEnv []string) {
 	t.Run("terms", func(t *testing.T) { testTerms(t, url) })
 	var paid payResult
 	t.Run("paid", func(t *testing.T) { paid = testPaid(t, c, url, payerKey) })
-	t.Run("replay", func(t *testing.T) { testReplay(t, c, url, paid) })
+	t.Run("replay", func(t *testing.T) { testReplay(t, c, url, paid, true) })
 	t.Run("concurrent", func(t *testing.T) { testConcurrent(t, c, url, payerKey) })
 	t.Run("unfunded", func(t *testing.T) { testUnfunded(t, c, url, unfundedKey) })
 	t.Run("v1", func(t *testing.T) { testV1(t, c, url, payerKey) })

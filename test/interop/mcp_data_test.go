@@ -133,9 +133,7 @@ func TestMCPDataChartPaid(t *testing.T) {
 	if hash := expectMovedAmount(t, c, before, payer.address, dataPriceAtomic); !strings.EqualFold(hash, settled.Transaction) {
 		t.Errorf("the transfer is in %s, the settlement names %s", hash, settled.Transaction)
 	}
-	if r := out.Replay; !r.IsError || r.StructuredContent["x402Version"] != 2.0 {
-		t.Errorf("the payment replayed over MCP: thrown %q, isError %v; want the terms again", r.Thrown, r.IsError)
-	}
+	checkMCPReplayed(t, out.Paid, out.Replay)
 }
 
 // quotedAmount posts body unpaid with curl and returns the amount of the first

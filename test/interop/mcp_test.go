@@ -3,7 +3,6 @@ package interop
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +114,8 @@ func TestMCPOfficialClient(t *testing.T) {
 // structuredContent passes its own output-schema check, pays with a PaymentPayload
 // built by the official @x402/evm client scheme in _meta["x402/payment"], and gets the
 // run with the settlement in _meta["x402/payment-response"]; exactly one transfer
-// moves. The same payment replayed over HTTP afterwards is refused.
+// moves. The same payment sent again with the same arguments gets the same result back
+// (issue 46); over HTTP afterwards, another request, it is refused.
 func TestMCPPaid(t *testing.T) {
 	mustInterop(t)
 	c, env := startMode(t, "onchain", nil)
@@ -151,16 +151,13 @@ func TestMCPPaid(t *testing.T) {
 		t.Errorf("the transfer is in %s, the settlement names %s", hash, settled.Transaction)
 	}
 
-	// The same PaymentPayload again over MCP: the terms again, with the reason.
-	if r := out.Replay; r.Thrown != "" || !r.IsError || r.StructuredContent["x402Version"] != 2.0 ||
-		!strings.Contains(fmt.Sprint(r.StructuredContent["error"]), "refused") {
-		t.Errorf("the payment replayed over MCP: thrown %q, isError %v, %v", r.Thrown, r.IsError, r.StructuredContent["error"])
-	}
+	// The same PaymentPayload again over MCP, with the same arguments: the answer again.
+	checkMCPReplayed(t, out.Paid, out.Replay)
 	// The same PaymentPayload over HTTP, after it bought an answer over MCP.
 	replay := payResult{}
 	replay.SentHeader.Name = "PAYMENT-SIGNATURE"
 	replay.SentHeader.Value = base64.StdEncoding.EncodeToString(out.Payload)
-	t.Run("replay over HTTP", func(t *testing.T) { testReplay(t, c, svc.URL+"/v1/code", replay) })
+	t.Run("replay over HTTP", func(t *testing.T) { testReplay(t, c, svc.URL+"/v1/code", replay, false) })
 }
 
 // jsonEqual reports whether a and b encode to the same JSON, objects compared by their
@@ -183,4 +180,17 @@ func canonicalJSON(v any) (string, error) {
 	}
 	raw, err = json.Marshal(decoded)
 	return string(raw), err
+}
+
+// checkMCPReplayed checks that a paid MCP result's payload sent again with the same
+// arguments got the same result back (issue 46): the same structuredContent and settle
+// report, and _meta["sandboxd/replayed"].
+func checkMCPReplayed(t *testing.T, paid, replayed mcpResult) {
+	t.Helper()
+	if replayed.Thrown != "" || replayed.IsError || replayed.Meta["sandboxd/replayed"] != true ||
+		!jsonEqual(replayed.StructuredContent, paid.StructuredContent) ||
+		!jsonEqual(replayed.Meta["x402/payment-response"], paid.Meta["x402/payment-response"]) {
+		t.Errorf("the payment sent again over MCP: thrown %q, isError %v, _meta %v; want the paid result again",
+			replayed.Thrown, replayed.IsError, replayed.Meta)
+	}
 }

@@ -43,8 +43,8 @@ var faultPrograms = []faultProgram{
 // TestPaidProgramFault (issue 16, item 5): a program that attacks its own run is still the
 // service's delivered answer when paid. With the official x402 client on anvil, each
 // program in faultPrograms is paid, answered 200 with its run and settled on chain, and a
-// replay of its payment gets 402 and moves nothing: a program cannot turn its run into a
-// service failure, which would release the payment for a free run.
+// replay of its payment with another request gets 402 and moves nothing: a program cannot
+// turn its run into a service failure, which would release the payment for a free run.
 func TestPaidProgramFault(t *testing.T) {
 	mustInterop(t)
 	c, env := startMode(t, "onchain", nil)
@@ -55,7 +55,7 @@ func TestPaidProgramFault(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			paid := paidRun(t, c, url, payerKey, p.code, p.want)
 			t.Logf("answered %v", paid.Body)
-			testReplay(t, c, url, paid)
+			testReplay(t, c, url, paid, false)
 		})
 	}
 }

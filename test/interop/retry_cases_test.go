@@ -6,12 +6,32 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"sandboxd/internal/servicetest"
 )
 
 // fixedID is the payment id the cases below send on purpose, twice.
 const fixedID = "pay_retry_interop_0123456789abcdef"
+
+// testRetryHangUp (§4.6, §4.4): the caller hangs up while its paid program still runs (the
+// service sees it leave) and asks again with the same header while it runs: the retry waits
+// for the first and gets its answer, replayed; the run is settled once.
+func testRetryHangUp(t *testing.T, c *chain, p *servicetest.DropProxy, d *dropper, key string) {
+	before, drops := snapshot(t, c), len(p.Drops())
+	p.SetHangUp(500 * time.Millisecond)
+	defer p.SetHangUp(0)
+	d.arm()
+	steps := runRetry(t, key, []retryCall{{URL: p.URL + "/v1/code", Body: pythonBody("import time\ntime.sleep(2)\n" + tokenCode)}})
+	s := steps[0]
+	if lost := lastDrop(t, p, drops+1); !lost.HungUp {
+		t.Fatalf("the proxy did not hang up: %+v", lost)
+	}
+	if s.Dropped == "" || s.Status != http.StatusOK || s.Replayed != "true" || s.PaymentResponse == "" || len(stdoutOfText(t, s.Text)) != 17 {
+		t.Errorf("the retry after a hang-up: %+v; want the first's answer, replayed", s)
+	}
+	expectMoved(t, c, before, payer.address)
+}
 
 // testRetryIDConflict (§8): the same payment id with another body is a 409, whether in a
 // new payment of the payer or in the first's own header; neither is paid: one transfer.

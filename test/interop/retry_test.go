@@ -168,6 +168,7 @@ func testRetries(t *testing.T, mode string, all bool) {
 	if !all {
 		return
 	}
+	t.Run("hang-up", func(t *testing.T) { testRetryHangUp(t, c, p, d, key) })
 	t.Run("id-conflict", func(t *testing.T) { testRetryIDConflict(t, c, p.URL, key) })
 	t.Run("other-wallet", func(t *testing.T) { testRetryOtherWallet(t, c, p, d, key) })
 	t.Run("sandboxd-call", func(t *testing.T) { testRetryCall(t, c, p, d, key) })

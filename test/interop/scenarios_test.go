@@ -166,29 +166,53 @@ func paidRun(t *testing.T, c *chain, url, keyFile, code string, want runAnswer) 
 	return r
 }
 
-// testReplay sends the header of the paid call again, byte for byte.
-func testReplay(t *testing.T, c *chain, url string, paid payResult) {
+// testReplay sends the header of the paid call again, byte for byte, with print(6*7) to
+// url: when that is the request it paid for (same), the answer comes back from the store
+// (issue 46: 200, Idempotent-Replayed, the original PAYMENT-RESPONSE, nothing run); with
+// another request, and always when it is not the one paid for, it is refused (402). Nothing
+// moves either way.
+func testReplay(t *testing.T, c *chain, url string, paid payResult, same bool) {
 	if paid.SentHeader.Value == "" {
 		t.Fatal("no paid call to replay: the paid scenario failed")
 	}
 	before := snapshot(t, c)
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"language":"python","code":"print(6*7)"}`))
+	if same {
+		status, body, h := postReplay(t, url, paid, "print(6*7)")
+		if status != http.StatusOK || h.Get("Idempotent-Replayed") != "true" || h.Get("PAYMENT-RESPONSE") == "" ||
+			!strings.Contains(body, `"stdout":"42\n"`) {
+			t.Errorf("the payment sent again with its request: %d (%s), replayed %q; want its answer back",
+				status, body, h.Get("Idempotent-Replayed"))
+		}
+	}
+	status, body, _ := postReplay(t, url, paid, "print(6*7+0)")
+	if status != http.StatusPaymentRequired {
+		t.Errorf("replayed payment: status %d (%s), want 402", status, body)
+	}
+	if strings.Contains(body, `"stdout"`) {
+		t.Errorf("replayed payment got a run: %s", body)
+	}
+	if !same {
+		if status, body, _ := postReplay(t, url, paid, "print(6*7)"); status != http.StatusPaymentRequired {
+			t.Errorf("replayed payment: status %d (%s), want 402", status, body)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	expectUnmoved(t, c, before)
+}
+
+// postReplay posts code to url with the payment header of paid.
+func postReplay(t *testing.T, url string, paid payResult, code string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"language":"python","code":"`+code+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(paid.SentHeader.Name, paid.SentHeader.Value)
 	res, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusPaymentRequired {
-		t.Errorf("replayed payment: status %d (%s), want 402", res.StatusCode, body)
-	}
-	if strings.Contains(string(body), `"stdout"`) {
-		t.Errorf("replayed payment got a run: %s", body)
-	}
-	time.Sleep(300 * time.Millisecond)
-	expectUnmoved(t, c, before)
+	return res.StatusCode, string(body), res.Header
 }
 
 // concurrentResult is what client.mjs prints for the concurrent scenario.
@@ -199,37 +223,38 @@ type concurrentResult struct {
 		Settlement *settleResponse `json:"settlement"`
 		Stdout     *string         `json:"stdout"`
 		Error      string          `json:"error"`
+		Replayed   string          `json:"replayed"`
 	} `json:"results"`
 }
 
-// testConcurrent sends one signed payment on ten requests at once.
+// checkOneRun checks the answers to n copies of one payment with one request sent at
+// once (issue 46): one ran and the rest waited for it and got its answer back
+// (Idempotent-Replayed), each a 200 printing want with the settlement; none refused.
+func checkOneRun(t *testing.T, r concurrentResult, n int, want string) {
+	t.Helper()
+	statuses, ran := map[int]int{}, 0
+	for _, res := range r.Results {
+		statuses[res.Status]++
+		if res.Replayed == "" {
+			ran++
+		}
+		if res.Status != http.StatusOK || res.Stdout == nil || *res.Stdout != want || res.Settlement == nil || !res.Settlement.Success {
+			t.Errorf("a copy of the payment: %d, stdout %v, settlement %+v; want 200, %q and the settlement",
+				res.Status, res.Stdout, res.Settlement, want)
+		}
+	}
+	if len(r.Results) != n || statuses[http.StatusOK] != n || ran != 1 {
+		t.Errorf("%d copies of one payment: %v, %d not replayed; want %d 200s, one run and the rest replayed", len(r.Results), statuses, ran, n)
+	}
+}
+
+// testConcurrent sends one signed payment on ten requests at once: one run, one
+// transfer, and the other nine get its answer (issue 46).
 func testConcurrent(t *testing.T, c *chain, url, keyFile string) {
 	before := snapshot(t, c)
 	var r concurrentResult
 	runClient(t, &r, "concurrent", url, keyFile, "--n", "10")
-	ok, refused := 0, 0
-	statuses := map[int]int{}
-	for _, res := range r.Results {
-		statuses[res.Status]++
-		switch res.Status {
-		case http.StatusOK:
-			ok++
-			if res.Settlement == nil || !res.Settlement.Success {
-				t.Errorf("the 200 carries no successful PAYMENT-RESPONSE: %+v", res.Settlement)
-			}
-			if res.Stdout == nil || *res.Stdout != "42\n" {
-				t.Errorf("the 200 carries no run of print(6*7): stdout %v", res.Stdout)
-			}
-		case http.StatusPaymentRequired:
-			refused++
-			if res.Stdout != nil {
-				t.Errorf("a refused request got output %q", *res.Stdout)
-			}
-		}
-	}
-	if len(r.Results) != 10 || ok != 1 || refused != 9 {
-		t.Errorf("statuses of ten requests with one payment: %v; want one 200 and nine 402", statuses)
-	}
+	checkOneRun(t, r, 10, "42\n")
 	waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) != before.payee })
 	time.Sleep(300 * time.Millisecond) // room for a second transfer, were there one
 	expectMoved(t, c, before, payer.address)
