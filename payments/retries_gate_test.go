@@ -230,19 +230,7 @@ func TestKeptRace(t *testing.T) {
 	ctx := context.Background()
 	k := newKept(t, nil, nil)
 	h := exactHeader(t, x402test.Key(t), k.g.Requirements(), newID(t))
-	first, err := k.g.Check(ctx, keptRequest(h, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := k.g.Check(ctx, keptRequest(h, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := first.Reserve(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = second.Reserve(ctx)
+	c, err := k.race(t, keptRequest(h, "a"), keptRequest(h, "a"))
 	e := wantCode(t, err, sandboxd.CodeConflict)
 	if e.Replay == nil {
 		t.Fatal("the race's loser carries no replay")

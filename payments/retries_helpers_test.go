@@ -51,6 +51,21 @@ type kept struct {
 // x402test.Now; seller, when set, builds the channel seller it offers.
 func newKept(tb testing.TB, cfg *Config, seller func(*ledger.SQL, answer.Keeping) *channels.Seller) *kept {
 	tb.Helper()
+	return newKeptWith(tb, cfg, seller, keptTuning{})
+}
+
+// keptTuning changes what newKeptWith builds: the keeper's configuration
+// and options, and the store it reads (wrapped, to count or fail reads).
+type keptTuning struct {
+	config  func(*retries.Config)
+	options func(*retries.Options)
+	store   func(retries.Store) retries.Store
+}
+
+// newKeptWith is newKept, tuned by tune.
+func newKeptWith(tb testing.TB, cfg *Config, seller func(*ledger.SQL, answer.Keeping) *channels.Seller,
+	tune keptTuning) *kept {
+	tb.Helper()
 	if cfg == nil {
 		c := testConfig(tb)
 		cfg = &c
@@ -59,8 +74,20 @@ func newKept(tb testing.TB, cfg *Config, seller func(*ledger.SQL, answer.Keeping
 	if err := k.l.Heartbeat(context.Background()); err != nil { // its running rows are live
 		tb.Fatal(err)
 	}
-	rc := retries.Config{Wait: 2 * time.Second}.WithDefaults(time.Duration(cfg.MaxTimeoutSeconds) * time.Second)
-	keeper := retries.New(rc, RetriesStore(k.l), retries.Options{Observer: k.obs, PollEvery: 10 * time.Millisecond})
+	rc := retries.Config{Wait: 2 * time.Second}
+	if tune.config != nil {
+		tune.config(&rc)
+	}
+	rc = rc.WithDefaults(time.Duration(cfg.MaxTimeoutSeconds) * time.Second)
+	ro := retries.Options{Observer: k.obs, PollEvery: 10 * time.Millisecond}
+	if tune.options != nil {
+		tune.options(&ro)
+	}
+	var store retries.Store = RetriesStore(k.l)
+	if tune.store != nil {
+		store = tune.store(store)
+	}
+	keeper := retries.New(rc, store, ro)
 	o := options{Settler: k.s, Ledger: k.l, Now: k.clock.Now, Keeping: answer.Keeping{Keeper: keeper, Flow: time.Minute}}
 	if seller != nil {
 		o.Seller = seller(k.l, o.Keeping)
@@ -166,3 +193,24 @@ func wantCode(tb testing.TB, err error, code sandboxd.Code) *sandboxd.Error {
 
 // settles is how many settlements the fake settler was asked for.
 func (k *kept) settles() int { return int(k.s.settles.Load()) }
+
+// race checks first and second before either reserves, then reserves
+// first, then second: first's charge, and second's refusal.
+func (k *kept) race(tb testing.TB, first, second sandboxd.PaymentRequest) (sandboxd.Charge, error) {
+	tb.Helper()
+	ctx := context.Background()
+	a, err := k.g.Check(ctx, first)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := k.g.Check(ctx, second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := a.Reserve(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, err = b.Reserve(ctx)
+	return c, err
+}
