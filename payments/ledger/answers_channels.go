@@ -13,8 +13,7 @@ import (
 // row, in tx (ReserveIncrement's). The row's payer is the channel's.
 func (l *SQL) holdAnswered(ctx context.Context, tx *sql.Tx, id string, h Hold, q string, args []any) error {
 	var payer string
-	err := tx.QueryRowContext(ctx, l.dialect.bind(`SELECT payer FROM channels WHERE channel_id = ?`),
-		key(id)).Scan(&payer)
+	err := l.stmts.in(tx).QueryRowContext(ctx, l.channelPayerSQL(), key(id)).Scan(&payer)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrChannelMoved
 	}
@@ -40,10 +39,20 @@ func (l *SQL) commitAnswer(ctx context.Context, tx *sql.Tx, payer, paymentKey st
 			"cannot build the settlement report of the answer")
 	}
 	args := append(bodyArgs(ans.Body), string(report), l.stamp(), payer, paymentKey)
-	_, err = tx.ExecContext(ctx, l.dialect.bind(`UPDATE answers SET state = 'ready', `+bodySet+`,
-	settlement = ?, expires_at = `+l.readyIn()+`, updated_at = ?
-WHERE payer = ? AND payment_key = ? AND state = 'running'`), args...)
+	_, err = l.stmts.in(tx).ExecContext(ctx, l.commitAnswerSQL(), args...)
 	return err
+}
+
+// commitAnswerSQL is commitAnswer's statement.
+func (l *SQL) commitAnswerSQL() string {
+	return l.dialect.bind(`UPDATE answers SET state = 'ready', ` + bodySet + `,
+	settlement = ?, expires_at = ` + l.readyIn() + `, updated_at = ?
+WHERE payer = ? AND payment_key = ? AND state = 'running'`)
+}
+
+// channelPayerSQL reads a channel's payer, the owner of its answers rows.
+func (l *SQL) channelPayerSQL() string {
+	return l.dialect.bind(`SELECT payer FROM channels WHERE channel_id = ?`)
 }
 
 // dropHoldAnswers deletes, in tx, the running answers rows of the holds of

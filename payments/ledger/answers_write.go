@@ -47,22 +47,28 @@ func checkAnswer(op string, a *AnswerRow) error {
 // key and id back before the sweeper comes), then inserts.
 // ErrAnswerTaken when a live row holds the key or the id.
 func (l *SQL) claimAnswer(ctx context.Context, tx *sql.Tx, payer, paymentKey string, a *AnswerRow) error {
-	d := l.dialect
-	_, err := tx.ExecContext(ctx, d.bind(`DELETE FROM answers WHERE payer = ?
-	AND (payment_key = ? OR (payment_id = ? AND payment_id <> '')) AND NOT `+l.liveAnswer()),
-		payer, paymentKey, a.ID, l.lease.Seconds())
+	del, ins := l.claimSQL()
+	p := l.stmts.in(tx)
+	_, err := p.ExecContext(ctx, del, payer, paymentKey, a.ID, l.lease.Seconds())
 	if err != nil {
 		return err
 	}
 	now := l.stamp()
-	// Without a conflict target, DO NOTHING covers the key and the
-	// unique (payer, payment_id) index alike.
-	res, err := tx.ExecContext(ctx, d.bind(`INSERT INTO answers (payer, payment_key, payment_id, request, kind,
-	transport, state, x402_version, replica, keep_ms, created_at, updated_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, `+d.dbIn+`) ON CONFLICT DO NOTHING`),
-		payer, paymentKey, a.ID, key(a.Request), a.Kind, a.Transport, a.X402Version, l.replica,
-		a.Keep.Milliseconds(), now, now, (a.Flow + a.Keep).Seconds())
+	res, err := p.ExecContext(ctx, ins, payer, paymentKey, a.ID, key(a.Request), a.Kind, a.Transport, a.X402Version,
+		l.replica, a.Keep.Milliseconds(), now, now, (a.Flow + a.Keep).Seconds())
 	return affected(res, err, ErrAnswerTaken)
+}
+
+// claimSQL is claimAnswer's two statements: the dead rows' delete and the
+// insert. Without a conflict target, the insert's DO NOTHING covers the
+// key and the unique (payer, payment_id) index alike.
+func (l *SQL) claimSQL() (del, ins string) {
+	d := l.dialect
+	return d.bind(`DELETE FROM answers WHERE payer = ?
+	AND (payment_key = ? OR (payment_id = ? AND payment_id <> '')) AND NOT ` + l.liveAnswer()),
+		d.bind(`INSERT INTO answers (payer, payment_key, payment_id, request, kind,
+	transport, state, x402_version, replica, keep_ms, created_at, updated_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ` + d.dbIn + `) ON CONFLICT DO NOTHING`)
 }
 
 // reserveAnswered is Reserve of an entry with an answer: the dead rows'

@@ -179,6 +179,10 @@ WHERE channel_id = ? AND state = 'open' AND charged = ? AND ` + l.holdFree())
 		l.stamp(), key(id), expected.String(), l.lease.Seconds()}
 	// The hold need not be durable (ClearHolds at start): volatileTx.
 	l.stmts.warm(ctx, q)
+	if h.Answer != nil {
+		del, ins := l.claimSQL()
+		l.stmts.warm(ctx, l.channelPayerSQL(), del, ins)
+	}
 	err := l.volatileTx(ctx, func(tx *sql.Tx) error {
 		if h.Answer != nil {
 			return l.holdAnswered(ctx, tx, id, h, q, args)
@@ -224,6 +228,9 @@ WHERE channel_id = ? AND pending_id = ? AND charged = ? RETURNING ` + channelCol
 	record := d.bind(`INSERT INTO channel_charges
 	(channel_id, charged_after, amount, voucher_max, resource, replica, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	l.stmts.warm(ctx, held, charge, record)
+	if ans != nil {
+		l.stmts.warm(ctx, l.commitAnswerSQL())
+	}
 	var out Channel
 	err := l.inTx(ctx, func(sqlTx *sql.Tx) error {
 		tx := l.stmts.in(sqlTx)
