@@ -207,7 +207,18 @@ func affected(res sql.Result, err error, none error) error {
 
 // inTx runs fn in a transaction, committed when fn returns nil.
 func (l *SQL) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := l.db.BeginTx(ctx, nil)
+	return inTxOn(ctx, l.db, fn)
+}
+
+// beginner is a *sql.DB or a *sql.Conn.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// inTxOn runs fn in a transaction begun on b, committed when fn returns
+// nil.
+func inTxOn(ctx context.Context, b beginner, fn func(tx *sql.Tx) error) error {
+	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

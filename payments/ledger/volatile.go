@@ -35,24 +35,11 @@ func (l *SQL) volatileTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if _, err := c.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
 		return discard(c, err)
 	}
-	err = inConnTx(ctx, c, fn)
+	err = inTxOn(ctx, c, fn)
 	if _, rerr := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = FULL"); rerr != nil {
 		return discard(c, rerr)
 	}
 	return err
-}
-
-// inConnTx runs fn in a transaction on c, committed when fn succeeds.
-func inConnTx(ctx context.Context, c *sql.Conn, fn func(*sql.Tx) error) error {
-	tx, err := c.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // discard closes c's connection rather than returning it to the pool (its
