@@ -25,6 +25,10 @@ type Environment struct {
 	// Price is the price of one call, in asset units ("0.005"); "" when
 	// calls are free.
 	Price string
+	// Languages are the canonical names of the languages the environment
+	// runs, its default first; never empty in a Catalog (the configuration
+	// refuses an environment without one).
+	Languages []string
 }
 
 // File is one file handed to a program (Job.Files) or produced by it

@@ -2,23 +2,6 @@ package sandboxd
 
 import "time"
 
-// Language names a supported interpreter. Only Python exists today.
-const LanguagePython = "python"
-
-// SupportedLanguages lists the accepted spellings of the language field, in
-// the order an error message names them.
-var SupportedLanguages = []string{"python", "python3"}
-
-// NormalizeLanguage maps an accepted spelling (empty means python) to its
-// canonical name, and reports whether it is supported.
-func NormalizeLanguage(lang string) (string, bool) {
-	switch lang {
-	case "", "python", "python3":
-		return LanguagePython, true
-	}
-	return "", false
-}
-
 // Job is one program to run.
 type Job struct {
 	// ID identifies the run in logs and container labels.

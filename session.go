@@ -90,7 +90,10 @@ type SessionInfo struct {
 	// in full.
 	ID          string
 	Environment string
-	Created     time.Time
+	// Language is the canonical name of the language the session runs;
+	// a session never changes it, as it holds one live interpreter.
+	Language string
+	Created  time.Time
 	// LastCall is when the last call ended; zero before the first.
 	LastCall time.Time
 	// Expires is when the session ends unless a call comes first: the

@@ -153,12 +153,14 @@ func (s *Server) parseJob(w http.ResponseWriter, r *http.Request) (sandboxd.Job,
 
 // newJob validates a request (from HTTP or MCP) into a Job.
 func (s *Server) newJob(req codeRequest) (sandboxd.Job, error) {
-	lang := ""
+	lang, canonical := "", sandboxd.LanguagePython
 	if req.Language != nil {
 		lang = strings.ToLower(strings.TrimSpace(*req.Language))
 	}
-	canonical, ok := sandboxd.NormalizeLanguage(lang)
-	if !ok {
+	if lang != "" {
+		canonical, _ = sandboxd.NormalizeLanguage(lang)
+	}
+	if canonical != sandboxd.LanguagePython {
 		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
 			"language %q is not supported; use one of: %s", lang, strings.Join(sandboxd.SupportedLanguages, ", "))
 	}

@@ -96,6 +96,8 @@ func TestCodeErrors(t *testing.T) {
 		{name: "stdin over limit", body: `{"code":"x","stdin":"` + strings.Repeat("i", 11) + `"}`, status: 413, inError: "stdin is 11 bytes, over the limit of 10"},
 		{name: "number for stdin", body: `{"code":"x","stdin":1}`, status: 400, inError: `"stdin" must be a string`},
 		{name: "unknown language", body: `{"language":"ruby","code":"x"}`, status: 400, inError: "python, python3"},
+		{name: "known language no image runs", body: `{"language":"JS","code":"x"}`, status: 400,
+			inError: `language "js" is not supported; use one of: python, python3`},
 		{name: "empty code", body: `{"code":"  "}`, status: 400, inError: "missing or empty"},
 		{name: "code over limit", body: `{"code":"` + strings.Repeat("x", 101) + `"}`, status: 413, inError: "limit of 100"},
 		{name: "code at limit", body: `{"code":"` + strings.Repeat("x", 100) + `"}`, status: 200, ran: true},
