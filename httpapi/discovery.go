@@ -45,17 +45,64 @@ func answerOf(answer, answerSchema map[string]any) (info, schema map[string]any)
 }
 
 // bazaar is the extension of a resource: how to call it and what it
-// answers, as examples (input, outInfo) and their schemas.
+// answers, as examples (input, outInfo) and their schemas. The input's
+// schema is whole (its descriptions say what each environment costs and
+// what a request may hold); the answer's is its shape alone, without
+// descriptions: every payer echoes the extension in each payment it sends,
+// so its bytes are carried, encoded and decoded twice a paid call, and the
+// answer's prose is in the OpenAPI document and the MCP tool's own schema.
 func bazaar(input, inputSchema, outInfo, outSchema map[string]any) map[string]any {
 	return map[string]any{
 		"info": map[string]any{"input": input, "output": outInfo},
 		"schema": map[string]any{
 			"$schema":    discoverySchemaDialect,
 			"type":       "object",
-			"properties": map[string]any{"input": inputSchema, "output": outSchema},
+			"properties": map[string]any{"input": inputSchema, "output": shapeOf(outSchema)},
 			"required":   []string{"input"},
 		},
 	}
+}
+
+// shapeOf is a copy of a JSON Schema without its "description" keywords, at
+// every depth; a property that is named "description" is kept. The schema
+// given is not changed.
+func shapeOf(schema map[string]any) map[string]any {
+	out := make(map[string]any, len(schema))
+	for k, v := range schema {
+		switch {
+		case k == "description":
+		case k == "const" || k == "enum" || k == "default" || k == "example" || k == "examples":
+			out[k] = v
+		case k == "properties" || k == "$defs" || k == "definitions":
+			if props, ok := v.(map[string]any); ok {
+				named := make(map[string]any, len(props))
+				for name, sub := range props {
+					named[name] = shapeOfAny(sub)
+				}
+				v = named
+			}
+			out[k] = v
+		default:
+			out[k] = shapeOfAny(v)
+		}
+	}
+	return out
+}
+
+// shapeOfAny is shapeOf for a keyword's value: a subschema, a list of
+// them, or any other value kept as it is.
+func shapeOfAny(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return shapeOf(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = shapeOfAny(e)
+		}
+		return out
+	}
+	return v
 }
 
 // httpDiscovery is the extension for POST /v1/code.

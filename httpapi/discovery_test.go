@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"sandboxd"
@@ -31,5 +32,41 @@ func TestHTTPTermsCarryDiscovery(t *testing.T) {
 	}
 	if string(payErr.Payment.Terms.V2) != string(gateTerms.V2) || payErr.Payment.Terms.V1 == nil {
 		t.Error("the gate's error was changed in place")
+	}
+}
+
+// TestBazaarSchemasAreShapes: the bazaar's answer schema carries no
+// descriptions (the payer echoes it in every payment), keeps a property named
+// "description" and every value of const, enum and default, and leave the
+// schemas they were made from whole.
+func TestBazaarSchemasAreShapes(t *testing.T) {
+	in := map[string]any{
+		"type": "object", "description": "drop me",
+		"properties": map[string]any{
+			"description": map[string]any{"type": "string", "description": "drop me too"},
+			"mode":        map[string]any{"enum": []any{map[string]any{"description": "a value"}}, "default": "a"},
+			"list":        map[string]any{"type": "array", "items": map[string]any{"description": "gone", "type": "string"}},
+			"either":      map[string]any{"anyOf": []any{map[string]any{"description": "gone", "type": "null"}}},
+		},
+	}
+	before := mustJSON(t, in)
+	got := mustJSON(t, shapeOf(in))
+	want := `{"properties":{"description":{"type":"string"},"either":{"anyOf":[{"type":"null"}]},` +
+		`"list":{"items":{"type":"string"},"type":"array"},"mode":{"default":"a","enum":[{"description":"a value"}]}},"type":"object"}`
+	if got != want {
+		t.Errorf("shapeOf\n got %s\nwant %s", got, want)
+	}
+	if mustJSON(t, in) != before {
+		t.Error("shapeOf changed the schema it was given")
+	}
+	api := newTestServer(&fakeRunner{}, &fakeGate{})
+	for name, ext := range map[string]map[string]any{"http": api.httpDiscovery(), "mcp": api.mcpDiscovery()} {
+		props := ext["schema"].(map[string]any)["properties"].(map[string]any)
+		if s := mustJSON(t, props["output"]); strings.Contains(s, `"description":"`) {
+			t.Errorf("the %s bazaar's answer schema has a description: %.300s", name, s)
+		}
+		if s := mustJSON(t, props["input"]); !strings.Contains(s, `"description":"`) {
+			t.Errorf("the %s bazaar's input schema lost its descriptions: %.300s", name, s)
+		}
 	}
 }
