@@ -8,6 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
 IMAGE   ?= sandbox-python:3.11
 DATA_IMAGE ?= sandbox-python-data:3.11
+NODE_IMAGE ?= sandbox-node:24
 STATICCHECK ?= v0.8.2
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -16,7 +17,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # (runtime.build_status_dir in config.yaml).
 export BUILD_STATUS_DIR ?= $(CURDIR)/data/build
 
-.PHONY: all build docker image image-data run test test-unit lint interop-deps postgres chromium bench demo soak fuzz fleet clean
+.PHONY: all build docker image image-data image-node run test test-unit lint interop-deps postgres chromium bench demo soak fuzz fleet clean
 
 all: build
 
@@ -27,13 +28,18 @@ docker: ## make sure a Docker daemon answers (installs and starts one as root)
 	@scripts/docker-up.sh
 
 image: docker ## build the sandbox image offline (skipped when up to date)
-	@images/python/build.sh $(IMAGE)
+	@images/build.sh $(IMAGE) python
 
 # image-data costs one `docker image inspect` when its inputs are unchanged,
 # so test depends on it (in the foreground); a cold build takes minutes (see
-# build.sh), so run builds it in the background instead (scripts/run.sh).
+# images/build.sh), so run builds it in the background instead (scripts/run.sh).
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
-	@images/python/build.sh $(DATA_IMAGE) data
+	@images/build.sh $(DATA_IMAGE) python/data
+
+# image-node is in neither test's nor run's prerequisites: the image has no
+# runner yet (its environment, node, is off by default; config.yaml).
+image-node: docker ## build the Node.js 24 image (Debian forky) offline (skipped when up to date)
+	@images/build.sh $(NODE_IMAGE) node
 
 # run serves as soon as the python environment can run: the data image builds
 # in the background meanwhile (its runs answer 503 with Retry-After until it

@@ -13,7 +13,7 @@ import (
 )
 
 // An image build under way says so in the build status directory
-// (Config.BuildStatusDir), as images/python/build.sh writes it: <name>.json
+// (Config.BuildStatusDir), as images/build.sh writes it: <name>.json
 // holds the builder's pid, the image, the start (Unix seconds) and the
 // expected duration, and the builder holds an flock on <name>.lock until it
 // exits, however it exits. Anyone who can write the directory can make an

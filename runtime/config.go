@@ -15,8 +15,13 @@ import (
 // a units.Bytes reads a size such as 128MiB, units.NanoCPUs a CPU count such
 // as 0.5), so this package never sees how they were read. Validate checks them.
 type Config struct {
-	// Image is the Python image every run uses, e.g. "sandbox-python:3.11".
+	// Image is the image every run uses, e.g. "sandbox-python:3.11".
 	Image string `mapstructure:"image"`
+	// Languages are the canonical names of the languages the environment
+	// runs (environments.<name>.languages, which cmd/sandboxd validates);
+	// empty means python. Health refuses an image whose
+	// runnerproto.LabelLanguages label lacks one of them.
+	Languages []string `mapstructure:"-"`
 	// OCIRuntime names the OCI runtime (runc, runsc, crun); empty means the
 	// daemon's default.
 	OCIRuntime string `mapstructure:"oci_runtime"`
@@ -65,7 +70,7 @@ type Config struct {
 	// containers of their own instance, so several services (or test binaries)
 	// can share one daemon. Empty means "default" to New.
 	Instance string `mapstructure:"instance"`
-	// BuildStatusDir is where images/python/build.sh says that it is
+	// BuildStatusDir is where images/build.sh says that it is
 	// building an image (buildstatus.go): a run whose image is missing and
 	// being built is refused with CodeUnavailable and a Retry-After of the
 	// time left, and health names the build. Empty: a missing image is

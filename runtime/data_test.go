@@ -10,7 +10,7 @@ import (
 	"sandboxd/internal/testenv"
 )
 
-// The data image (`images/python/build.sh IMAGE data`), run by the real
+// The data image (`images/build.sh IMAGE python/data`), run by the real
 // runner under the service's own container spec: read-only root, /tmp the
 // only writable place, no network, user 10001.
 

@@ -101,7 +101,8 @@ func ioBase(cfg Config, daemonHost string) string {
 const ioOff = "off"
 
 // Health reports nil when runs can start: the daemon answers, the image is
-// present and its runner speaks this service's protocol, and the configured
+// present, its runner speaks this service's protocol and it runs the
+// environment's languages (Config.Languages), and the configured
 // OCI runtime is registered. Otherwise it returns an *sandboxd.Error with
 // CodeUnavailable whose message says what to do. Warm containers play no
 // part: a run starts its own when the pool has none. A healthy engine ends
@@ -143,6 +144,9 @@ func (d *Docker) health(ctx context.Context) error {
 		return sandboxd.Errorf(sandboxd.CodeUnavailable, op,
 			"image %s has runner protocol %q, this service needs %q: rebuild it with `make image image-data`",
 			d.cfg.Image, have, runnerProtocol)
+	}
+	if err := d.cfg.languagesError(op, img.Config.Labels); err != nil {
+		return err
 	}
 	if d.cfg.OCIRuntime == "" {
 		return nil

@@ -64,7 +64,7 @@ import (
 const runnerProtocol = "6"
 
 // imageProtocolLabel is the image label that holds the runner's protocol
-// version (set by images/python/build.sh).
+// version (set by images/python/recipe.sh).
 const imageProtocolLabel = "io.sandboxd.runner"
 
 // markerMagic starts the ack and the end marker.

@@ -26,7 +26,7 @@ const (
 	LabelKind = "io.sandboxd.kind"
 )
 
-// sandboxUser is the image's unprivileged user (see images/python/build.sh).
+// sandboxUser is the image's unprivileged user (see images/build.sh).
 // It is set here too, so a rebuilt image can never make a run root.
 const sandboxUser = "10001:10001"
 

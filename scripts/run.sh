@@ -4,7 +4,7 @@
 # prints how long each step took, starts the data image's build in the
 # background and serves at once. Until the data image is ready the service
 # answers its runs 503 with Retry-After (it reads the build's status file,
-# images/python/build.sh); its warm pool starts by itself when the image
+# images/build.sh); its warm pool starts by itself when the image
 # appears. Ctrl-C (or SIGTERM) stops the service and the background build,
 # which leaves nothing half-built behind (build.sh).
 #
@@ -59,7 +59,7 @@ go_pid=$!
 t0=$(now)
 scripts/docker-up.sh
 t1=$(now)
-images/python/build.sh "$IMAGE"
+images/build.sh "$IMAGE" python
 t2=$(now)
 if ! wait "$go_pid"; then
   go_pid=""
@@ -74,7 +74,7 @@ read -r go_mod go_build < "$times/go"
 # The data image in its own session, so that Ctrl-C reaches it through
 # cleanup alone, after the service has begun to shut down.
 data_log="$BUILD_STATUS_DIR/$(printf '%s' "$DATA_IMAGE" | tr -c 'A-Za-z0-9._-' '_').log"
-setsid images/python/build.sh "$DATA_IMAGE" data >"$data_log" 2>&1 < /dev/null &
+setsid images/build.sh "$DATA_IMAGE" python/data >"$data_log" 2>&1 < /dev/null &
 data_pid=$!
 
 log "ready to serve in $(secs "$begin" "$t3") s:"

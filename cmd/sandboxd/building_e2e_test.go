@@ -19,7 +19,7 @@ import (
 )
 
 // mustBuildStatus writes, in a new directory, the status that
-// images/python/build.sh writes while it builds image (this process as the
+// images/build.sh writes while it builds image (this process as the
 // builder, started 10 s ago, expecting 300 s) and holds its lock, as the
 // build does; finish removes the status and lets the lock go, as the build
 // does when it ends.

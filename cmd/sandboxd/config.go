@@ -202,6 +202,7 @@ func defaultConfig() Config {
 			sandboxd.DataEnvironment: {
 				Enabled:     true,
 				Image:       "sandbox-python-data:3.11",
+				Languages:   []string{sandboxd.LanguagePython},
 				Timeout:     10 * time.Second,
 				MemoryBytes: 512 << 20,
 				NanoCPUs:    1e9,
@@ -209,6 +210,20 @@ func defaultConfig() Config {
 				TmpfsBytes:  64 << 20,
 				PoolSize:    1,
 				PoolMax:     4,
+				Price:       "",
+			},
+			// Off until its image has a runner (images/node/recipe.sh).
+			nodeEnvironment: {
+				Enabled:     false,
+				Image:       "sandbox-node:24",
+				Languages:   []string{sandboxd.LanguageJavaScript, sandboxd.LanguageTypeScript, sandboxd.LanguageBash},
+				Timeout:     5 * time.Second,
+				MemoryBytes: 256 << 20,
+				NanoCPUs:    1e9,
+				PidsLimit:   64,
+				TmpfsBytes:  16 << 20,
+				PoolSize:    2,
+				PoolMax:     8,
 				Price:       "",
 			},
 		},

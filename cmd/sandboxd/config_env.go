@@ -17,17 +17,22 @@ import (
 )
 
 // EnvironmentConfig holds the environments.<name>.* keys: one environment's
-// image, limits, warm pool and price. A key an environment leaves out takes
-// its default: the built-in one of data (defaultConfig), and for python and
-// any environment the operator adds, the runtime.* key of the same name
-// (so SANDBOX_RUNTIME_TIMEOUT still sets python's timeout). Price "" is
-// payments.price.
+// image, languages, limits, warm pool and price. A key an environment
+// leaves out takes its default: the built-in one of data and node
+// (defaultConfig), and for python and any environment the operator adds,
+// the runtime.* key of the same name (so SANDBOX_RUNTIME_TIMEOUT still sets
+// python's timeout), or python for languages, which has no runtime.* key.
+// Price "" is payments.price.
 type EnvironmentConfig struct {
 	// Enabled is environments.<name>.enabled: false turns the environment
 	// off (python cannot be).
 	Enabled bool `mapstructure:"enabled"`
 	// Image is environments.<name>.image.
 	Image string `mapstructure:"image"`
+	// Languages is environments.<name>.languages: the canonical names of
+	// the languages the environment runs, its default first; its image
+	// must list each (runtime.Config.Languages).
+	Languages []string `mapstructure:"languages"`
 	// Timeout is environments.<name>.timeout, the wall-clock limit of a run.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// MemoryBytes is environments.<name>.memory.
@@ -52,7 +57,11 @@ type EnvironmentConfig struct {
 var environmentDescriptions = map[string]string{
 	sandboxd.DefaultEnvironment: "Python 3.11 with the standard library only",
 	sandboxd.DataEnvironment:    "Python 3.11 with numpy, pandas, matplotlib and scipy; figures are returned as PNG files",
+	nodeEnvironment:             "JavaScript on Node.js 24, TypeScript (transpiled, not type-checked) and Bash",
 }
+
+// nodeEnvironment is the built-in environment of JavaScript and TypeScript.
+const nodeEnvironment = "node"
 
 // maxEnvironmentName is the longest environment name.
 const maxEnvironmentName = 32
@@ -159,7 +168,7 @@ func (c *Config) resolveEnvironments(set func(key string) bool) {
 // environment is the environment the runtime.* keys describe: python's
 // defaults, and those of an environment the operator adds.
 func (rt RuntimeConfig) environment() EnvironmentConfig {
-	return EnvironmentConfig{Enabled: true, Image: rt.Image, Timeout: rt.Timeout, MemoryBytes: rt.MemoryBytes,
+	return EnvironmentConfig{Enabled: true, Image: rt.Image, Languages: []string{sandboxd.LanguagePython}, Timeout: rt.Timeout, MemoryBytes: rt.MemoryBytes,
 		NanoCPUs: rt.NanoCPUs, PidsLimit: rt.PidsLimit, TmpfsBytes: rt.TmpfsBytes, PoolSize: rt.PoolSize, PoolMax: rt.PoolMax}
 }
 
@@ -168,7 +177,7 @@ func (rt RuntimeConfig) environment() EnvironmentConfig {
 // (oci_runtime, max_output_bytes, instance, max_files...).
 func (c Config) runtimeConfig(e EnvironmentConfig) runtime.Config {
 	rc := c.Runtime.Config
-	rc.Image, rc.Timeout, rc.MemoryBytes, rc.NanoCPUs = e.Image, e.Timeout, e.MemoryBytes, e.NanoCPUs
+	rc.Image, rc.Languages, rc.Timeout, rc.MemoryBytes, rc.NanoCPUs = e.Image, e.Languages, e.Timeout, e.MemoryBytes, e.NanoCPUs
 	rc.PidsLimit, rc.TmpfsBytes, rc.PoolSize, rc.PoolMax = e.PidsLimit, e.TmpfsBytes, e.PoolSize, e.PoolMax
 	return rc
 }
@@ -218,7 +227,7 @@ func (c Config) apiEnvironments() []sandboxd.Environment {
 		if c.Payments.Enabled {
 			price = c.price(name)
 		}
-		out = append(out, sandboxd.Environment{Name: name, Description: desc, Timeout: e.Timeout,
+		out = append(out, sandboxd.Environment{Name: name, Description: desc, Languages: e.Languages, Timeout: e.Timeout,
 			MemoryBytes: int64(e.MemoryBytes), Price: price})
 	}
 	return out

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,19 +23,25 @@ func mustLoad(t *testing.T, yaml string) Config {
 }
 
 // TestEnvironmentDefaults: python is today's runtime.* values, data has
-// its own defaults (issue 20), and both are on.
+// its own defaults, both are on and run python; node has its own and is
+// off until its image has a runner.
 func TestEnvironmentDefaults(t *testing.T) {
 	cfg := mustLoad(t, "{}\n")
-	py, data := cfg.Environments["python"], cfg.Environments["data"]
-	want := EnvironmentConfig{Enabled: true, Image: "sandbox-python:3.11", Timeout: 5 * time.Second, MemoryBytes: 128 << 20,
-		NanoCPUs: 1e9, PidsLimit: 64, TmpfsBytes: 16 << 20, PoolSize: 4, PoolMax: 16}
-	if py != want {
+	py, data, node := cfg.Environments["python"], cfg.Environments["data"], cfg.Environments["node"]
+	want := EnvironmentConfig{Enabled: true, Image: "sandbox-python:3.11", Languages: []string{"python"}, Timeout: 5 * time.Second,
+		MemoryBytes: 128 << 20, NanoCPUs: 1e9, PidsLimit: 64, TmpfsBytes: 16 << 20, PoolSize: 4, PoolMax: 16}
+	if !reflect.DeepEqual(py, want) {
 		t.Errorf("python %+v, want %+v", py, want)
 	}
-	want = EnvironmentConfig{Enabled: true, Image: "sandbox-python-data:3.11", Timeout: 10 * time.Second, MemoryBytes: 512 << 20,
-		NanoCPUs: 1e9, PidsLimit: 64, TmpfsBytes: 64 << 20, PoolSize: 1, PoolMax: 4}
-	if data != want {
+	want = EnvironmentConfig{Enabled: true, Image: "sandbox-python-data:3.11", Languages: []string{"python"}, Timeout: 10 * time.Second,
+		MemoryBytes: 512 << 20, NanoCPUs: 1e9, PidsLimit: 64, TmpfsBytes: 64 << 20, PoolSize: 1, PoolMax: 4}
+	if !reflect.DeepEqual(data, want) {
 		t.Errorf("data %+v, want %+v", data, want)
+	}
+	want = EnvironmentConfig{Enabled: false, Image: "sandbox-node:24", Languages: []string{"javascript", "typescript", "bash"},
+		Timeout: 5 * time.Second, MemoryBytes: 256 << 20, NanoCPUs: 1e9, PidsLimit: 64, TmpfsBytes: 16 << 20, PoolSize: 2, PoolMax: 8}
+	if !reflect.DeepEqual(node, want) {
+		t.Errorf("node %+v, want %+v", node, want)
 	}
 	if got := cfg.enabledEnvironments(); !slices.Equal(got, []string{"python", "data"}) {
 		t.Errorf("environments %v", got)
@@ -75,8 +82,12 @@ func TestEnvironmentVariablesReachNestedKeys(t *testing.T) {
 	t.Setenv("SANDBOX_ENVIRONMENTS_BIG_ONE_POOL_SIZE", "0")
 	t.Setenv("SANDBOX_ENVIRONMENTS_BIG_ONE_IMAGE", "big:1")
 	t.Setenv("SANDBOX_ENVIRONMENTS_GPU_CPUS", "2")
+	t.Setenv("SANDBOX_ENVIRONMENTS_NODE_LANGUAGES", "javascript,bash")
 	cfg := mustLoad(t, "environments:\n  data:\n    memory: 256MiB\n    timeout: 20s\n  gpu:\n    image: gpu:1\n")
 	data, big, gpu := cfg.Environments["data"], cfg.Environments["big_one"], cfg.Environments["gpu"]
+	if node := cfg.Environments["node"]; !slices.Equal(node.Languages, []string{"javascript", "bash"}) {
+		t.Errorf("node's languages from a comma-separated variable: %q", node.Languages)
+	}
 	if data.MemoryBytes != 1<<30 || data.Timeout != 20*time.Second || data.Price != "0.01" || data.PoolMax != 4 {
 		t.Errorf("data %+v", data)
 	}
@@ -122,6 +133,22 @@ func TestEnvironmentValidation(t *testing.T) {
 		{"body over 64 MiB", "server:\n  max_body_bytes: 65MiB\n", "server.max_body_bytes: 68157440 is outside 1 KiB..64 MiB", ""},
 		{"max files", "runtime:\n  max_files: 2000\n", "runtime.max_files: 2000 is outside 0..1024", ""},
 		{"max files bytes", "runtime:\n  max_files_bytes: 65MiB\n", "runtime.max_files_bytes", ""},
+		{"languages empty", "environments:\n  data:\n    languages: []\n", "config: environments.data.languages: is empty", ""},
+		{"language unknown", "environments:\n  data:\n    languages: [python, ruby]\n",
+			`config: environments.data.languages: "ruby" is not a language; use python, javascript, typescript, bash`, ""},
+		{"language alias", "environments:\n  python:\n    languages: [Python3]\n",
+			`config: environments.python.languages: "Python3": write its canonical name, python`, ""},
+		{"language twice", "environments:\n  data:\n    languages: [python, bash, python]\n",
+			"config: environments.data.languages: python is listed twice", ""},
+		{"typescript alone", "environments:\n  node:\n    enabled: true\n    languages: [typescript, bash]\n",
+			"config: environments.node.languages: typescript needs javascript", ""},
+		{"node small", "environments:\n  node:\n    enabled: true\n    memory: 128MiB\n",
+			"config: environments.node.memory: 134217728 bytes is under 192MiB, the least for an environment that runs javascript", ""},
+		{"javascript in python small", "environments:\n  python:\n    languages: [python, javascript]\n",
+			"config: environments.python.memory: 134217728 bytes is under 192MiB", ""},
+		{"node at 192MiB", "environments:\n  node:\n    enabled: true\n    memory: 192MiB\n", "", ""},
+		{"node off skips its languages", "environments:\n  node:\n    languages: [ruby]\n", "", ""},
+		{"an added environment runs python", "environments:\n  gpu:\n    image: gpu:1\n", "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,13 +204,24 @@ func TestEnvironmentsForTheAPI(t *testing.T) {
 		t.Errorf("prices %v", p)
 	}
 	rc := cfg.runtimeConfig(cfg.Environments["data"])
-	if rc.Image != "sandbox-python-data:3.11" || rc.MemoryBytes != units.Bytes(512<<20) || rc.OCIRuntime != "runc" || rc.Instance != "default" {
+	if rc.Image != "sandbox-python-data:3.11" || rc.MemoryBytes != units.Bytes(512<<20) || rc.OCIRuntime != "runc" || rc.Instance != "default" ||
+		!slices.Equal(rc.Languages, []string{"python"}) {
 		t.Errorf("data's runtime config %+v", rc)
+	}
+	cfg = mustLoad(t, "environments:\n  node:\n    enabled: true\n    languages: [javascript, bash]\n")
+	envs = cfg.apiEnvironments()
+	if len(envs) != 3 || envs[2].Name != "node" || !slices.Equal(envs[2].Languages, []string{"javascript", "bash"}) ||
+		!slices.Equal(envs[0].Languages, []string{"python"}) || !strings.Contains(envs[2].Description, "Node.js 24") {
+		t.Errorf("with node on: %+v", envs)
+	}
+	if rc := cfg.runtimeConfig(cfg.Environments["node"]); !slices.Equal(rc.Languages, []string{"javascript", "bash"}) {
+		t.Errorf("node's runtime config runs %v", rc.Languages)
 	}
 }
 
-// TestRepositoryConfigDocumentsData: config.yaml sets every key of data,
-// and no key of python (which would hide the runtime.* keys).
+// TestRepositoryConfigDocumentsData: config.yaml sets every key of data
+// and node, and of python only languages (any other would hide the
+// runtime.* key of its name; languages has none).
 func TestRepositoryConfigDocumentsData(t *testing.T) {
 	v := viper.New()
 	v.SetConfigFile("../../config.yaml")
@@ -191,11 +229,13 @@ func TestRepositoryConfigDocumentsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range environmentKeys() {
-		if !v.InConfig("environments.data." + k) {
-			t.Errorf("config.yaml does not document environments.data.%s", k)
+		for _, env := range []string{"data", "node"} {
+			if !v.InConfig("environments." + env + "." + k) {
+				t.Errorf("config.yaml does not document environments.%s.%s", env, k)
+			}
 		}
-		if v.InConfig("environments.python." + k) {
-			t.Errorf("config.yaml sets environments.python.%s, which hides runtime.%s", k, k)
+		if set := v.InConfig("environments.python." + k); set != (k == "languages") {
+			t.Errorf("config.yaml sets environments.python.%s: %v, want only languages set (the others hide runtime.*)", k, set)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // validateEnvironments checks the environments section: the names, python
-// turned on, each environment's image, limits and pool (each problem named
+// turned on, each environment's image, languages, limits and pool (each problem named
 // by its key, environments.<name>.<key>), and that the least warm pools of
 // every environment fit in the pool's share of the host's memory.
 func (c Config) validateEnvironments() []error {
@@ -27,6 +27,7 @@ func (c Config) validateEnvironments() []error {
 		}
 		if e := c.Environments[name]; e.Enabled {
 			errs = append(errs, c.environmentErrors(name, e)...)
+			errs = append(errs, languageErrors(name, e)...)
 		}
 	}
 	if err := c.poolMemoryError(); err != nil {

@@ -78,12 +78,12 @@ func SkipOrFailInCI(tb testing.TB, reason string) {
 
 // Image returns the sandbox image the integration tests run:
 // SANDBOXD_TEST_IMAGE when set (a tag built from work in progress with
-// images/python/build.sh), else DefaultImage.
+// images/build.sh), else DefaultImage.
 func Image() string { return imageOr("SANDBOXD_TEST_IMAGE", DefaultImage) }
 
 // DataImage returns the data image the integration tests run:
 // SANDBOXD_TEST_DATA_IMAGE when set (a tag built with
-// `images/python/build.sh TAG data`), else DefaultDataImage.
+// `images/build.sh TAG python/data`), else DefaultDataImage.
 func DataImage() string { return imageOr("SANDBOXD_TEST_DATA_IMAGE", DefaultDataImage) }
 
 // imageOr returns the image named by the environment variable key, or def

@@ -32,7 +32,7 @@ print("drawn")
 )
 
 // preloadEnv is the variable that tells the data image's runner what to
-// import before its program comes (images/python/data/variant.sh); empty,
+// import before its program comes (images/python/data/recipe.sh); empty,
 // it imports nothing.
 const preloadEnv = "SANDBOX_PRELOAD"
 

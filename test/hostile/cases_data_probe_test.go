@@ -185,7 +185,7 @@ func hostEnvironIn(environ map[string]string) []string {
 }
 
 // imageEnv reports whether the images set the variable themselves
-// (images/python/build.sh and data/variant.sh), or the service does.
+// (images/python/recipe.sh and data/recipe.sh), or the service does.
 func imageEnv(k string) bool {
 	switch {
 	case k == "PATH" || k == "LANG" || k == "HOME" || k == "HOSTNAME":

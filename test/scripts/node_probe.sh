@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# node_probe.sh measures the Node image of images/node/build.sh under the
+# node_probe.sh measures the Node image of images/node/recipe.sh under the
 # container flags runtime/spec.go gives every run (read-only root, no
 # network, memory = memory+swap, one CPU, pids, a noexec /tmp, no
 # capabilities, no-new-privileges, the sandbox user, nofile/fsize/core

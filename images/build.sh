@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
-# build.sh builds the sandbox's Python image without any container registry:
-# a minimal Debian rootfs (debootstrap, python3 and its standard library, a
-# non-root user, the runner), imported into Docker as IMAGE.
+# build.sh builds a sandbox image without any container registry: a minimal
+# Debian rootfs (debootstrap), trimmed, with a non-root user and what its
+# recipe adds, imported into Docker as IMAGE.
 #
-#   build.sh [IMAGE [VARIANT]]
+#   build.sh IMAGE RECIPE
 #
-# VARIANT "default" (the default) is the standard library alone. "data" adds
-# Debian's numpy, pandas, matplotlib and scipy and a font (see data/variant.sh).
+# RECIPE is a directory under images/ whose recipe.sh says what the image
+# holds: python (the standard library and the runner), python/data (numpy,
+# pandas, matplotlib, scipy) or node (Node.js 24 from Debian forky).
 #
-# The image carries a label with the hash of its inputs; when an image of that
-# name already has the same hash, nothing is rebuilt.
+# A recipe sets (sourced by this script, which then reads these):
+#   SUITE, PACKAGES     the Debian suite and the packages debootstrap adds
+#                       (comma-separated) to its minbase variant
+#   PURGE               packages removed after debootstrap (dpkg --purge
+#                       --force-depends), space-separated
+#   LANGUAGES           the image's io.sandboxd.languages label
+#                       (runnerproto.LabelLanguages): the canonical names of
+#                       the languages it runs, comma-separated
+#   RUNNER_PROTOCOL     its io.sandboxd.runner label (runnerproto.LabelRunner);
+#                       empty for an image with no runner, which the service
+#                       refuses
+#   IMAGE_ENV, IMAGE_CMD  its environment (assignments) and command (JSON)
+#   EXPECTED_SECONDS    a build's duration until one has been measured
+# and defines recipe_setup, run on the trimmed rootfs ($root, with scratch
+# space in $work) once the sandbox user exists. A recipe may source the
+# recipe of the directory above it (python/data sources python's).
+#
+# The image carries a label with the hash of its inputs (this script, the
+# files of the recipe's directory and of each directory above it, the suite
+# and the mirror); when an image of that name already has the same hash,
+# nothing is rebuilt. Editing python/data's files never rebuilds python's.
 #
 # One build of an image runs at a time: a second waits for the first (a lock
 # in BUILD_STATUS_DIR) and then finds the image up to date. While it builds,
@@ -22,38 +42,34 @@
 # python image does not have.
 set -euo pipefail
 
-IMAGE=${1:-sandbox-python:3.11}
-VARIANT=${2:-default}
-SUITE=${SUITE:-bookworm}
+[ $# = 2 ] || { printf 'usage: %s IMAGE RECIPE\n' "$0" >&2; exit 2; }
+IMAGE=$1
+RECIPE=$2
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
-PACKAGES=python3-minimal,libpython3.11-stdlib
 SANDBOX_UID=10001
-# The version of the protocol run.py speaks with the service (runtime/protocol.go:
-# runnerProtocol); the service refuses an image with another.
-RUNNER_PROTOCOL=6
 here=$(cd "$(dirname "$0")" && pwd)
-BUILD_STATUS_DIR=${BUILD_STATUS_DIR:-$here/../../data/build}
+BUILD_STATUS_DIR=${BUILD_STATUS_DIR:-$here/../data/build}
 DEBOOTSTRAP_CACHE=${DEBOOTSTRAP_CACHE:-/var/cache/sandboxd/debootstrap}
 
 log() { printf 'image: %s\n' "$*" >&2; }
 
-# A variant other than the default is the directory of that name here: its
-# variant.sh sets VARIANT_PACKAGES (added to PACKAGES) and VARIANT_ENV (added
-# to the image's environment), and defines variant_setup, run on the rootfs
-# (in $root, scratch space in $work) instead of emptying dist-packages. Its
-# files are inputs of its image only, so editing them never rebuilds the
-# default image.
-if [ "$VARIANT" != default ]; then
-  case "$VARIANT" in */* | .*) VARIANT=unknown ;; esac
-  [ -f "$here/$VARIANT/variant.sh" ] || { log "unknown variant ${2} (want default or a directory of $here)"; exit 2; }
-  # shellcheck source=data/variant.sh
-  . "$here/$VARIANT/variant.sh"
-  PACKAGES=$PACKAGES,$VARIANT_PACKAGES
-fi
+case "$RECIPE" in /* | *..* | .*) RECIPE=unknown ;; esac
+recipe_dir=$here/${RECIPE%/}
+[ -f "$recipe_dir/recipe.sh" ] || { log "unknown recipe $2 (want a directory of $here with a recipe.sh)"; exit 2; }
+RUNNER_PROTOCOL=""
+# shellcheck source=python/recipe.sh
+. "$recipe_dir/recipe.sh"
 
-inputs=$(cat "$here/build.sh" "$here/run.py"; echo "$SUITE $MIRROR $PACKAGES $SANDBOX_UID $RUNNER_PROTOCOL")
-[ "$VARIANT" = default ] || inputs+=$(cat "$here/$VARIANT"/*; echo "$VARIANT")
-
+# The inputs: this script, then the files of each directory from images/
+# down to the recipe's (sub-directories are other recipes' inputs).
+inputs=$(cat "$here/build.sh"; echo "$SUITE $MIRROR $SANDBOX_UID")
+dir=$here
+for part in ${RECIPE//\// }; do
+  dir=$dir/$part
+  for f in "$dir"/*; do
+    [ -f "$f" ] && inputs+=$(echo "${f#"$here"/}"; cat "$f")
+  done
+done
 hash=$(printf '%s' "$inputs" | sha256sum | cut -c1-16)
 
 up_to_date() {
@@ -81,54 +97,47 @@ fi
 build_image() {
   local t=$SECONDS
   mkdir -p "$DEBOOTSTRAP_CACHE"
+  # A suite newer than the host's debootstrap (forky on bookworm's 1.0.128)
+  # has no script of its own; sid's is the same recipe. debootstrap checks
+  # a Release's signature, not its Valid-Until, so a testing suite whose
+  # mirror serves a stale snapshot still builds.
+  local script=/usr/share/debootstrap/scripts/$SUITE
+  [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
   log "debootstrap $SUITE ($PACKAGES) into $root"
   # The cache holds .debs shared by every build; one debootstrap uses it at a time.
   (
     flock 8
     debootstrap --variant=minbase --cache-dir="$DEBOOTSTRAP_CACHE" --include="$PACKAGES" \
-      "$SUITE" "$root" "$MIRROR" >"$work/debootstrap.log" 2>&1
+      "$SUITE" "$root" "$MIRROR" "$script" >"$work/debootstrap.log" 2>&1
   ) 8>>"$DEBOOTSTRAP_CACHE/.lock" || { tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
   log "debootstrap took $((SECONDS - t)) s"
   t=$SECONDS
 
   # Trim what a sandboxed program has no use for: package tooling, docs, caches.
-  chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends \
-    apt >/dev/null 2>&1 || true
+  # shellcheck disable=SC2086 # PURGE is a list of package names
+  chroot "$root" /usr/bin/dpkg --purge --force-remove-essential --force-depends $PURGE >"$work/purge.log" 2>&1 ||
+    { tail -n 30 "$work/purge.log" >&2; exit 1; }
   rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
     "$root"/usr/share/locale/* "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
     "$root"/var/log/* "$root"/tmp/*
-  if [ "$VARIANT" = default ]; then
-    rm -rf "$root"/usr/lib/python3/dist-packages/*
-  else
-    variant_setup
-  fi
 
   # The unprivileged user every program runs as.
   echo "sandbox:x:$SANDBOX_UID:$SANDBOX_UID:sandbox:/tmp:/usr/sbin/nologin" >> "$root/etc/passwd"
   echo "sandbox:x:$SANDBOX_UID:" >> "$root/etc/group"
   echo "sandbox:*:19000:0:99999:7:::" >> "$root/etc/shadow"
 
-  install -D -m 0644 "$here/run.py" "$root/opt/sandbox/run.py"
-  # Byte-compile the standard library once, so no run pays for it, and the
-  # runner too: the image starts run.pyc, which a container would otherwise
-  # compile from run.py at every start (14-20 ms of CPU on a slow host, some
-  # 3 % of a container's whole cycle; BENCHMARKS.md, 2026-12-04).
-  chroot "$root" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null 2>&1 || true
-  chroot "$root" /usr/bin/python3 -c 'import py_compile; py_compile.compile("/opt/sandbox/run.py", cfile="/opt/sandbox/run.pyc", doraise=True)'
-
-  log "trimming and byte-compiling took $((SECONDS - t)) s"
+  recipe_setup
+  log "trimming and setting up took $((SECONDS - t)) s"
   t=$SECONDS
-  variant_env=()
-  [ "$VARIANT" = default ] || variant_env=(--change "ENV $VARIANT_ENV")
+  local labels=(--change "LABEL io.sandboxd.inputs=$hash" --change "LABEL io.sandboxd.languages=$LANGUAGES")
+  [ -z "$RUNNER_PROTOCOL" ] || labels+=(--change "LABEL io.sandboxd.runner=$RUNNER_PROTOCOL")
   log "importing into Docker as $IMAGE"
   tar -C "$root" -c . | docker import \
     --change "USER $SANDBOX_UID:$SANDBOX_UID" \
     --change "WORKDIR /tmp" \
-    --change "ENV HOME=/tmp LANG=C.UTF-8 PYTHONIOENCODING=utf-8 PYTHONDONTWRITEBYTECODE=1" \
-    "${variant_env[@]}" \
-    --change 'CMD ["/usr/bin/python3", "-I", "/opt/sandbox/run.pyc"]' \
-    --change "LABEL io.sandboxd.inputs=$hash" \
-    --change "LABEL io.sandboxd.runner=$RUNNER_PROTOCOL" \
+    --change "ENV $IMAGE_ENV" \
+    --change "CMD $IMAGE_CMD" \
+    "${labels[@]}" \
     - "$SANDBOXD_BUILD_PARTIAL" >/dev/null
   log "importing took $((SECONDS - t)) s"
 }
@@ -157,10 +166,10 @@ if ! flock -n 9; then
 fi
 
 started=$(date +%s)
-# The expected duration is the last successful build's, else a figure
-# measured on 2 cores (BENCHMARKS.md, "A newcomer's first answer").
+# The expected duration is the last successful build's, else the recipe's
+# figure, measured on 2 cores (BENCHMARKS.md, "A newcomer's first answer").
 expected=$(cat "$BUILD_STATUS_DIR/$name.seconds" 2>/dev/null || true)
-case "$expected" in '' | *[!0-9]*) expected=$([ "$VARIANT" = default ] && echo 90 || echo 420) ;; esac
+case "$expected" in '' | *[!0-9]*) expected=$EXPECTED_SECONDS ;; esac
 partial="$IMAGE-partial-$$"
 work=$(mktemp -d /tmp/sandbox-image.XXXXXX)
 root="$work/rootfs"
@@ -191,7 +200,7 @@ printf '{"pid":%d,"image":"%s","started":%d,"expected_seconds":%d}\n' "$$" "$IMA
 
 # setsid execs in place (a background job of a script leads no process
 # group), so $! is the worker's session and process group.
-SANDBOXD_BUILD_WORK=$work SANDBOXD_BUILD_PARTIAL=$partial setsid "$here/build.sh" "$IMAGE" "$VARIANT" </dev/null &
+SANDBOXD_BUILD_WORK=$work SANDBOXD_BUILD_PARTIAL=$partial setsid "$here/build.sh" "$IMAGE" "$RECIPE" </dev/null &
 worker=$!
 wait "$worker"
 worker=""
