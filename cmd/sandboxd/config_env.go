@@ -218,8 +218,10 @@ func (c Config) apiEnvironments() []sandboxd.Environment {
 		if c.Payments.Enabled {
 			price = c.price(name)
 		}
+		// Every image runs Python alone until the supervisor and its stubs
+		// land: environments.<name>.languages comes with them.
 		out = append(out, sandboxd.Environment{Name: name, Description: desc, Timeout: e.Timeout,
-			MemoryBytes: int64(e.MemoryBytes), Price: price})
+			MemoryBytes: int64(e.MemoryBytes), Price: price, Languages: []string{sandboxd.LanguagePython}})
 	}
 	return out
 }
