@@ -3,7 +3,9 @@ package sandboxd
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Catalog is the enabled environments in the order discovery lists them, each with the languages it runs,
@@ -30,8 +32,8 @@ func (c Catalog) Resolve(language, environment string) (lang, env string, err er
 	if language != "" {
 		var ok bool
 		if lang, ok = NormalizeLanguage(language); !ok {
-			return "", "", Errorf(CodeInvalid, "sandboxd.resolve", "language %q is not supported; %s",
-				strings.ToLower(language), c.offered())
+			return "", "", Errorf(CodeInvalid, "sandboxd.resolve", "language %s is not supported; %s",
+				quoteName(strings.ToLower(language)), c.offered())
 		}
 	}
 	if environment == "" && lang != "" {
@@ -45,8 +47,8 @@ func (c Catalog) Resolve(language, environment string) (lang, env string, err er
 	}
 	e, ok := c.find(environment)
 	if !ok {
-		return "", "", Errorf(CodeInvalid, "sandboxd.resolve", "environment %q is not configured; use one of: %s",
-			environment, strings.Join(c.names(), ", "))
+		return "", "", Errorf(CodeInvalid, "sandboxd.resolve", "environment %s is not configured; use one of: %s",
+			quoteName(environment), strings.Join(c.names(), ", "))
 	}
 	if lang == "" && len(e.Languages) > 0 {
 		return e.Languages[0], e.Name, nil
@@ -96,9 +98,23 @@ func (c Catalog) runs(lang string) string {
 	return env
 }
 
-// offered says which languages some environment runs, canonical names
-// first, then their aliases, for the message of an unknown language.
-func (c Catalog) offered() string {
+// Languages lists the canonical names of the languages some environment
+// of the catalog runs, in the order messages name them (python,
+// javascript, typescript, bash).
+func (c Catalog) Languages() []string {
+	var out []string
+	for _, n := range languageNames {
+		if n.spelling == n.canonical && c.runs(n.canonical) != "" {
+			out = append(out, n.canonical)
+		}
+	}
+	return out
+}
+
+// Spellings lists every spelling of the language field that names a
+// language some environment runs: the canonical names (Languages), then
+// their aliases. It is what an API's enum of languages lists.
+func (c Catalog) Spellings() []string {
 	var names, aliases []string
 	for _, n := range languageNames {
 		switch {
@@ -109,8 +125,48 @@ func (c Catalog) offered() string {
 			aliases = append(aliases, n.spelling)
 		}
 	}
+	return append(names, aliases...)
+}
+
+// EnvironmentsOf lists the names of the environments that run lang, in the
+// catalog's order.
+func (c Catalog) EnvironmentsOf(lang string) []string {
+	var out []string
+	for _, e := range c {
+		if slices.Contains(e.Languages, lang) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// offered says which languages some environment runs, canonical names
+// first, then their aliases, for the message of an unknown language.
+func (c Catalog) offered() string {
+	names, all := c.Languages(), c.Spellings()
 	if len(names) == 0 {
 		return "this service runs no language"
 	}
-	return fmt.Sprintf("this service runs %s (also %s)", strings.Join(names, ", "), strings.Join(aliases, ", "))
+	if len(all) == len(names) {
+		return "this service runs " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("this service runs %s (also %s)", strings.Join(names, ", "), strings.Join(all[len(names):], ", "))
+}
+
+// maxQuotedName is the most bytes of a refused name a message repeats: a
+// request may send a megabyte in the field, and its answer need not.
+const maxQuotedName = 64
+
+// quoteName is a refused name as a message quotes it (Go's %q: control
+// characters and invalid UTF-8 escaped), cut at maxQuotedName bytes on a
+// rune boundary.
+func quoteName(name string) string {
+	if len(name) <= maxQuotedName {
+		return strconv.Quote(name)
+	}
+	cut := maxQuotedName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return strconv.Quote(name[:cut]) + fmt.Sprintf("… (%d bytes)", len(name))
 }

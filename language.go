@@ -16,11 +16,6 @@ const (
 	LanguageBash = "bash"
 )
 
-// SupportedLanguages lists the spellings of the language field that the
-// API accepts, in the order its error message names them: Python's alone,
-// until the images run the other languages.
-var SupportedLanguages = []string{"python", "python3"}
-
 // languageNames maps every accepted spelling, lower-cased, to its
 // canonical name. Its order is the order messages list the names in:
 // each canonical name, then its aliases.

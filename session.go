@@ -26,8 +26,9 @@ import (
 //   - CodeInvalid for an unknown environment;
 //   - CodeUnavailable when the table is closing.
 //
-// Hold holds room for one new session in environment; its errors are
-// Room's (room may have gone since Room said yes).
+// Hold holds room for one new session in environment, running language
+// (a canonical name that Catalog.Resolve chose with environment); its
+// errors are Room's (room may have gone since Room said yes).
 //
 // Turn finds session id and takes its turn for one call by owner (the
 // wallet that paid for the call, "" in free mode). It returns an *Error:
@@ -45,7 +46,7 @@ import (
 // CodeNotFound as for Turn.
 type Sessions interface {
 	Room(environment string) error
-	Hold(ctx context.Context, environment string) (SessionHold, error)
+	Hold(ctx context.Context, environment, language string) (SessionHold, error)
 	Turn(ctx context.Context, id, owner string) (SessionTurn, error)
 	Get(ctx context.Context, id string) (SessionInfo, error)
 	Close(ctx context.Context, id string) error
@@ -128,12 +129,13 @@ type SessionResult struct {
 // SessionEngine starts session containers. The runtime implements it.
 //
 // OpenSession starts, or takes from the environment's warm pool, a
-// container whose runner is switched into its loop, hardened exactly like a
-// run's. It returns an *Error: CodeInvalid for an unknown environment,
+// container whose runner is switched into its loop for language (a
+// canonical name the environment runs), hardened exactly like a run's.
+// It returns an *Error: CodeInvalid for an unknown environment,
 // CodeUnavailable when the engine or image is missing, CodeInternal
 // otherwise, ctx's error when ctx ended first.
 type SessionEngine interface {
-	OpenSession(ctx context.Context, environment string) (SessionContainer, error)
+	OpenSession(ctx context.Context, environment, language string) (SessionContainer, error)
 }
 
 // SessionContainer is one live session container.

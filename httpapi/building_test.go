@@ -55,7 +55,7 @@ func newBuildingServer() (*Server, *buildingRunner, *fakeGate) {
 	gate := &fakeGate{}
 	s := newTestServer(&runner.fakeRunner, gate)
 	s.Runner = runner
-	s.Environments = []sandboxd.Environment{{Name: "python"}, {Name: "data"}}
+	s.Environments = []sandboxd.Environment{{Name: "python", Languages: []string{sandboxd.LanguagePython}}, {Name: "data", Languages: []string{sandboxd.LanguagePython}}}
 	return s, runner, gate
 }
 

@@ -153,18 +153,7 @@ func (s *Server) parseJob(w http.ResponseWriter, r *http.Request) (sandboxd.Job,
 
 // newJob validates a request (from HTTP or MCP) into a Job.
 func (s *Server) newJob(req codeRequest) (sandboxd.Job, error) {
-	lang, canonical := "", sandboxd.LanguagePython
-	if req.Language != nil {
-		lang = strings.ToLower(strings.TrimSpace(*req.Language))
-	}
-	if lang != "" {
-		canonical, _ = sandboxd.NormalizeLanguage(lang)
-	}
-	if canonical != sandboxd.LanguagePython {
-		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
-			"language %q is not supported; use one of: %s", lang, strings.Join(sandboxd.SupportedLanguages, ", "))
-	}
-	env, err := s.environment(req.Environment)
+	lang, env, err := s.resolve(req.Language, req.Environment)
 	if err != nil {
 		return sandboxd.Job{}, err
 	}
@@ -176,7 +165,7 @@ func (s *Server) newJob(req codeRequest) (sandboxd.Job, error) {
 		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.validate",
 			"code is %d bytes, over the limit of %d bytes", len(*req.Code), s.MaxCodeBytes)
 	}
-	job := sandboxd.Job{ID: newJobID(), Language: canonical, Code: *req.Code, Environment: env}
+	job := sandboxd.Job{ID: newJobID(), Language: lang, Code: *req.Code, Environment: env}
 	if req.Stdin != nil {
 		if len(*req.Stdin) > s.MaxStdinBytes {
 			return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.validate",

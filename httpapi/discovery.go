@@ -20,16 +20,23 @@ const bazaarKey = "bazaar"
 // discoverySchemaDialect is the JSON Schema dialect of the extension's schema.
 const discoverySchemaDialect = "https://json-schema.org/draft/2020-12/schema"
 
-// exampleInput is the example call in the discovery info.
-func exampleInput() map[string]any {
-	return map[string]any{"code": "import sys\nprint(sys.stdin.read().upper())", "stdin": "hello"}
+// exampleInput is the example call of lang in the discovery info.
+func exampleInput(lang string) map[string]any {
+	return map[string]any{"code": languages[lang].Example, "stdin": languages[lang].Stdin}
 }
 
-// exampleOutput is the answer of exampleInput.
-func exampleOutput() map[string]any {
-	return map[string]any{"lang": "python", "stdout": "HELLO\n", "stderr": "", "exit_code": 0, "status": "ok",
+// exampleOutput is the answer of exampleInput(lang), run in env.
+func exampleOutput(lang, env string) map[string]any {
+	return map[string]any{"lang": lang, "stdout": languages[lang].Stdout, "stderr": "", "exit_code": 0, "status": "ok",
 		"timed_out": false, "oom_killed": false, "truncated": false, "duration_ms": 6, "cpu_ms": 1, "max_rss_kb": 11520,
-		"environment": "python", "files": []any{}, "files_truncated": false}
+		"environment": env, "files": []any{}, "files_truncated": false}
+}
+
+// exampleSession is the answer of an opening of a Python session.
+func exampleSession() map[string]any {
+	return map[string]any{"session_id": "ses_" + "8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e", "environment": "python",
+		"language": "python", "created_at": "2026-12-01T12:00:00Z", "expires_at": "2026-12-01T12:05:00Z",
+		"idle_timeout_s": 300, "max_lifetime_s": 1800}
 }
 
 // answerOf is the output half of the info and of its schema: an example
@@ -107,7 +114,9 @@ func shapeOfAny(v any) any {
 
 // httpDiscovery is the extension for POST /v1/code.
 func (s *Server) httpDiscovery() map[string]any {
-	return s.httpBazaar(exampleInput(), s.codeRequestSchema(), exampleOutput(), s.runResultSchema())
+	py := sandboxd.LanguagePython
+	return s.httpBazaar(exampleInput(py), s.codeRequestSchema(), exampleOutput(py, sandboxd.DefaultEnvironment),
+		s.runResultSchema())
 }
 
 // httpBazaar is the discovery extension of a JSON POST route: its example
@@ -129,9 +138,11 @@ func (s *Server) httpBazaar(body, bodySchema, answer, answerSchema map[string]an
 	return bazaar(input, inputSchema, outInfo, outSchema)
 }
 
-// mcpDiscovery is the extension for the MCP tool run_python.
-func (s *Server) mcpDiscovery() map[string]any {
-	return toolBazaar(s.runPythonTool(), exampleInput(), exampleOutput(), s.runResultSchema())
+// mcpDiscovery is the extension for lang's run tool: its own input schema
+// and example, run in the environment a call without one runs in.
+func (s *Server) mcpDiscovery(lang string) map[string]any {
+	_, env, _ := s.catalog().Resolve(lang, "")
+	return toolBazaar(s.runTool(lang), exampleInput(lang), exampleOutput(lang, env), s.runResultSchema())
 }
 
 // toolBazaar is the discovery extension of a paid MCP tool: how to call it
@@ -165,9 +176,9 @@ func (s *Server) httpExtensions() map[string]any {
 	return s.withPaymentID(map[string]any{bazaarKey: s.httpDiscovery()})
 }
 
-// toolExtensions are the extensions declared for the MCP tool run_python.
-func (s *Server) toolExtensions() map[string]any {
-	return s.withPaymentID(map[string]any{bazaarKey: s.mcpDiscovery()})
+// toolExtensions are the extensions declared for lang's run tool.
+func (s *Server) toolExtensions(lang string) map[string]any {
+	return s.withPaymentID(map[string]any{bazaarKey: s.mcpDiscovery(lang)})
 }
 
 // addExtensions puts the declared extensions into terms (a PaymentRequired

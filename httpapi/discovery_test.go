@@ -60,7 +60,7 @@ func TestBazaarSchemasAreShapes(t *testing.T) {
 		t.Error("shapeOf changed the schema it was given")
 	}
 	api := newTestServer(&fakeRunner{}, &fakeGate{})
-	for name, ext := range map[string]map[string]any{"http": api.httpDiscovery(), "mcp": api.mcpDiscovery()} {
+	for name, ext := range map[string]map[string]any{"http": api.httpDiscovery(), "mcp": api.mcpDiscovery(sandboxd.LanguagePython)} {
 		props := ext["schema"].(map[string]any)["properties"].(map[string]any)
 		if s := mustJSON(t, props["output"]); strings.Contains(s, `"description":"`) {
 			t.Errorf("the %s bazaar's answer schema has a description: %.300s", name, s)

@@ -15,7 +15,7 @@ func (s *Server) environments() []sandboxd.Environment {
 		return s.Environments
 	}
 	return []sandboxd.Environment{{Name: sandboxd.DefaultEnvironment,
-		Description: "Python 3.11, standard library only."}}
+		Description: "Python 3.11, standard library only.", Languages: []string{sandboxd.LanguagePython}}}
 }
 
 // environmentNames lists the names of the configured environments.
@@ -28,34 +28,24 @@ func (s *Server) environmentNames() []string {
 	return names
 }
 
-// environment validates a request's environment, trimmed and lower-cased
-// like its language: DefaultEnvironment when absent or blank, else one of
-// the configured names, else a CodeInvalid error listing them.
-func (s *Server) environment(name *string) (string, error) {
-	env := ""
-	if name != nil {
-		env = strings.ToLower(strings.TrimSpace(*name))
-	}
-	if env == "" {
-		env = sandboxd.DefaultEnvironment
-	}
-	for _, e := range s.environments() {
-		if e.Name == env {
-			return env, nil
-		}
-	}
-	return "", sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
-		"environment %q is not configured; use one of: %s", env, strings.Join(s.environmentNames(), ", "))
-}
-
-// describeEnvironments says in a sentence per environment what each holds,
-// its limits and its price, for the schemas' descriptions.
-func (s *Server) describeEnvironments() string {
+// describeEnvironments says in a sentence per environment of envs what
+// each holds, the languages it runs, its limits and its price, for the
+// schemas' descriptions; home is the environment of a request that names
+// none, "" when that depends on its language.
+func (s *Server) describeEnvironments(home string, envs []sandboxd.Environment) string {
 	var b strings.Builder
-	b.WriteString("The environment the program runs in; " + sandboxd.DefaultEnvironment + " when absent.")
-	for _, e := range s.environments() {
+	b.WriteString("The environment the program runs in")
+	if home != "" {
+		b.WriteString("; " + home + " when absent.")
+	} else {
+		b.WriteString("; when absent, the language's home (" + sandboxd.DefaultEnvironment + " without a language).")
+	}
+	for _, e := range envs {
 		fmt.Fprintf(&b, " %s: %s", e.Name, strings.TrimSuffix(e.Description, "."))
 		var limits []string
+		if len(e.Languages) > 0 {
+			limits = append(limits, "runs "+strings.Join(e.Languages, ", "))
+		}
 		if e.Timeout > 0 {
 			limits = append(limits, "timeout "+e.Timeout.Round(time.Millisecond).String())
 		}

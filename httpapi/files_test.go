@@ -23,8 +23,10 @@ func newFilesServer(r *fakeRunner, g *fakeGate) *Server {
 	s.MaxBodyBytes = 64 << 10
 	s.MaxFiles, s.MaxFilesBytes = testMaxFiles, testMaxFilesBytes
 	s.Environments = []sandboxd.Environment{
-		{Name: "python", Description: "Standard library only.", Timeout: 5e9, MemoryBytes: 256 << 20, Price: "0.005"},
-		{Name: "data", Description: "numpy, pandas, matplotlib.", Timeout: 10e9, MemoryBytes: 512 << 20, Price: "0.01"},
+		{Name: "python", Description: "Standard library only.", Timeout: 5e9, MemoryBytes: 256 << 20, Price: "0.005",
+			Languages: []string{sandboxd.LanguagePython}},
+		{Name: "data", Description: "numpy, pandas, matplotlib.", Timeout: 10e9, MemoryBytes: 512 << 20, Price: "0.01",
+			Languages: []string{sandboxd.LanguagePython}},
 	}
 	return s
 }

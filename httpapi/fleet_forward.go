@@ -116,9 +116,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, to holder, body
 	proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// mcpSessionTools names the MCP tools that act on a session by its
-// session_id argument.
-var mcpSessionTools = map[string]bool{toolName: true, closeToolName: true}
+// mcpSessionTool reports whether the MCP tool of that name acts on a
+// session by its session_id argument: close_session and the run tools.
+func mcpSessionTool(name string) bool { return isRunTool(name) || name == closeToolName }
 
 // mcpLocated serves, or forwards, an MCP tools/call for a session this
 // replica does not hold (place), from the body guardMCP read; it reports
@@ -130,7 +130,7 @@ func (s *Server) mcpLocated(w http.ResponseWriter, r *http.Request, body []byte)
 		return false
 	}
 	tool := spanString(body, "params.name")
-	if !mcpSessionTools[tool] {
+	if !mcpSessionTool(tool) {
 		return false
 	}
 	id := spanString(body, "params.arguments.session_id")

@@ -80,7 +80,7 @@ func FuzzDecodeObject(f *testing.F) {
 	}
 	s := &Server{MaxBodyBytes: fuzzMaxBody, MaxCodeBytes: fuzzMaxCode, MaxStdinBytes: fuzzMaxCode,
 		MaxFiles: fuzzMaxFiles, MaxFilesBytes: fuzzMaxFilesBytes,
-		Environments: []sandboxd.Environment{{Name: "python"}, {Name: "data"}}}
+		Environments: []sandboxd.Environment{{Name: "python", Languages: []string{sandboxd.LanguagePython}}, {Name: "data", Languages: []string{sandboxd.LanguagePython}}}}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req codeRequest
 		if err := decodeObject(body, s.requestLimits(requestShape), &req); err != nil {

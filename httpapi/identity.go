@@ -25,7 +25,9 @@ type requestIdentity struct {
 	Op        string `json:"op"`
 	// Session is the session of a call, else "": two sessions are two
 	// requests. Only the hash leaves the process.
-	Session  string `json:"session"`
+	Session string `json:"session"`
+	// Language is a run's or an open's; "" for a call, whose language is
+	// its session's (as its environment is).
 	Language string `json:"language"`
 	// Environment is a run's or an open's; "" for a call, whose
 	// environment is its session's (so a call's identity is computable
@@ -51,18 +53,19 @@ const identityVersion = 1
 
 // requestHash is the identity of a paid request: lower-case hex SHA-256 of
 // its requestIdentity. job is the validated job of a run or a call; an open
-// passes a Job holding its environment only. A call's environment is left
-// out (its session's), and an open's input is its environment alone.
+// passes a Job holding its language and environment only. A call's
+// language and environment are left out (its session's), and an open's
+// input is its language and environment alone.
 func requestHash(t sandboxd.Transport, kind sandboxd.AnswerKind, session string, job sandboxd.Job) string {
 	id := requestIdentity{V: identityVersion, Transport: string(t), Op: string(kind), Session: session,
 		Language: job.Language, Environment: job.Environment, Code: job.Code, Stdin: job.Stdin,
 		Files: make([]identityFile, 0, len(job.Files))}
 	switch kind {
 	case sandboxd.AnswerSessionCall:
-		id.Environment = ""
+		id.Language, id.Environment = "", ""
 	case sandboxd.AnswerSessionOpen:
-		id = requestIdentity{V: identityVersion, Transport: string(t), Op: string(kind), Environment: job.Environment,
-			Files: id.Files}
+		id = requestIdentity{V: identityVersion, Transport: string(t), Op: string(kind), Language: job.Language,
+			Environment: job.Environment, Files: id.Files}
 	}
 	if kind != sandboxd.AnswerSessionOpen {
 		for _, f := range job.Files {

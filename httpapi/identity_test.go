@@ -15,7 +15,7 @@ import (
 func TestRequestIdentity(t *testing.T) {
 	srv := newTestServer(&fakeRunner{}, &fakeGate{})
 	srv.MaxFiles, srv.MaxFilesBytes = 4, 1<<10
-	srv.Environments = []sandboxd.Environment{{Name: "python"}, {Name: "data"}}
+	srv.Environments = []sandboxd.Environment{{Name: "python", Languages: []string{sandboxd.LanguagePython}}, {Name: "data", Languages: []string{sandboxd.LanguagePython}}}
 	hash := func(body string) string {
 		t.Helper()
 		var req codeRequest
@@ -72,12 +72,16 @@ func TestRequestIdentity(t *testing.T) {
 		}
 		seen[h] = name
 	}
-	if requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionCall, "ses_a", sandboxd.Job{Language: "python", Code: "1"}) != call {
-		t.Error("a call's identity depends on its environment")
+	if requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionCall, "ses_a", sandboxd.Job{Code: "1"}) != call {
+		t.Error("a call's identity depends on its session's language or environment")
 	}
 	if requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionOpen, "", job) !=
-		requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Environment: "python"}) {
-		t.Error("an open's identity depends on more than its environment")
+		requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Language: "python", Environment: "python"}) {
+		t.Error("an open's identity depends on more than its language and environment")
+	}
+	if requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionOpen, "", job) ==
+		requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Language: "bash", Environment: "python"}) {
+		t.Error("an open's identity does not depend on its language")
 	}
 }
 
@@ -98,7 +102,7 @@ func TestPaidRequestsNameTheirAnswer(t *testing.T) {
 	do(t, h, "POST", "/v1/code", `{"code":"print(1)"}`)
 	want("run", sandboxd.AnswerRun, sandboxd.TransportHTTP, "", code)
 	open := mustOpenSession(t, srv)
-	want("open", sandboxd.AnswerSessionOpen, sandboxd.TransportHTTP, "", sandboxd.Job{Environment: "python"})
+	want("open", sandboxd.AnswerSessionOpen, sandboxd.TransportHTTP, "", sandboxd.Job{Language: "python", Environment: "python"})
 	do(t, h, "POST", "/v1/sessions/"+open.SessionID+"/code", `{"code":"print(1)"}`)
 	want("call", sandboxd.AnswerSessionCall, sandboxd.TransportHTTP, open.SessionID, code)
 
@@ -109,5 +113,5 @@ func TestPaidRequestsNameTheirAnswer(t *testing.T) {
 	want("MCP call", sandboxd.AnswerSessionCall, sandboxd.TransportMCP, open.SessionID, code)
 	gate.payer = "0xother" // one session per payer
 	mustOpenOverMCP(t, cs)
-	want("MCP open", sandboxd.AnswerSessionOpen, sandboxd.TransportMCP, "", sandboxd.Job{Environment: "python"})
+	want("MCP open", sandboxd.AnswerSessionOpen, sandboxd.TransportMCP, "", sandboxd.Job{Language: "python", Environment: "python"})
 }

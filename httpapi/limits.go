@@ -32,7 +32,7 @@ var (
 	filesShape   = jsonkeys.ArrayOf(jsonkeys.Closed(map[string]*jsonkeys.Shape{"name": nil, "content": nil}))
 	requestShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"language": nil, "code": nil, "stdin": nil,
 		"environment": nil, "files": filesShape})
-	openShape  = jsonkeys.Closed(map[string]*jsonkeys.Shape{"environment": nil})
+	openShape  = jsonkeys.Closed(map[string]*jsonkeys.Shape{"language": nil, "environment": nil})
 	closeShape = jsonkeys.Closed(map[string]*jsonkeys.Shape{"session_id": nil})
 	toolShape  = jsonkeys.Closed(map[string]*jsonkeys.Shape{"code": nil, "stdin": nil, "environment": nil,
 		"files": filesShape})

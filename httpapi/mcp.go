@@ -15,13 +15,6 @@ import (
 	"sandboxd"
 )
 
-// toolName is the name of the MCP tool that runs programs.
-const toolName = "run_python"
-
-// toolResourceURL is the resource a payment for the tool pays for, as x402's
-// MCP transport names a tool.
-const toolResourceURL = "mcp://tool/" + toolName
-
 // mcpEnvelopeBytes is what a tools/call may carry beyond the body limit:
 // the JSON-RPC envelope and a payment in _meta.
 const mcpEnvelopeBytes = 32 << 10
@@ -30,8 +23,8 @@ const mcpEnvelopeBytes = 32 << 10
 // is in structuredContent.
 const textPreview = 2000
 
-// toolInput is the arguments of run_python when sessions are off
-// (sessionToolInput's otherwise).
+// toolInput is the arguments of a run tool (run_python, …) when sessions
+// are off (sessionToolInput's otherwise).
 type toolInput struct {
 	Code        *string       `json:"code"`
 	Stdin       *string       `json:"stdin"`
@@ -39,8 +32,9 @@ type toolInput struct {
 	Files       []fileRequest `json:"files"`
 }
 
-// mcpHandler serves MCP over Streamable HTTP with the tool run_python and,
-// when sessions are on, open_session and close_session. It is stateless (no session to keep between calls, as a paid call needs
+// mcpHandler serves MCP over Streamable HTTP with a run tool per language
+// (run_python, …: addRunTools) and, when sessions are on, open_session and
+// close_session. It is stateless (no session to keep between calls, as a paid call needs
 // none) and answers JSON rather than event streams. guardMCP reads each
 // body first and refuses one too deep or batching too many messages.
 func (s *Server) mcpHandler() http.Handler {
@@ -49,7 +43,7 @@ func (s *Server) mcpHandler() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Version: s.Version.Version}, &mcp.ServerOptions{
 		Logger: sdkLog,
 	})
-	srv.AddTool(s.runPythonTool(), s.callRunPython)
+	s.addRunTools(srv)
 	if s.Sessions != nil {
 		srv.AddTool(s.openSessionTool(), s.callOpenSession)
 		srv.AddTool(s.closeSessionTool(), s.callCloseSession)
@@ -68,63 +62,7 @@ func (s *Server) mcpHandler() http.Handler {
 	}), limit)
 }
 
-// runPythonTool describes the tool: its schemas and annotations.
-func (s *Server) runPythonTool() *mcp.Tool {
-	no := false
-	return &mcp.Tool{
-		Name:  toolName,
-		Title: "Run Python",
-		Description: "Run a short Python 3.11 program in a fresh, isolated sandbox without network, and get its " +
-			"stdout, stderr, exit code, CPU time and peak memory. Each call is a new sandbox: nothing persists " +
-			"between calls. Environments: " + strings.Join(s.environmentNames(), ", ") + " (see the environment " +
-			"field). Files sent in files are in the working directory; the files the program writes there come " +
-			"back in files, and each image among them also as an image." + s.runPythonSessionsHint(),
-		InputSchema:  s.toolInputSchema(),
-		OutputSchema: s.toolOutputSchema(),
-		Annotations: &mcp.ToolAnnotations{
-			Title:           "Run Python",
-			ReadOnlyHint:    false,
-			DestructiveHint: &no,
-			IdempotentHint:  false,
-			OpenWorldHint:   &no,
-		},
-	}
-}
-
-// callRunPython runs the program of one tools/call through the same paid
-// flow as POST /v1/code (execute); its structuredContent is the answer as
-// rendered before the settlement, and a retry of a call already answered
-// gets the stored one (replayResult). What the caller can act on (bad
-// arguments, busy, payment) is a tool error the model can read; only a
-// call whose client went away is a protocol error.
-func (s *Server) callRunPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	args, sessionID, err := s.decodeToolArgs(toolArgs(ctx, req.Params.Arguments))
-	if err != nil {
-		return s.toolError(toolName, err), nil
-	}
-	if sessionID != nil {
-		return s.callInSession(ctx, req, *sessionID, args)
-	}
-	job, pay, err := s.runPythonJob(req, args)
-	if err != nil {
-		return s.toolError(toolName, err), nil
-	}
-	phased, _ := s.withPhases(ctx)
-	run, err := s.execute(phased, job, pay)
-	if rep := replayOf(err); rep != nil {
-		return s.replayResult(phased, toolName, rep)
-	}
-	if err != nil {
-		return s.toolFailure(ctx, toolName, err)
-	}
-	out := newCodeResponse(job, run.Result)
-	return paidResult(&mcp.CallToolResult{
-		Content:           append([]mcp.Content{&mcp.TextContent{Text: summary(out)}}, imageBlocks(run.Result.Files)...),
-		StructuredContent: json.RawMessage(run.Answer.Body),
-	}, run.Settlement), nil
-}
-
-// decodeToolArgs decodes run_python's arguments as strictly as an HTTP body,
+// decodeToolArgs decodes a run tool's arguments as strictly as an HTTP body,
 // into the request they make and the session they name (nil for none;
 // always nil when sessions are off, where session_id is an unknown field).
 func (s *Server) decodeToolArgs(args json.RawMessage) (codeRequest, *string, error) {
@@ -139,18 +77,6 @@ func (s *Server) decodeToolArgs(args json.RawMessage) (codeRequest, *string, err
 	var in sessionToolInput
 	err := decodeObject(args, s.requestLimits(sessionToolShape), &in)
 	return codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files}, in.SessionID, err
-}
-
-// runPythonJob validates run_python's request into its job, and reads the
-// call's payment for it (quoted at the job's environment's price).
-func (s *Server) runPythonJob(req *mcp.CallToolRequest, args codeRequest) (sandboxd.Job, sandboxd.PaymentRequest, error) {
-	job, err := s.newJob(args)
-	if err != nil {
-		return job, sandboxd.PaymentRequest{}, err
-	}
-	pay, err := toolPayment(req, toolResourceURL, s.toolExtensions())
-	pay.Environment = job.Environment
-	return job, pay, err
 }
 
 // argsWithin refuses a tool's arguments over limit bytes.

@@ -8,7 +8,7 @@ import (
 	"sandboxd/internal/jsonkeys"
 )
 
-// liftArguments takes the arguments of a run_python tools/call out of the
+// liftArguments takes the arguments of a run tool's tools/call out of the
 // MCP message body, before the SDK reads it: the SDK decodes a message
 // several times over (about 30 times its size in allocations for a long
 // string), so it gets the message with "arguments":{} in their place, and
@@ -23,13 +23,13 @@ func liftArguments(body []byte) (envelope, args []byte, err error) {
 		// small, rather than from the body again.
 		lifted := make([]byte, 0, len(body)-(end-start)+2)
 		lifted = append(append(append(lifted, body[:start]...), "{}"...), body[end:]...)
-		if len(lifted) <= mcpEnvelopeBytes && spanString(lifted, "method") == "tools/call" && spanString(lifted, "params.name") == toolName {
+		if len(lifted) <= mcpEnvelopeBytes && spanString(lifted, "method") == "tools/call" && isRunTool(spanString(lifted, "params.name")) {
 			envelope, args = lifted, body[start:end]
 		}
 	}
 	if len(envelope) > mcpEnvelopeBytes {
 		return nil, nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.mcp",
-			"MCP request refused: the message is %d bytes beyond a run_python call's arguments, over the limit of %d bytes",
+			"MCP request refused: the message is %d bytes beyond a run tool call's arguments, over the limit of %d bytes",
 			len(envelope), mcpEnvelopeBytes)
 	}
 	return envelope, args, nil

@@ -14,21 +14,21 @@ import (
 	"sandboxd"
 )
 
-// Sessions over MCP: the tools open_session and close_session, and
-// run_python with a session_id. They take the HTTP routes' flows
-// (openSession, callSession: the one payment order of each), paid over
-// x402's MCP transport as run_python is; their structured results are the
-// HTTP answers.
+// Sessions over MCP: the tools open_session and close_session, and the
+// run tool of the session's language (run_python, …) with a session_id.
+// They take the HTTP routes' flows (openSession, callSession: the one
+// payment order of each), paid over x402's MCP transport as a run is;
+// their structured results are the HTTP answers.
 
 // The session tools' names, and the resource a payment to open a session
-// pays for (a call in a session pays for run_python's).
+// pays for (a call in a session pays for its run tool's).
 const (
 	openToolName        = "open_session"
 	closeToolName       = "close_session"
 	openToolResourceURL = "mcp://tool/" + openToolName
 )
 
-// sessionToolInput is the arguments of run_python when sessions are on.
+// sessionToolInput is the arguments of a run tool when sessions are on.
 type sessionToolInput struct {
 	Code        *string       `json:"code"`
 	Stdin       *string       `json:"stdin"`
@@ -49,21 +49,25 @@ type CloseSessionResult struct {
 	Closed    bool   `json:"closed"`
 }
 
-// sessionIDProp is the schema of run_python's session_id.
-func sessionIDProp() map[string]any {
-	return typed("string", "The session_id that open_session returned: the program runs in that session, "+
-		"after its earlier calls. Leave environment out with it (a session keeps its own).")
+// sessionIDProp is the schema of a run tool's session_id, for lang.
+func sessionIDProp(lang string) map[string]any {
+	return typed("string", "The session_id that open_session returned for language "+lang+": the program runs "+
+		"in that session, after its earlier calls. Leave environment out with it (a session keeps its own).")
 }
 
-// runPythonSessionsHint is the sentence of run_python's description on
+// runSessionsHint is the sentence of lang's run tool's description on
 // sessions, when they are on.
-func (s *Server) runPythonSessionsHint() string {
+func (s *Server) runSessionsHint(lang string) string {
 	if s.Sessions == nil {
 		return ""
 	}
-	return " To keep state, call open_session first and pass its session_id: the program then runs in that " +
-		"session, where the variables, imports and /tmp files of its earlier calls remain, and the value of its " +
-		"last expression comes back in result."
+	kept := "the variables, imports and /tmp files of its earlier calls remain, and the value of its last " +
+		"expression comes back in result."
+	if lang == sandboxd.LanguageBash {
+		kept = "the variables, functions, working directory and /tmp files of its earlier calls remain."
+	}
+	return " To keep state, call open_session with language " + lang + " first and pass its session_id: the " +
+		"program then runs in that session, where " + kept
 }
 
 // openSessionTool describes open_session.
@@ -71,15 +75,16 @@ func (s *Server) openSessionTool() *mcp.Tool {
 	no := false
 	return &mcp.Tool{
 		Name:  openToolName,
-		Title: "Open a Python session",
-		Description: fmt.Sprintf("Open a session: one Python interpreter in its own sandbox without network, which keeps "+
-			"its globals, imports and /tmp between calls. Pass the session_id it returns to run_python for each step, "+
-			"and call close_session when done; it ends by itself %s after its last call, and %s after it opened at the "+
-			"latest. Environments: %s.", s.SessionSettings.IdleTimeout, s.SessionSettings.MaxLifetime,
-			strings.Join(s.environmentNames(), ", ")),
+		Title: "Open a session",
+		Description: fmt.Sprintf("Open a session: one live interpreter of language (%s; python when absent) in its "+
+			"own sandbox without network, which keeps its state and /tmp between calls. Pass the session_id it "+
+			"returns to the run tool of that language (%s) for each step, and call close_session when done; it ends "+
+			"by itself %s after its last call, and %s after it opened at the latest. Environments: %s.",
+			strings.Join(s.toolLanguages(), ", "), strings.Join(s.runToolNames(), ", "), s.SessionSettings.IdleTimeout,
+			s.SessionSettings.MaxLifetime, strings.Join(s.environmentNames(), ", ")),
 		InputSchema:  s.sessionOpenSchema(),
 		OutputSchema: map[string]any{"type": "object", "anyOf": []any{s.sessionSchema(), paymentRequiredSchema()}},
-		Annotations:  &mcp.ToolAnnotations{Title: "Open a Python session", DestructiveHint: &no, OpenWorldHint: &no},
+		Annotations:  &mcp.ToolAnnotations{Title: "Open a session", DestructiveHint: &no, OpenWorldHint: &no},
 	}
 }
 
@@ -88,7 +93,7 @@ func (s *Server) closeSessionTool() *mcp.Tool {
 	yes, no := true, false
 	return &mcp.Tool{
 		Name:  closeToolName,
-		Title: "Close a Python session",
+		Title: "Close a session",
 		Description: "End a session that open_session opened: its sandbox is removed and its state is lost; " +
 			"the id then answers as ended. Free.",
 		InputSchema: object("The session to end.", map[string]any{
@@ -98,25 +103,23 @@ func (s *Server) closeSessionTool() *mcp.Tool {
 			"session_id": typed("string", "The session's id."),
 			"closed":     typed("boolean", "Always true: the session and its sandbox are gone."),
 		}, "session_id", "closed"),
-		Annotations: &mcp.ToolAnnotations{Title: "Close a Python session", DestructiveHint: &yes,
+		Annotations: &mcp.ToolAnnotations{Title: "Close a session", DestructiveHint: &yes,
 			IdempotentHint: true, OpenWorldHint: &no},
 	}
 }
 
 // openToolExtensions are the extensions declared for open_session.
 func (s *Server) openToolExtensions() map[string]any {
-	example := map[string]any{"session_id": "ses_" + "8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e", "environment": "python",
-		"created_at": "2026-12-01T12:00:00Z", "expires_at": "2026-12-01T12:05:00Z", "idle_timeout_s": 300, "max_lifetime_s": 1800}
-	return s.withPaymentID(map[string]any{bazaarKey: toolBazaar(s.openSessionTool(), map[string]any{"environment": "python"},
-		example, s.sessionSchema())})
+	return s.withPaymentID(map[string]any{bazaarKey: toolBazaar(s.openSessionTool(), map[string]any{"language": "python"},
+		exampleSession(), s.sessionSchema())})
 }
 
 // declaredExtensions are the extensions declared for a paid tool's terms.
 func (s *Server) declaredExtensions(tool string) map[string]any {
-	switch tool {
-	case toolName:
-		return s.toolExtensions()
-	case openToolName:
+	if lang, ok := runToolLanguage(tool); ok {
+		return s.toolExtensions(lang)
+	}
+	if tool == openToolName {
 		return s.openToolExtensions()
 	}
 	return nil
@@ -125,7 +128,7 @@ func (s *Server) declaredExtensions(tool string) map[string]any {
 // callOpenSession opens a session through the HTTP route's paid flow
 // (openSession), paid at the open price for openToolResourceURL.
 func (s *Server) callOpenSession(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	env, err := s.openArgs(req.Params.Arguments)
+	lang, env, err := s.openArgs(req.Params.Arguments)
 	releaseBody(ctx)
 	if err != nil {
 		return s.toolError(openToolName, err), nil
@@ -135,7 +138,7 @@ func (s *Server) callOpenSession(ctx context.Context, req *mcp.CallToolRequest) 
 		return s.toolError(openToolName, err), nil
 	}
 	pay.Environment = env
-	out, err := s.openSession(ctx, env, pay)
+	out, err := s.openSession(ctx, lang, env, pay)
 	if rep := replayOf(err); rep != nil {
 		return s.replayResult(ctx, openToolName, rep)
 	}
@@ -154,9 +157,9 @@ func (s *Server) callOpenSession(ctx context.Context, req *mcp.CallToolRequest) 
 
 // openText is the text content of an opened session.
 func openText(open SessionResponse) mcp.Content {
-	return &mcp.TextContent{Text: fmt.Sprintf("session %s is open in %s until %s (each call moves it to %d s after "+
-		"the call); pass its session_id to run_python, and end it with close_session", open.SessionID, open.Environment,
-		open.ExpiresAt, open.IdleTimeoutS)}
+	return &mcp.TextContent{Text: fmt.Sprintf("session %s runs %s in %s until %s (each call moves it to %d s after "+
+		"the call); pass its session_id to %s, and end it with close_session", open.SessionID, open.Language,
+		open.Environment, open.ExpiresAt, open.IdleTimeoutS, runToolName(open.Language))}
 }
 
 // pendingOpenText is the text content that names a session kept while its
@@ -165,19 +168,20 @@ func pendingOpenText(id string) mcp.Content {
 	return &mcp.TextContent{Text: "the session was opened and is kept while its settlement is pending: session_id " + id}
 }
 
-// openArgs decodes open_session's arguments (none, or an environment), as
-// strictly as the body of POST /v1/sessions.
-func (s *Server) openArgs(args json.RawMessage) (string, error) {
+// openArgs decodes open_session's arguments (none, or a language and an
+// environment), as strictly as the body of POST /v1/sessions, and
+// resolves them as it does.
+func (s *Server) openArgs(args json.RawMessage) (lang, env string, err error) {
 	if err := argsWithin(args, min(int64(openBodyLimit), s.MaxBodyBytes)); err != nil {
-		return "", err
+		return "", "", err
 	}
 	var in openRequest
 	if trimmed := bytes.TrimSpace(args); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
 		if err := decodeObject(trimmed, s.requestLimits(openShape), &in); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	return s.environment(in.Environment)
+	return s.resolve(in.Language, in.Environment)
 }
 
 // callCloseSession ends a session, as DELETE /v1/sessions/{id} does: free,
@@ -205,33 +209,42 @@ func (s *Server) callCloseSession(ctx context.Context, req *mcp.CallToolRequest)
 	}, nil
 }
 
-// callInSession runs run_python's program in session id through the HTTP
-// route's paid flow (callSession): the session is looked up before any
-// payment (an unknown, ended or expired one is refused for nothing, unless
-// the call is the retry of one already answered: endedCallResult), the
-// program runs in the session's environment, and the call is paid at its
-// price, by the wallet that opened the session only.
-func (s *Server) callInSession(ctx context.Context, req *mcp.CallToolRequest, id string, args codeRequest) (*mcp.CallToolResult, error) {
+// callInSession runs the program of lang's run tool in session id through
+// the HTTP route's paid flow (callSession): the session is looked up before
+// any payment (an unknown, ended or expired one is refused for nothing,
+// unless the call is the retry of one already answered: endedCallResult),
+// a session of another language is refused naming its tool, the program
+// runs in the session's environment, and the call is paid at its price, by
+// the wallet that opened the session only.
+func (s *Server) callInSession(ctx context.Context, req *mcp.CallToolRequest, lang, id string, args codeRequest) (*mcp.CallToolResult, error) {
+	tool := runToolName(lang)
 	info, err := s.Sessions.Get(ctx, id)
 	if err != nil {
-		return s.endedCallResult(ctx, req, id, args, err)
+		return s.endedCallResult(ctx, req, lang, id, args, err)
 	}
 	if args.Environment != nil {
-		return s.toolError(toolName, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
+		return s.toolError(tool, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
 			`field "environment" is not accepted with "session_id": the session keeps the environment it was opened in (%s); leave it out`,
 			info.Environment)), nil
 	}
-	args.Environment = &info.Environment
-	job, pay, err := s.runPythonJob(req, args)
+	if info.Language != lang {
+		return s.toolError(tool, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
+			"session %s… runs %s; call %s with it", shortID(id), info.Language, runToolName(info.Language))), nil
+	}
+	job, err := s.newSessionJob(info, args)
 	if err != nil {
-		return s.toolError(toolName, err), nil
+		return s.toolError(tool, err), nil
+	}
+	pay, err := s.runPayment(req, lang, job)
+	if err != nil {
+		return s.toolError(tool, err), nil
 	}
 	out, err := s.callSession(ctx, id, job, pay)
 	if rep := replayOf(err); rep != nil {
-		return s.replayResult(ctx, toolName, rep)
+		return s.replayResult(ctx, tool, rep)
 	}
 	if err != nil {
-		return s.toolFailure(ctx, toolName, err)
+		return s.toolFailure(ctx, tool, err)
 	}
 	answer := newSessionCodeResponse(job, out.Result)
 	content := append([]mcp.Content{&mcp.TextContent{Text: sessionSummary(answer)}}, imageBlocks(out.Result.Files)...)
@@ -281,6 +294,6 @@ func toolMessage(err error) string {
 
 // newSessionResponse is the answer of an opened session.
 func newSessionResponse(i sandboxd.SessionInfo) SessionResponse {
-	return SessionResponse{SessionID: i.ID, Environment: i.Environment, CreatedAt: stamp(i.Created), ExpiresAt: stamp(i.Expires),
+	return SessionResponse{SessionID: i.ID, Environment: i.Environment, Language: i.Language, CreatedAt: stamp(i.Created), ExpiresAt: stamp(i.Expires),
 		IdleTimeoutS: int64(i.IdleTimeout / time.Second), MaxLifetimeS: int64(i.MaxLifetime / time.Second)}
 }

@@ -97,7 +97,8 @@ func TestMCPSessionFlow(t *testing.T) {
 	open := structured(t, res)
 	id, _ := open["session_id"].(string)
 	if res.IsError || !regexp.MustCompile(`^ses_[0-9a-f]{32}$`).MatchString(id) || open["environment"] != "python" ||
-		open["idle_timeout_s"] != 300.0 || len(open) != 6 || !strings.Contains(text(t, res), id) {
+		open["language"] != "python" || open["idle_timeout_s"] != 300.0 || len(open) != 7 ||
+		!strings.Contains(text(t, res), id) || !strings.Contains(text(t, res), "pass its session_id to run_python") {
 		t.Fatalf("open_session: %v %s", open, text(t, res))
 	}
 	if settled, _ := res.Meta[metaPaymentResponse].(map[string]any); settled["transaction"] != "0xsettled" {
@@ -121,7 +122,7 @@ func TestMCPSessionFlow(t *testing.T) {
 			t.Errorf("call %v: _meta %v", calls, res.Meta)
 		}
 	}
-	if req := gate.requests[1]; req.Price != "" || req.Environment != "python" || req.ResourceURL != toolResourceURL {
+	if req := gate.requests[1]; req.Price != "" || req.Environment != "python" || req.ResourceURL != toolResource(sandboxd.LanguagePython) {
 		t.Fatalf("the call was checked with %+v", req)
 	}
 	if _, _, runs := engine.counts(); runs != 2 || gate.count(&gate.settled) != 3 {

@@ -110,7 +110,8 @@ func codeOperation() map[string]any {
 					"chargedAmount and channelState."),
 				x402.HeaderXPaymentResponse: x402Header("x402 v1 settlement report, when paid with X-PAYMENT."),
 			}),
-			"400": errorReply("The body is not a JSON object, or a field is wrong or unknown: an environment not configured, " +
+			"400": errorReply("The body is not a JSON object, or a field is wrong or unknown: a language not run here, an " +
+				"environment not configured or that does not run the language, " +
 				"a file's name (the message names the file and the rule), a duplicate, or content that is not base64."),
 			"402": reply("Payment required, refused, or not settled (the answer is then withheld). The v1 terms are the body. "+
 				"A batch-settlement voucher whose running total is not the charged total plus the price gets the corrective "+
@@ -159,8 +160,9 @@ func channelOperation() map[string]any {
 // mcpOperation is /mcp: MCP over Streamable HTTP (JSON-RPC 2.0).
 func mcpOperation() map[string]any {
 	return map[string]any{
-		"summary": "MCP over Streamable HTTP: the tool run_python {code, stdin?, environment?, files?, session_id?} and, " +
-			"with sessions on, open_session {environment?} and close_session {session_id}.",
+		"summary": "MCP over Streamable HTTP: a run tool per language run here (run_python, run_javascript, " +
+			"run_typescript, run_bash) {code, stdin?, environment?, files?, session_id?} and, with sessions on, " +
+			"open_session {language?, environment?} and close_session {session_id}.",
 		"description": "JSON-RPC 2.0 messages of the Model Context Protocol (initialize, tools/list, tools/call). " +
 			"Stateless; answers are JSON. With payments on, a tools/call without payment is a tool error with the " +
 			"x402 PaymentRequired in structuredContent; the retry carries the PaymentPayload in params._meta[\"x402/payment\"] " +

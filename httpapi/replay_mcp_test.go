@@ -70,7 +70,8 @@ func TestStoredResultKinds(t *testing.T) {
 	}{
 		{sandboxd.AnswerRun, `{"status":"ok","stdout":"hi"}`, "status ok"},
 		{sandboxd.AnswerSessionCall, `{"status":"ok","result":"42","session":{"calls":2}}`, "result: 42"},
-		{sandboxd.AnswerSessionOpen, `{"session_id":"ses_x","environment":"python"}`, "session ses_x is open"},
+		{sandboxd.AnswerSessionOpen, `{"session_id":"ses_x","environment":"python","language":"python"}`,
+			"session ses_x runs python in python"},
 	} {
 		res, err := storedResult(&sandboxd.StoredAnswer{Kind: c.kind, Body: []byte(c.body)})
 		if err != nil || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, c.says) ||

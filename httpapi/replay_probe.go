@@ -25,9 +25,10 @@ func (s *Server) answerEndedCall(w http.ResponseWriter, r *http.Request, refused
 		s.writeError(w, r, refused)
 		return
 	}
-	// The session's environment is not known any more, and a call's
-	// identity does not hold it: any valid one validates the body.
-	job, hold, err := s.parseSessionJob(w, r, "")
+	// The session's environment and language are not known any more, and
+	// a call's identity holds neither: the body is validated as a call in
+	// a session that would run what the body names.
+	job, hold, err := s.parseSessionJob(w, r, sandboxd.SessionInfo{})
 	defer hold.release()
 	if err != nil {
 		s.writeError(w, r, refused)
@@ -42,23 +43,28 @@ func (s *Server) answerEndedCall(w http.ResponseWriter, r *http.Request, refused
 	s.writeError(w, r, refused)
 }
 
-// endedCallResult is answerEndedCall over MCP: run_python's call in
+// endedCallResult is answerEndedCall over MCP: lang's run tool's call in
 // session id, whose session was not found (refused), answered from its
 // stored answer when it is the retry of a call already answered, else
 // refused as a tool error.
-func (s *Server) endedCallResult(ctx context.Context, req *mcp.CallToolRequest, id string, args codeRequest,
+func (s *Server) endedCallResult(ctx context.Context, req *mcp.CallToolRequest, lang, id string, args codeRequest,
 	refused error) (*mcp.CallToolResult, error) {
-	if sandboxd.ErrorCode(refused) != sandboxd.CodeNotFound || args.Environment != nil {
-		return s.toolFailure(ctx, toolName, refused)
+	tool := runToolName(lang)
+	if sandboxd.ErrorCode(refused) != sandboxd.CodeNotFound {
+		return s.toolFailure(ctx, tool, refused)
 	}
-	job, pay, err := s.runPythonJob(req, args)
+	job, err := s.newSessionJob(sandboxd.SessionInfo{}, args)
+	if err != nil {
+		return s.toolFailure(ctx, tool, refused)
+	}
+	pay, err := s.runPayment(req, lang, job)
 	if err != nil || !s.probes(pay) {
-		return s.toolFailure(ctx, toolName, refused)
+		return s.toolFailure(ctx, tool, refused)
 	}
 	pay.Environment = "" // the session's, not known any more
 	err = s.probeReplay(ctx, forAnswer(pay, sandboxd.AnswerSessionCall, id, job), refused)
 	if rep := replayOf(err); rep != nil {
-		return s.replayResult(ctx, toolName, rep)
+		return s.replayResult(ctx, tool, rep)
 	}
-	return s.toolFailure(ctx, toolName, refused)
+	return s.toolFailure(ctx, tool, refused)
 }

@@ -109,7 +109,7 @@ func TestFullRoomOpenIsReplayed(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	if req := gate.lastRequest(); !req.ReplayOnly || req.Kind != sandboxd.AnswerSessionOpen ||
-		req.Request != requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Environment: "python"}) {
+		req.Request != requestHash(sandboxd.TransportHTTP, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Language: "python", Environment: "python"}) {
 		t.Errorf("probe %+v", req)
 	}
 }

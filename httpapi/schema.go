@@ -8,6 +8,8 @@ package httpapi
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"sandboxd"
 )
@@ -30,11 +32,32 @@ func typed(typ any, description string) map[string]any {
 	return map[string]any{"type": typ, "description": description}
 }
 
-// codeProp is the schema of the code field.
-func codeProp() map[string]any {
-	s := typed("string", "The Python 3.11 program (standard library only), as `python3 main.py` would run it.")
+// codeProp is the schema of the code field of lang's run tool, or of
+// POST /v1/code (lang "": the language field says which).
+func codeProp(lang string) map[string]any {
+	desc := "The program, in the language the language field names."
+	if f, ok := languages[lang]; ok {
+		desc = f.Program
+	}
+	s := typed("string", desc)
 	s["minLength"] = 1
 	return s
+}
+
+// languageProp is the schema of the language field: every spelling of
+// the languages this service runs (canonical names, then aliases).
+func (s *Server) languageProp() map[string]any {
+	c := s.catalog()
+	var facts []string
+	for _, lang := range c.Languages() {
+		facts = append(facts, lang+" ("+strings.Join(c.EnvironmentsOf(lang), ", ")+")")
+	}
+	lang := typed("string", "The language; python when absent (aliases and case accepted, answers name it canonically). "+
+		"Without environment it runs in its home one, with one that must run it. Here, with the environments "+
+		"that run each: "+strings.Join(facts, "; ")+".")
+	lang["enum"] = c.Spellings()
+	lang["default"] = sandboxd.LanguagePython
+	return lang
 }
 
 // stdinProp is the schema of the stdin field.
@@ -43,11 +66,28 @@ func stdinProp() map[string]any {
 }
 
 // environmentProp is the schema of the environment field: the configured
-// names, each described with its limits and price.
+// names, each described with its languages, limits and price.
 func (s *Server) environmentProp() map[string]any {
-	env := typed("string", s.describeEnvironments())
+	env := typed("string", s.describeEnvironments("", s.environments()))
 	env["enum"] = s.environmentNames()
 	env["default"] = sandboxd.DefaultEnvironment
+	return env
+}
+
+// languageEnvironmentProp is the schema of the environment field of lang's
+// run tool: the environments that run lang, the one a call without it
+// runs in as the default.
+func (s *Server) languageEnvironmentProp(lang string) map[string]any {
+	var envs []sandboxd.Environment
+	for _, e := range s.environments() {
+		if slices.Contains(e.Languages, lang) {
+			envs = append(envs, e)
+		}
+	}
+	_, home, _ := s.catalog().Resolve(lang, "")
+	env := typed("string", s.describeEnvironments(home, envs))
+	env["enum"] = s.catalog().EnvironmentsOf(lang)
+	env["default"] = home
 	return env
 }
 
@@ -85,30 +125,28 @@ func (s *Server) filesOutProp() map[string]any {
 
 // codeRequestSchema is the body of POST /v1/code.
 func (s *Server) codeRequestSchema() map[string]any {
-	lang := typed("string", "The language; python when absent.")
-	lang["enum"] = []string{"python", "python3"}
 	return object("A program to run.", map[string]any{
-		"language":    lang,
-		"code":        codeProp(),
+		"language":    s.languageProp(),
+		"code":        codeProp(""),
 		"stdin":       stdinProp(),
 		"environment": s.environmentProp(),
 		"files":       s.filesInProp(),
 	}, "code")
 }
 
-// toolInputSchema is the input of the MCP tool run_python; session_id
-// only when sessions are on.
-func (s *Server) toolInputSchema() map[string]any {
+// toolInputSchema is the input of lang's run tool; session_id only when
+// sessions are on.
+func (s *Server) toolInputSchema(lang string) map[string]any {
 	props := map[string]any{
-		"code":        codeProp(),
+		"code":        codeProp(lang),
 		"stdin":       stdinProp(),
-		"environment": s.environmentProp(),
+		"environment": s.languageEnvironmentProp(lang),
 		"files":       s.filesInProp(),
 	}
 	if s.Sessions != nil {
-		props["session_id"] = sessionIDProp()
+		props["session_id"] = sessionIDProp(lang)
 	}
-	return object("A Python program to run in a fresh sandbox, or in a session.", props, "code")
+	return object("A "+languages[lang].Title+" program to run in a fresh sandbox, or in a session.", props, "code")
 }
 
 // runResultFields lists the fields of a delivered run, all required.

@@ -33,8 +33,8 @@ func wantIn(t *testing.T, what, doc string, wants ...string) {
 // The fragments every description of the request must hold: the
 // environments with their limits and prices, the files in and the caps.
 var requestFragments = []string{`"environment":{"default":"python"`, `"enum":["python","data"]`,
-	"data: numpy, pandas, matplotlib (timeout 10s, memory 512 MiB, price 0.01 per call)",
-	"python: Standard library only (timeout 5s, memory 256 MiB, price 0.005 per call)",
+	"data: numpy, pandas, matplotlib (runs python, timeout 10s, memory 512 MiB, price 0.01 per call)",
+	"python: Standard library only (runs python, timeout 5s, memory 256 MiB, price 0.005 per call)",
 	`"files":{"description":"Files written`, `"maxItems":3`, "at most 3 files (max_files) of 64 bytes in all",
 	`"required":["name","content"]`, `"contentEncoding":"base64"`}
 
@@ -78,7 +78,7 @@ func TestSchemasDescribeEnvironmentsAndFiles(t *testing.T) {
 // python alone, and every request field.
 func TestSchemasWithoutEnvironments(t *testing.T) {
 	api := newTestServer(&fakeRunner{}, &fakeGate{})
-	in := mustJSON(t, api.toolInputSchema())
+	in := mustJSON(t, api.toolInputSchema(sandboxd.LanguagePython))
 	wantIn(t, "the input schema", in, `"enum":["python"]`, `"default":"python"`, `"maxItems":0`)
 	for _, c := range []struct {
 		what   string
@@ -86,7 +86,7 @@ func TestSchemasWithoutEnvironments(t *testing.T) {
 		v      any
 	}{
 		{"the request schema", api.codeRequestSchema(), &codeRequest{}},
-		{"the tool's input schema", api.toolInputSchema(), &toolInput{}},
+		{"the tool's input schema", api.toolInputSchema(sandboxd.LanguagePython), &toolInput{}},
 		{"the result schema", api.runResultSchema(), &CodeResponse{}},
 	} {
 		props := c.schema["properties"].(map[string]any)

@@ -48,16 +48,16 @@ type openedSession struct {
 // was not settled.
 const closeUnpaidTimeout = 30 * time.Second
 
-// openSession opens a session in env through the paid flow; ctx may carry
+// openSession opens a session of lang in env through the paid flow; ctx may carry
 // the client's address (withClient) for the free per-client cap. The
 // errors are the table's (sandboxd.Sessions, sandboxd.SessionHold) and the
 // gate's. An opening whose settlement is pending answers CodePending with
 // the session kept: the result's Info then names it. A retry of an
 // opening already answered is an error carrying its Replay (replayOf),
 // even when sessions are full (the gate is then asked for a replay only).
-func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.PaymentRequest) (openedSession, error) {
+func (s *Server) openSession(ctx context.Context, lang, env string, pay sandboxd.PaymentRequest) (openedSession, error) {
 	pay.Price = s.SessionSettings.OpenPrice
-	pay = forAnswer(pay, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Environment: env})
+	pay = forAnswer(pay, sandboxd.AnswerSessionOpen, "", sandboxd.Job{Language: lang, Environment: env})
 	if err := s.Sessions.Room(env); err != nil {
 		return openedSession{}, s.probeReplay(ctx, pay, err)
 	}
@@ -65,7 +65,7 @@ func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.Payme
 	if err != nil {
 		return openedSession{}, err
 	}
-	hold, err := s.Sessions.Hold(ctx, env)
+	hold, err := s.Sessions.Hold(ctx, env, lang)
 	if err != nil {
 		return openedSession{}, err
 	}
@@ -89,7 +89,7 @@ func (s *Server) openSession(ctx context.Context, env string, pay sandboxd.Payme
 		}
 		return openedSession{}, err
 	}
-	s.Log.Info("session opened", "session", shortID(info.ID), "environment", env, "owner", auth.Payer())
+	s.Log.Info("session opened", "session", shortID(info.ID), "environment", env, "language", lang, "owner", auth.Payer())
 	return openedSession{Info: info, Answer: answer, Settlement: settled}, nil
 }
 

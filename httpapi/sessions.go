@@ -24,8 +24,8 @@ type SessionSettings struct {
 	IdleTimeout, MaxLifetime time.Duration
 }
 
-// openBodyLimit caps the body of POST /v1/sessions: it names an
-// environment, nothing more.
+// openBodyLimit caps the body of POST /v1/sessions: it names a language
+// and an environment, nothing more.
 const openBodyLimit = 4 << 10
 
 // sessionsPath is the path of the sessions, and the prefix of each one's;
@@ -40,13 +40,16 @@ const (
 
 // openRequest is the body of POST /v1/sessions.
 type openRequest struct {
+	Language    *string `json:"language"`
 	Environment *string `json:"environment"`
 }
 
 // SessionResponse is the answer of POST /v1/sessions (201).
 type SessionResponse struct {
-	SessionID    string `json:"session_id"`
-	Environment  string `json:"environment"`
+	SessionID   string `json:"session_id"`
+	Environment string `json:"environment"`
+	// Language is the canonical name of the language the session runs.
+	Language     string `json:"language"`
 	CreatedAt    string `json:"created_at"`
 	ExpiresAt    string `json:"expires_at"`
 	IdleTimeoutS int64  `json:"idle_timeout_s"`
@@ -57,6 +60,7 @@ type SessionResponse struct {
 type SessionState struct {
 	SessionID   string `json:"session_id"`
 	Environment string `json:"environment"`
+	Language    string `json:"language"`
 	CreatedAt   string `json:"created_at"`
 	// LastCallAt is when the last call ended; null before the first.
 	LastCallAt *string `json:"last_call_at"`
@@ -113,13 +117,13 @@ func (s *Server) sessionsOn(h http.HandlerFunc) http.HandlerFunc {
 // a retry of an opening already answered gets the stored answer, its
 // session (answerReplay).
 func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
-	env, err := s.parseOpen(w, r)
+	lang, env, err := s.parseOpen(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	ext := s.sessionOpenExtensions()
-	out, err := s.openSession(r.Context(), env, s.httpPayment(r, sessionsPath, env, ext))
+	out, err := s.openSession(r.Context(), lang, env, s.httpPayment(r, sessionsPath, env, ext))
 	if rep := replayOf(err); rep != nil {
 		s.answerReplay(r.Context(), w, r, rep)
 		return
@@ -159,21 +163,22 @@ func (s *Server) writePendingSession(w http.ResponseWriter, r *http.Request, err
 }
 
 // parseOpen reads the body of POST /v1/sessions (none, or an object that
-// may name an environment) under the body rules of /v1/code, and returns
-// the validated environment.
-func (s *Server) parseOpen(w http.ResponseWriter, r *http.Request) (string, error) {
+// may name a language and an environment) under the body rules of
+// /v1/code, and returns the session's language and environment as
+// Catalog.Resolve combines them.
+func (s *Server) parseOpen(w http.ResponseWriter, r *http.Request) (lang, env string, err error) {
 	body, hold, err := s.readBody(w, r, min(int64(openBodyLimit), s.MaxBodyBytes))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	hold.release() // decoded below, kept nowhere
 	var req openRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := decodeObject(body, s.requestLimits(openShape), &req); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	return s.environment(req.Environment)
+	return s.resolve(req.Language, req.Environment)
 }
 
 // handleSessionCode runs a program in a session through the paid flow
@@ -188,7 +193,7 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 		s.answerEndedCall(w, r, err)
 		return
 	}
-	job, hold, err := s.parseSessionJob(w, r, info.Environment)
+	job, hold, err := s.parseSessionJob(w, r, info)
 	defer hold.release()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -212,10 +217,11 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 
 // parseSessionJob reads a call's body, the body of POST /v1/code under the
 // same rules (the body budget, the decoding, the caps), into a Job in the
-// session's environment env. The body may not name an environment: a
-// session keeps its own. The body's room in the budget is returned with
-// the job, as parseJob's.
-func (s *Server) parseSessionJob(w http.ResponseWriter, r *http.Request, env string) (sandboxd.Job, *bodyHold, error) {
+// session's environment and language (info). The body may not name an
+// environment, and may name the session's language only: a session keeps
+// its own. The body's room in the budget is returned with the job, as
+// parseJob's.
+func (s *Server) parseSessionJob(w http.ResponseWriter, r *http.Request, info sandboxd.SessionInfo) (sandboxd.Job, *bodyHold, error) {
 	body, hold, err := s.readBody(w, r, s.MaxBodyBytes)
 	if err != nil {
 		return sandboxd.Job{}, nil, err
@@ -224,13 +230,29 @@ func (s *Server) parseSessionJob(w http.ResponseWriter, r *http.Request, env str
 	if err := decodeObject(body, s.requestLimits(requestShape), &req); err != nil {
 		return sandboxd.Job{}, hold, err
 	}
-	if req.Environment != nil {
-		return sandboxd.Job{}, hold, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
-			`field "environment" is not accepted here: a session keeps the environment it was opened in (%s); leave it out`, env)
-	}
-	req.Environment = &env
-	job, err := s.newJob(req)
+	job, err := s.newSessionJob(info, req)
 	return job, hold, err
+}
+
+// newSessionJob validates a call's request (from HTTP or MCP) into a Job
+// in session info: no environment, a language only if the session's. A
+// zero info is a session no longer known.
+func (s *Server) newSessionJob(info sandboxd.SessionInfo, req codeRequest) (sandboxd.Job, error) {
+	if req.Environment != nil {
+		return sandboxd.Job{}, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
+			`field "environment" is not accepted here: a session keeps the environment it was opened in (%s); leave it out`,
+			info.Environment)
+	}
+	if info.Language == "" {
+		// A session no longer known (a retry's probe): the call runs
+		// what its body names, as a run would.
+		return s.newJob(req)
+	}
+	if err := s.sessionLanguage(info, req.Language); err != nil {
+		return sandboxd.Job{}, err
+	}
+	req.Language, req.Environment = &info.Language, &info.Environment
+	return s.newJob(req)
 }
 
 // newSessionCodeResponse is the answer of a delivered call of job.
@@ -250,7 +272,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	state := SessionState{SessionID: i.ID, Environment: i.Environment, CreatedAt: stamp(i.Created), Calls: i.Calls,
+	state := SessionState{SessionID: i.ID, Environment: i.Environment, Language: i.Language, CreatedAt: stamp(i.Created), Calls: i.Calls,
 		ExpiresAt: stamp(i.Expires), Busy: i.Busy}
 	if !i.LastCall.IsZero() {
 		last := stamp(i.LastCall)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"sandboxd"
 	"sandboxd/x402"
 )
 
@@ -16,11 +17,12 @@ func (s *Server) sessionSchema() map[string]any {
 	return object("A session: one interpreter that keeps its globals, imports and /tmp between calls.", map[string]any{
 		"session_id":     typed("string", "The session's id: a capability (128 random bits); keep it secret."),
 		"environment":    typed("string", "The environment the session runs in."),
+		"language":       typed("string", "The language the session runs (its canonical name); its calls run in it."),
 		"created_at":     typed("string", "When it was opened, RFC 3339 UTC."),
 		"expires_at":     typed("string", "When it ends unless a call comes first, RFC 3339 UTC."),
 		"idle_timeout_s": typed("integer", "Seconds a session lives after its last call ended."),
 		"max_lifetime_s": typed("integer", "Seconds a session lives at most."),
-	}, "session_id", "environment", "created_at", "expires_at", "idle_timeout_s", "max_lifetime_s")
+	}, "session_id", "environment", "language", "created_at", "expires_at", "idle_timeout_s", "max_lifetime_s")
 }
 
 // sessionStateSchema is the answer of GET /v1/sessions/{id}.
@@ -28,17 +30,19 @@ func sessionStateSchema() map[string]any {
 	return object("A session's state.", map[string]any{
 		"session_id":   typed("string", "The session's id."),
 		"environment":  typed("string", "The environment the session runs in."),
+		"language":     typed("string", "The language the session runs (its canonical name)."),
 		"created_at":   typed("string", "When it was opened, RFC 3339 UTC."),
 		"last_call_at": typed([]string{"string", "null"}, "When its last call ended, RFC 3339 UTC; null before the first."),
 		"calls":        typed("integer", "Calls run so far."),
 		"expires_at":   typed("string", "When it ends unless a call comes first, RFC 3339 UTC."),
 		"busy":         typed("boolean", "A call is running."),
-	}, "session_id", "environment", "created_at", "last_call_at", "calls", "expires_at", "busy")
+	}, "session_id", "environment", "language", "created_at", "last_call_at", "calls", "expires_at", "busy")
 }
 
 // sessionOpenSchema is the body of POST /v1/sessions.
 func (s *Server) sessionOpenSchema() map[string]any {
-	return object("A session to open (the body may be empty).", map[string]any{"environment": s.environmentProp()})
+	return object("A session to open (the body may be empty): its language and environment, combined as for "+
+		"POST /v1/code.", map[string]any{"language": s.languageProp(), "environment": s.environmentProp()})
 }
 
 // sessionCodeRequestSchema is the body of POST /v1/sessions/{id}/code:
@@ -48,7 +52,11 @@ func (s *Server) sessionCodeRequestSchema() map[string]any {
 	props := maps.Clone(sc["properties"].(map[string]any))
 	delete(props, "environment")
 	sc["properties"] = props
-	sc["description"] = "A program to run in the session, which keeps the environment it was opened in."
+	lang := s.languageProp()
+	lang["description"] = "The session's language, or left out; another language is 400 (a session never changes it)."
+	delete(lang, "default")
+	props["language"] = lang
+	sc["description"] = "A program to run in the session, which keeps the language and environment it was opened in."
 	return sc
 }
 
@@ -173,15 +181,13 @@ func (s *Server) sessionPaths() map[string]any {
 
 // sessionOpenExtensions are the extensions declared for POST /v1/sessions.
 func (s *Server) sessionOpenExtensions() map[string]any {
-	example := map[string]any{"session_id": "ses_" + "8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e", "environment": "python",
-		"created_at": "2026-12-01T12:00:00Z", "expires_at": "2026-12-01T12:05:00Z", "idle_timeout_s": 300, "max_lifetime_s": 1800}
-	return s.withPaymentID(map[string]any{bazaarKey: s.httpBazaar(map[string]any{"environment": "python"},
-		s.sessionOpenSchema(), example, s.sessionSchema())})
+	return s.withPaymentID(map[string]any{bazaarKey: s.httpBazaar(map[string]any{"language": "python"},
+		s.sessionOpenSchema(), exampleSession(), s.sessionSchema())})
 }
 
 // sessionCallExtensions are the extensions declared for a session's calls.
 func (s *Server) sessionCallExtensions() map[string]any {
-	example := exampleOutput()
+	example := exampleOutput(sandboxd.LanguagePython, sandboxd.DefaultEnvironment)
 	example["stdout"], example["result"] = "", "42"
 	example["session"] = map[string]any{"session_id": "ses_" + "8f0c1d2e3a4b5c6d7e8f901a2b3c4d5e", "calls": 2,
 		"expires_at": "2026-12-01T12:07:00Z"}

@@ -21,16 +21,18 @@ type fakeSessionEngine struct {
 	runErr   error
 	result   sandboxd.SessionResult
 	opened   []*fakeSessionContainer
+	langs    []string
 	runs     int
 	lastJobs []sandboxd.Job
 }
 
-func (e *fakeSessionEngine) OpenSession(context.Context, string) (sandboxd.SessionContainer, error) {
+func (e *fakeSessionEngine) OpenSession(_ context.Context, _, lang string) (sandboxd.SessionContainer, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.err != nil {
 		return nil, e.err
 	}
+	e.langs = append(e.langs, lang)
 	c := &fakeSessionContainer{e: e, ended: make(chan struct{})}
 	e.opened = append(e.opened, c)
 	return c, nil

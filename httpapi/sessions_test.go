@@ -29,7 +29,7 @@ func TestSessionOverHTTP(t *testing.T) {
 	decodeRec(t, rec, &open)
 	id, _ := open["session_id"].(string)
 	if !regexp.MustCompile(`^ses_[0-9a-f]{32}$`).MatchString(id) || open["environment"] != "python" ||
-		open["idle_timeout_s"] != 300.0 || open["max_lifetime_s"] != 1800.0 || len(open) != 6 {
+		open["language"] != "python" || open["idle_timeout_s"] != 300.0 || open["max_lifetime_s"] != 1800.0 || len(open) != 7 {
 		t.Fatalf("open answered %v", open)
 	}
 	for _, k := range []string{"created_at", "expires_at"} {
@@ -59,7 +59,7 @@ func TestSessionOverHTTP(t *testing.T) {
 	rec = do(t, h, "GET", "/v1/sessions/"+id, "")
 	var state map[string]any
 	decodeRec(t, rec, &state)
-	if rec.Code != 200 || state["calls"] != 1.0 || state["busy"] != false || state["last_call_at"] == nil || len(state) != 7 {
+	if rec.Code != 200 || state["calls"] != 1.0 || state["busy"] != false || state["last_call_at"] == nil || state["language"] != "python" || len(state) != 8 {
 		t.Fatalf("state: %d %s", rec.Code, rec.Body)
 	}
 	if rec := do(t, h, "DELETE", "/v1/sessions/"+id, ""); rec.Code != http.StatusNoContent {

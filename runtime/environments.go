@@ -118,8 +118,10 @@ func (e *Environments) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Resu
 }
 
 // OpenSession starts a session in the environment's runner (Docker.Open);
-// an environment that is not configured is CodeInvalid, as for Run.
-func (e *Environments) OpenSession(ctx context.Context, environment string) (sandboxd.SessionContainer, error) {
+// an environment that is not configured is CodeInvalid, as for Run. The
+// images speak protocol 6, whose session header names no language, and
+// run Python alone: language is not sent to the runner until protocol 7.
+func (e *Environments) OpenSession(ctx context.Context, environment, _ string) (sandboxd.SessionContainer, error) {
 	r, err := e.runner(environment)
 	if err != nil {
 		return nil, err

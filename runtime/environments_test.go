@@ -197,14 +197,14 @@ func TestEnvironmentsHealthBuilding(t *testing.T) {
 func TestEnvironmentsOpenSession(t *testing.T) {
 	e, py, data := mustFakeEnvironments(t)
 	for _, env := range []string{"", "python", "data"} {
-		if _, err := e.OpenSession(context.Background(), env); err != nil {
+		if _, err := e.OpenSession(context.Background(), env, sandboxd.LanguagePython); err != nil {
 			t.Errorf("environment %q: %v", env, err)
 		}
 	}
 	if py.opened != 2 || data.opened != 1 {
 		t.Errorf("python opened %d, data %d; want 2 and 1", py.opened, data.opened)
 	}
-	_, err := e.OpenSession(context.Background(), "gpu")
+	_, err := e.OpenSession(context.Background(), "gpu", sandboxd.LanguagePython)
 	if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid || !strings.Contains(sandboxd.ErrorMessage(err), `unknown environment "gpu"`) {
 		t.Errorf("unknown environment: %v", err)
 	}

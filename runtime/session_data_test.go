@@ -58,7 +58,7 @@ func TestSessionEnvironments(t *testing.T) {
 		d := es.docker(map[string]string{"": "python"}[env] + env)
 		settle(t, d)
 		held := d.pool.budget.used()
-		sc, err := es.OpenSession(t.Context(), env)
+		sc, err := es.OpenSession(t.Context(), env, sandboxd.LanguagePython)
 		if err != nil {
 			t.Fatalf("%q: %v", env, err)
 		}
@@ -75,7 +75,7 @@ func TestSessionEnvironments(t *testing.T) {
 			t.Errorf("%q: the pools hold %d bytes after the take, %d before", env, got, held)
 		}
 	}
-	if _, err := es.OpenSession(t.Context(), "gpu"); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+	if _, err := es.OpenSession(t.Context(), "gpu", sandboxd.LanguagePython); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
 		t.Errorf("unknown environment: %v", err)
 	}
 }

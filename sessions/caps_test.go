@@ -12,7 +12,7 @@ import (
 // claim's error; the hold is released with the test.
 func (h *harness) claim(tb testing.TB, owner, client string) error {
 	tb.Helper()
-	hold, err := h.t.Hold(context.Background(), "python")
+	hold, err := h.t.Hold(context.Background(), "python", sandboxd.LanguagePython)
 	if err != nil {
 		tb.Fatalf("hold: %v", err)
 	}

@@ -20,13 +20,13 @@ type fakeEngine struct {
 	result sandboxd.SessionResult
 }
 
-func (e *fakeEngine) OpenSession(ctx context.Context, env string) (sandboxd.SessionContainer, error) {
+func (e *fakeEngine) OpenSession(ctx context.Context, env, lang string) (sandboxd.SessionContainer, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.err != nil {
 		return nil, e.err
 	}
-	c := &fakeContainer{env: env, ended: make(chan struct{}), result: e.result}
+	c := &fakeContainer{env: env, lang: lang, ended: make(chan struct{}), result: e.result}
 	e.opened = append(e.opened, c)
 	return c, nil
 }
@@ -42,6 +42,7 @@ func (e *fakeEngine) last() *fakeContainer {
 // set; Close and endBy end it.
 type fakeContainer struct {
 	env    string
+	lang   string
 	mu     sync.Mutex
 	result sandboxd.SessionResult
 	err    error
@@ -185,7 +186,7 @@ func newHarness(tb testing.TB, cfg Config) *harness {
 func (h *harness) mustOpen(tb testing.TB, env, owner string) sandboxd.SessionInfo {
 	tb.Helper()
 	ctx := context.Background()
-	hold, err := h.t.Hold(ctx, env)
+	hold, err := h.t.Hold(ctx, env, sandboxd.LanguagePython)
 	if err != nil {
 		tb.Fatalf("hold: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 type hold struct {
 	t      *Table
 	env    string
+	lang   string
 	memory int64
 	owner  string
 	client string
@@ -36,9 +37,9 @@ func (t *Table) Room(environment string) error {
 	return t.roomLocked(mem)
 }
 
-// Hold holds room for a session in environment, as Room finds it. See
-// sandboxd.Sessions.
-func (t *Table) Hold(_ context.Context, environment string) (sandboxd.SessionHold, error) {
+// Hold holds room for a session of language in environment, as Room finds
+// it. See sandboxd.Sessions.
+func (t *Table) Hold(_ context.Context, environment, language string) (sandboxd.SessionHold, error) {
 	mem, err := t.environmentMemory(environment)
 	if err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func (t *Table) Hold(_ context.Context, environment string) (sandboxd.SessionHol
 	}
 	t.count++
 	t.memory += mem
-	return &hold{t: t, env: environment, memory: mem}, nil
+	return &hold{t: t, env: environment, lang: language, memory: mem}, nil
 }
 
 // environmentMemory is the memory a session of environment counts against
@@ -184,7 +185,7 @@ func (h *hold) Start(ctx context.Context) (sandboxd.SessionInfo, error) {
 	if h.started || h.released {
 		return sandboxd.SessionInfo{}, sandboxd.Errorf(sandboxd.CodeInternal, op, "a hold starts once, before it is released")
 	}
-	c, err := t.engine.OpenSession(ctx, h.env)
+	c, err := t.engine.OpenSession(ctx, h.env, h.lang)
 	if err != nil {
 		return sandboxd.SessionInfo{}, err
 	}
@@ -197,7 +198,7 @@ func (h *hold) Start(ctx context.Context) (sandboxd.SessionInfo, error) {
 		return sandboxd.SessionInfo{}, sandboxd.Errorf(sandboxd.CodeUnavailable, op, "the service is stopping; open a session again later")
 	}
 	id := t.freshIDLocked()
-	s := &session{key: keyOf(id), short: short(id), env: h.env, owner: h.owner, client: h.client, memory: h.memory, c: c,
+	s := &session{key: keyOf(id), short: short(id), env: h.env, lang: h.lang, owner: h.owner, client: h.client, memory: h.memory, c: c,
 		created: t.now(), turn: make(chan struct{}, 1), done: make(chan struct{})}
 	t.live[s.key] = s
 	h.started = true
@@ -210,7 +211,7 @@ func (h *hold) Start(ctx context.Context) (sandboxd.SessionInfo, error) {
 	if err := t.register(ctx, s, info); err != nil {
 		return sandboxd.SessionInfo{}, err
 	}
-	t.log.Info("session opened", "session", s.short, "environment", h.env, "owner", h.owner)
+	t.log.Info("session opened", "session", s.short, "environment", h.env, "language", h.lang, "owner", h.owner)
 	return info, nil
 }
 

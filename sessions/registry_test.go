@@ -108,7 +108,7 @@ func TestRegistryRefusalOpensNothing(t *testing.T) {
 	cfg.Registry = reg
 	h := newHarness(t, cfg)
 	ctx := context.Background()
-	hold, err := h.t.Hold(ctx, "python")
+	hold, err := h.t.Hold(ctx, "python", sandboxd.LanguagePython)
 	if err != nil {
 		t.Fatal(err)
 	}

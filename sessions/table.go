@@ -55,6 +55,8 @@ type session struct {
 	key   key
 	short string
 	env   string
+	// lang is the canonical name of the language the session runs.
+	lang  string
 	owner string
 	// client is the address that opened a free session, as the
 	// per-client cap counts it; "" for a paid one.
@@ -185,6 +187,6 @@ func (t *Table) expiry(s *session) (time.Time, string) {
 // infoLocked is the state of s, whose id is id. t.mu is held.
 func (t *Table) infoLocked(s *session, id string) sandboxd.SessionInfo {
 	at, _ := t.expiry(s)
-	return sandboxd.SessionInfo{ID: id, Environment: s.env, Created: s.created, LastCall: s.lastCall, Expires: at,
+	return sandboxd.SessionInfo{ID: id, Environment: s.env, Language: s.lang, Created: s.created, LastCall: s.lastCall, Expires: at,
 		IdleTimeout: t.cfg.IdleTimeout, MaxLifetime: t.cfg.MaxLifetime, Calls: s.calls, Busy: s.busy}
 }

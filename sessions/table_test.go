@@ -153,11 +153,11 @@ func TestCapacityIsRefusedBeforeAnything(t *testing.T) {
 	cfg := testConfig()
 	cfg.Max, cfg.Memory = 2, 3<<27 // two python sessions, or one data
 	h := newHarness(t, cfg)
-	_, err := h.t.Hold(context.Background(), "data")
+	_, err := h.t.Hold(context.Background(), "data", sandboxd.LanguagePython)
 	wantCode(t, err, sandboxd.CodeBusy, "every session is taken")
 	a := h.mustOpen(t, "python", "")
 	h.mustOpen(t, "python", "")
-	_, err = h.t.Hold(context.Background(), "python")
+	_, err = h.t.Hold(context.Background(), "python", sandboxd.LanguagePython)
 	wantCode(t, err, sandboxd.CodeBusy, "")
 	var e *sandboxd.Error
 	if !errors.As(err, &e) || e.RetryAfter < time.Second || e.RetryAfter > cfg.IdleTimeout {
@@ -170,7 +170,7 @@ func TestCapacityIsRefusedBeforeAnything(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mustOpen(t, "python", "")
-	_, err = h.t.Hold(context.Background(), "nope")
+	_, err = h.t.Hold(context.Background(), "nope", sandboxd.LanguagePython)
 	wantCode(t, err, sandboxd.CodeInvalid, "python")
 }
 
@@ -181,7 +181,7 @@ func TestPerPayerCap(t *testing.T) {
 	h := newHarness(t, testConfig())
 	h.mustOpen(t, "python", "0xa")
 	h.mustOpen(t, "python", "0xa")
-	hold, err := h.t.Hold(context.Background(), "python")
+	hold, err := h.t.Hold(context.Background(), "python", sandboxd.LanguagePython)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestServiceFailureEndsTheSession(t *testing.T) {
 func TestFailedStartHoldsNothing(t *testing.T) {
 	h := newHarness(t, testConfig())
 	h.engine.err = sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime", "no docker")
-	hold, err := h.t.Hold(context.Background(), "data")
+	hold, err := h.t.Hold(context.Background(), "data", sandboxd.LanguagePython)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestRestartLosesAll(t *testing.T) {
 			t.Fatal("a container outlived the shutdown")
 		}
 	}
-	_, err := h.t.Hold(context.Background(), "python")
+	_, err := h.t.Hold(context.Background(), "python", sandboxd.LanguagePython)
 	wantCode(t, err, sandboxd.CodeUnavailable, "stopping")
 	if h.obs.endedFor(ReasonShutdown) != 3 {
 		t.Fatalf("ended reasons %v", h.obs.ended)
@@ -371,7 +371,7 @@ func TestSweeperRemovesExpiredWithinSeconds(t *testing.T) {
 	engine := &fakeEngine{}
 	table := New(engine, cfg, nil)
 	t.Cleanup(func() { _ = table.Shutdown(context.Background()) })
-	hold, err := table.Hold(context.Background(), "python")
+	hold, err := table.Hold(context.Background(), "python", sandboxd.LanguagePython)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,5 +386,28 @@ func TestSweeperRemovesExpiredWithinSeconds(t *testing.T) {
 			t.Fatalf("an idle session still open %s after its deadline", 3*sweepEvery)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSessionKeepsItsLanguage: the language a session is held for reaches
+// the engine that starts its container, and every state of it names it.
+func TestSessionKeepsItsLanguage(t *testing.T) {
+	h := newHarness(t, testConfig())
+	ctx := context.Background()
+	hold, err := h.t.Hold(ctx, "python", sandboxd.LanguageBash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Release()
+	info, err := hold.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.engine.last().lang; got != sandboxd.LanguageBash {
+		t.Fatalf("the engine opened a %q session, want bash", got)
+	}
+	got, err := h.t.Get(ctx, info.ID)
+	if err != nil || info.Language != sandboxd.LanguageBash || got.Language != sandboxd.LanguageBash {
+		t.Fatalf("opened as %q, then %q (%v); want bash both times", info.Language, got.Language, err)
 	}
 }

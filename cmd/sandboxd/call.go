@@ -22,7 +22,9 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("call", stderr)
 	url := fs.String("url", "http://127.0.0.1:8080/v1/code", "the service's /v1/code URL")
 	session := fs.String("session", "", "run in this session (from sandboxd session open) instead of a fresh sandbox")
-	code := fs.String("c", "", "the program's source (instead of FILE.py)")
+	code := fs.String("c", "", "the program's source (instead of FILE)")
+	lang := fs.String("language", "", "the program's language: python, javascript, typescript or bash, or an alias\n"+
+		"(default python; with --session, the session's)")
 	pf := addPayFlags(fs)
 	if code, ok := parseFlags(fs, callHelp, args, stdout); !ok {
 		return code
@@ -40,8 +42,22 @@ func callCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd call: %v\nusage: %s\n(sandboxd call --help says more)\n", err, callHelp.usage)
 		return 2
 	}
-	body, _ := json.Marshal(map[string]string{"language": "python", "code": src})
+	body, _ := json.Marshal(callBody(*lang, *session != "", src))
 	return pf.pay(key, policy, payCall{url: *url, body: body, want: http.StatusOK, name: "call"}, stdout, stderr)
+}
+
+// callBody is the body of a call of src in language lang ("" for the
+// default): python for a one-shot run, the session's for a call in one
+// (the field left out). The service checks the name: one place does.
+func callBody(lang string, inSession bool, src string) map[string]string {
+	body := map[string]string{"code": src}
+	if lang == "" && !inSession {
+		lang = "python"
+	}
+	if lang != "" {
+		body["language"] = lang
+	}
+	return body
 }
 
 // programSource returns -c's code, or the contents of the one file named.
@@ -53,7 +69,7 @@ func programSource(code string, files []string) (string, error) {
 		b, err := os.ReadFile(files[0])
 		return string(b), err
 	}
-	return "", errors.New("give the program with -c CODE or as one FILE.py")
+	return "", errors.New("give the program with -c CODE or as one FILE")
 }
 
 // printAnswer prints the answer's JSON, indented, then what was paid. Only

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -138,5 +139,27 @@ func TestCallRefusalPrintsNoTerminalControls(t *testing.T) {
 	}
 	if strings.ContainsAny(stderr.String(), "\x1b\x07") || !strings.Contains(stderr.String(), "paid in full") {
 		t.Fatalf("stderr %q: want the server's message with its controls escaped", stderr.String())
+	}
+}
+
+// TestCallBodyLanguage: a one-shot call names python unless --language
+// names another, passed as given (the service checks it); a call in a
+// session leaves the field out unless --language names one.
+func TestCallBodyLanguage(t *testing.T) {
+	for _, tc := range []struct {
+		lang      string
+		inSession bool
+		want      string
+	}{
+		{"", false, `{"code":"1","language":"python"}`},
+		{"JS", false, `{"code":"1","language":"JS"}`},
+		{"", true, `{"code":"1"}`},
+		{"bash", true, `{"code":"1","language":"bash"}`},
+		{"ruby\u0000", false, `{"code":"1","language":"ruby\u0000"}`},
+	} {
+		b, err := json.Marshal(callBody(tc.lang, tc.inSession, "1"))
+		if err != nil || string(b) != tc.want {
+			t.Errorf("callBody(%q, %v) = %s, want %s", tc.lang, tc.inSession, b, tc.want)
+		}
 	}
 }

@@ -27,16 +27,18 @@ var (
 		page:    "docs/operating.md",
 	}
 	callHelp = commandHelp{
-		usage: "sandboxd call --key-file FILE [--url URL] [--session ID] [--max-amount 0.005] [--network N]\n" +
-			"              [--asset ADDR] [--pay-to ADDR] [--max-window 5m] [--scheme auto|exact|batch-settlement]\n" +
-			"              [--max-deposit 0.05] [--timeout 2m] [--retries 3] [--payment-id ID] (-c CODE | FILE.py)",
+		usage: "sandboxd call --key-file FILE [--url URL] [--language NAME] [--session ID] [--max-amount 0.005]\n" +
+			"              [--network N] [--asset ADDR] [--pay-to ADDR] [--max-window 5m]\n" +
+			"              [--scheme auto|exact|batch-settlement] [--max-deposit 0.05] [--timeout 2m] [--retries 3]\n" +
+			"              [--payment-id ID] (-c CODE | FILE)",
 		what: "Pay for one run over x402 and print the answer and the settlement. It signs only within the\n" +
 			"limits of its flags, and refuses other terms with the reason, signing nothing. When the service\n" +
 			"offers a batch-settlement channel (and --scheme is auto, the default), it pays through one: a deposit\n" +
 			"of at most --max-deposit the first time, then a voucher per call, the running totals kept in\n" +
 			"FILE.channels (sandboxd channel show|refund). With --session ID the program runs in that session\n" +
 			"(sandboxd session open; docs/sessions.md), at .../v1/sessions/ID/code beside --url, and its answer\n" +
-			"adds result and session. An answer lost on the way is asked for again with the same payment, at\n" +
+			"adds result and session. --language names the program's language (python unless given; in a\n" +
+			"session, the session's): the file's extension is not looked at. An answer lost on the way is asked for again with the same payment, at\n" +
 			"most --retries times; a failed call prints its payment id, for --payment-id to fetch it again.",
 		example: "sandboxd call --key-file payer.key --url https://sandbox.example.com/v1/code -c 'print(6*7)'",
 		page:    "docs/payments.md",
@@ -182,7 +184,7 @@ tool, free or paid per call over x402.
 
 usage:
   sandboxd serve [--config FILE]     start the service (default config: ./config.yaml if present)
-  sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
+  sandboxd call --key-file FILE [--url URL] [--language NAME] [-c CODE | FILE]
                                      pay for one run over x402 and print the answer
   sandboxd session open|show|close [...]
                                      a session: one interpreter that keeps its state across calls

@@ -3,7 +3,7 @@
 //
 //	sandboxd serve [--config FILE]   start the service
 //	sandboxd version                 print the version
-//	sandboxd call --key-file FILE [--url URL] [-c CODE | FILE.py]
+//	sandboxd call --key-file FILE [--url URL] [--language NAME] [-c CODE | FILE]
 //	                                 pay for and run one program
 //	sandboxd session open|show|close [...]
 //	                                 a session: one interpreter kept across calls

@@ -18,12 +18,13 @@ import (
 // The helps of `sandboxd session`'s subcommands, and of the group.
 var (
 	sessionOpenHelp = commandHelp{
-		usage: "sandboxd session open --key-file FILE [--url URL] [--environment ENV] [--max-amount 0.005]\n" +
-			"              [--network N] [--asset ADDR] [--pay-to ADDR] [--max-window 5m]\n" +
+		usage: "sandboxd session open --key-file FILE [--url URL] [--language NAME] [--environment ENV]\n" +
+			"              [--max-amount 0.005] [--network N] [--asset ADDR] [--pay-to ADDR] [--max-window 5m]\n" +
 			"              [--scheme auto|exact|batch-settlement] [--max-deposit 0.05] [--timeout 2m]\n" +
 			"              [--retries 3] [--payment-id ID]",
-		what: "Open a session, paying its opening over x402, and print its id: one interpreter that keeps its\n" +
-			"globals, imports and /tmp between calls (`sandboxd call --session ID`). It signs only within the\n" +
+		what: "Open a session, paying its opening over x402, and print its id: one interpreter of --language\n" +
+			"(python unless given) that keeps its state and /tmp between calls (`sandboxd call --session ID`),\n" +
+			"in --environment or else the language's home environment. It signs only within the\n" +
 			"limits of its flags, and refuses other terms with the reason, signing nothing. It pays through the\n" +
 			"key's channel with the service when one is offered, as sandboxd call does.",
 		example: "sandboxd session open --key-file payer.key --url https://sandbox.example.com/v1/sessions --environment data",
@@ -85,7 +86,9 @@ func sessionCommand(args []string, stdout, stderr io.Writer) int {
 func sessionOpenCommand(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("session open", stderr)
 	url := fs.String("url", defaultSessionsURL, "the service's /v1/sessions URL")
-	env := fs.String("environment", "", "the environment to open it in (default: the service's, python)")
+	env := fs.String("environment", "", "the environment to open it in (default: the language's home)")
+	lang := fs.String("language", "", "the session's language: python, javascript, typescript or bash, or an alias\n"+
+		"(default python)")
 	pf := addPayFlags(fs)
 	if code, ok := parseFlags(fs, sessionOpenHelp, args, stdout); !ok {
 		return code
@@ -98,10 +101,14 @@ func sessionOpenCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd session open: %s\n", printable(err.Error(), false))
 		return 2
 	}
-	body := []byte("{}")
-	if *env != "" {
-		body, _ = json.Marshal(map[string]string{"environment": *env})
+	fields := map[string]string{}
+	if *lang != "" {
+		fields["language"] = *lang
 	}
+	if *env != "" {
+		fields["environment"] = *env
+	}
+	body, _ := json.Marshal(fields)
 	return pf.pay(key, policy, payCall{url: *url, body: body, want: http.StatusCreated, name: "session open"}, stdout, stderr)
 }
 

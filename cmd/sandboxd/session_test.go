@@ -79,14 +79,16 @@ func runCLI(args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// TestSessionOpenAndCallPay: session open POSTs its environment to
-// /v1/sessions and pays within the defaults (exit 0 on 201, the id and the
-// settlement printed); call --session pays for a call at
-// /v1/sessions/ID/code beside --url.
+// TestSessionOpenAndCallPay: session open POSTs its language and
+// environment to /v1/sessions and pays within the defaults (exit 0 on 201,
+// the id and the settlement printed); call --session pays for a call at
+// /v1/sessions/ID/code beside --url, in the session's language unless
+// --language names one.
 func TestSessionOpenAndCallPay(t *testing.T) {
 	srv, base := mustSessionServer(t)
 	key := mustPayerKey(t)
-	code, out, errs := runCLI("session", "open", "--key-file", key, "--url", base+"/v1/sessions", "--environment", "data")
+	code, out, errs := runCLI("session", "open", "--key-file", key, "--url", base+"/v1/sessions", "--environment", "data",
+		"--language", "sh")
 	if code != 0 || !strings.Contains(out, "HTTP 201") || !strings.Contains(out, testSessionID) || !strings.Contains(out, "paid: payer 0xp") {
 		t.Fatalf("session open: exit %d\n%s%s", code, out, errs)
 	}
@@ -94,9 +96,15 @@ func TestSessionOpenAndCallPay(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"result": "42"`) {
 		t.Fatalf("call --session: exit %d\n%s%s", code, out, errs)
 	}
+	code, out, errs = runCLI("call", "--key-file", key, "--url", base+"/v1/code", "--session", testSessionID,
+		"--language", "bash", "-c", "x + 1")
+	if code != 0 {
+		t.Fatalf("call --session --language: exit %d\n%s%s", code, out, errs)
+	}
 	_, paid := srv.requests()
-	want := []string{"POST /v1/sessions " + `{"environment":"data"}`,
-		"POST /v1/sessions/" + testSessionID + "/code " + `{"code":"x + 1","language":"python"}`}
+	want := []string{"POST /v1/sessions " + `{"environment":"data","language":"sh"}`,
+		"POST /v1/sessions/" + testSessionID + "/code " + `{"code":"x + 1"}`,
+		"POST /v1/sessions/" + testSessionID + "/code " + `{"code":"x + 1","language":"bash"}`}
 	if strings.Join(paid, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("paid requests:\n%s\nwant:\n%s", strings.Join(paid, "\n"), strings.Join(want, "\n"))
 	}
