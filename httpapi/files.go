@@ -7,18 +7,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"sandboxd"
-)
-
-// The limits of an input file's name, as the filesystems of the sandbox
-// (tmpfs, ext4) take them.
-const (
-	maxFileNameBytes = 1024
-	maxFilePartBytes = 255
+	"sandboxd/internal/runnerproto"
 )
 
 // fileRequest is one file of a request's "files": its name and its content,
@@ -125,33 +117,12 @@ func checkFileRequest(i int, f fileRequest) error {
 	return nil
 }
 
-// checkFileName refuses a name that is not a plain relative path with "/"
-// between its parts: empty, absolute, a part that is empty, "." or "..", a
-// backslash, a control character (NUL included), a part over
-// maxFilePartBytes or a name over maxFileNameBytes. A name it accepts stays
-// inside the directory it is joined to.
+// checkFileName refuses a name that runnerproto.ValidName refuses, the one
+// rule the runner applies again: a name it accepts stays inside the
+// directory it is joined to.
 func checkFileName(name string) error {
-	switch {
-	case name == "":
-		return invalidFile(name, "the name is empty")
-	case len(name) > maxFileNameBytes:
-		return invalidFile(name, fmt.Sprintf("the name is %d bytes, over the limit of %d", len(name), maxFileNameBytes))
-	case strings.HasPrefix(name, "/"):
-		return invalidFile(name, "the name is absolute; give a path relative to the working directory")
-	case strings.Contains(name, `\`):
-		return invalidFile(name, `the name has a backslash; separate directories with "/"`)
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return invalidFile(name, "the name has a control character (NUL, newline, ...)")
-	}
-	for part := range strings.SplitSeq(name, "/") {
-		switch {
-		case part == "":
-			return invalidFile(name, `the name has an empty part ("//" or a trailing "/")`)
-		case part == "." || part == "..":
-			return invalidFile(name, `the name has a "." or ".." part`)
-		case len(part) > maxFilePartBytes:
-			return invalidFile(name, fmt.Sprintf("a part of the name is %d bytes, over the limit of %d", len(part), maxFilePartBytes))
-		}
+	if why := runnerproto.ValidName(name); why != "" {
+		return invalidFile(name, why)
 	}
 	return nil
 }

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"path"
-	"path/filepath"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // The limits of the fuzzed server: small, so the fuzzer reaches them.
@@ -168,36 +166,22 @@ func assertOneObject(t *testing.T, body []byte) {
 	}
 }
 
-// FuzzFileName feeds arbitrary names to checkFileName. An accepted name is
-// a clean relative path that, joined to a directory, stays inside it, with
-// no control character or backslash, within the length limits; a refusal
-// is a 400 naming the rule.
+// FuzzFileName feeds arbitrary names to checkFileName: a refusal is a 400
+// naming the rule (which names runnerproto.ValidName takes is fuzzed there).
 func FuzzFileName(f *testing.F) {
-	for _, seed := range []string{"sales.csv", "a/b/c.txt", "", "/etc/passwd", "..", "../x", "a/..", "./a", "a//b",
-		"a/", `a\b`, "a\x00b", "a\nb", "a\u0085b", "\xff\xfe", "é/ü.png", strings.Repeat("x", 256),
-		strings.Repeat("x/", 600), " ", "...", ".a", "a/./b", "a/.../b"} {
+	for _, seed := range []string{"sales.csv", "a/b/c.txt", "", "/etc/passwd", "..", "../x", "a//b", `a\b`, "a\x00b",
+		"\xff\xfe", strings.Repeat("x", 256), strings.Repeat("x/", 600)} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		err := checkFileName(name)
+		if (err == nil) != (runnerproto.ValidName(name) == "") {
+			t.Fatalf("checkFileName(%q) = %v, against ValidName's %q", name, err, runnerproto.ValidName(name))
+		}
 		if err != nil {
 			assertRefusal(t, "checkFileName", err)
 			if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
 				t.Fatalf("checkFileName(%q): %v, want invalid", name, err)
-			}
-			return
-		}
-		joined := filepath.Join("/tmp/work", name)
-		if path.Clean(name) != name || path.IsAbs(name) || !strings.HasPrefix(joined, "/tmp/work/") ||
-			filepath.Clean(joined) != joined || joined != "/tmp/work/"+name {
-			t.Fatalf("accepted %q, which joins to %q", name, joined)
-		}
-		if len(name) > maxFileNameBytes || strings.ContainsAny(name, "\\\x00") || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-			t.Fatalf("accepted %q", name)
-		}
-		for _, part := range strings.Split(name, "/") {
-			if part == ".." || part == "." || part == "" || len(part) > maxFilePartBytes {
-				t.Fatalf("accepted %q with the part %q", name, part)
 			}
 		}
 	})

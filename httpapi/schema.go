@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // object is a JSON Schema object with its properties, the required ones and
@@ -95,7 +96,7 @@ func (s *Server) languageEnvironmentProp(lang string) map[string]any {
 func (s *Server) filesInProp() map[string]any {
 	name := typed("string", fmt.Sprintf("The file's path relative to the program's working directory, \"/\" between parts: "+
 		"no absolute path, no \".\" or \"..\" part, no backslash or control character, parts of at most %d bytes, "+
-		"at most %d bytes in all; no two files may share a name, nor a file be another's directory.", maxFilePartBytes, maxFileNameBytes))
+		"at most %d bytes in all; no two files may share a name, nor a file be another's directory.", runnerproto.MaxPartBytes, runnerproto.MaxNameBytes))
 	name["minLength"] = 1
 	content := typed("string", "The file's bytes, standard base64 with padding.")
 	content["contentEncoding"] = "base64"

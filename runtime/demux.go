@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"sandboxd/internal/runnerproto"
 )
 
 // The stream IDs in the first byte of an attach frame header (Docker's
@@ -198,7 +200,7 @@ func (o *output) stdoutUntilSection(p []byte) int {
 		o.stdout.write(p[:end])
 		p = p[end:]
 		if rep, ok := o.proto.endReport(o.stdout.buf); ok && !o.stdout.truncated {
-			o.files = filesSection{want: int(rep.sectionLen())}
+			o.files = filesSection{want: int(sectionLen(rep))}
 			if o.files.complete() {
 				return n - len(p)
 			}
@@ -284,17 +286,17 @@ func (o *output) acked() bool {
 // ended reports whether the runner has reported the program's end: after
 // the ack, both streams end with the end marker, with the same report, and
 // the files section after it on stdout has arrived whole.
-func (o *output) ended() (endReport, bool) {
+func (o *output) ended() (runnerproto.EndReport, bool) {
 	if !o.acked() || o.truncated() || !o.files.complete() {
-		return endReport{}, false
+		return runnerproto.EndReport{}, false
 	}
 	out, ok := o.proto.endReport(o.stdout.buf)
 	if !ok {
-		return endReport{}, false
+		return runnerproto.EndReport{}, false
 	}
 	errs, ok := o.proto.endReport(o.stderr.buf)
 	if !ok || errs != out {
-		return endReport{}, false
+		return runnerproto.EndReport{}, false
 	}
 	return out, true
 }

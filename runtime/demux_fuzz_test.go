@@ -211,7 +211,7 @@ func stripSections(stdout []byte, proto *protocol) []byte {
 			continue
 		}
 		out = append(out, stdout[:i+n]...)
-		stdout = stdout[i+n+int(min(rep.filesLen, int64(len(stdout)-i-n))):]
+		stdout = stdout[i+n+int(min(rep.FilesLen, int64(len(stdout)-i-n))):]
 	}
 	return out
 }

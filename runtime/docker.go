@@ -20,6 +20,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // cleanupTimeout bounds the calls that clean up after a run (kill, remove,
@@ -136,14 +137,14 @@ func (d *Docker) health(ctx context.Context) error {
 		}
 		return d.fail(ctx, op, err)
 	}
-	if img.Config == nil || img.Config.Labels[imageProtocolLabel] != runnerProtocol {
+	if img.Config == nil || img.Config.Labels[runnerproto.LabelRunner] != runnerproto.Version {
 		have := ""
 		if img.Config != nil {
-			have = img.Config.Labels[imageProtocolLabel]
+			have = img.Config.Labels[runnerproto.LabelRunner]
 		}
 		return sandboxd.Errorf(sandboxd.CodeUnavailable, op,
 			"image %s has runner protocol %q, this service needs %q: rebuild it with `make image image-data`",
-			d.cfg.Image, have, runnerProtocol)
+			d.cfg.Image, have, runnerproto.Version)
 	}
 	if err := d.cfg.languagesError(op, img.Config.Labels); err != nil {
 		return err

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"sandboxd/internal/runnerproto"
 )
 
 // FuzzParseFiles feeds arbitrary files sections (a program can forge one on
 // its stdout) under arbitrary caps. It must never panic, and whatever it
 // accepts keeps the caps: at most maxFiles files with content and maxBytes
-// bytes of it, maxFiles+listExtra files in all, names valid and strictly in
+// bytes of it, maxFiles+runnerproto.ListExtra files in all, names valid and strictly in
 // order, every content inside the section.
 func FuzzParseFiles(f *testing.F) {
 	for _, seed := range [][]byte{
@@ -33,7 +35,7 @@ func FuzzParseFiles(f *testing.F) {
 		}
 		kept, total, sawListed := 0, int64(0), false
 		for i, fl := range files {
-			if why := validName(fl.Name); why != "" {
+			if why := runnerproto.ValidName(fl.Name); why != "" {
 				t.Fatalf("accepted the name %q, which %s", fl.Name, why)
 			}
 			if i > 0 && fl.Name <= files[i-1].Name {
@@ -49,7 +51,7 @@ func FuzzParseFiles(f *testing.F) {
 			kept++
 			total += fl.Size
 		}
-		if kept > int(maxFiles) || total > int64(maxBytes) || len(files) > int(maxFiles)+listExtra || listed != sawListed {
+		if kept > int(maxFiles) || total > int64(maxBytes) || len(files) > int(maxFiles)+runnerproto.ListExtra || listed != sawListed {
 			t.Fatalf("%d files with %d bytes of content, %d in all, listed %v: over the caps %d/%d", kept, total, len(files), listed, maxFiles, maxBytes)
 		}
 	})
@@ -85,8 +87,8 @@ func FuzzDemuxFiles(f *testing.F) {
 		if int64(len(o.files.buf)) > p.filesBound() || (o.files.want >= 0 && len(o.files.buf) > o.files.want) {
 			t.Fatalf("section of %d bytes, announced %d, bound %d", len(o.files.buf), o.files.want, p.filesBound())
 		}
-		if rep, ok := o.ended(); ok && int64(len(o.files.buf)) != rep.filesLen {
-			t.Fatalf("ended with %d bytes of a section of %d", len(o.files.buf), rep.filesLen)
+		if rep, ok := o.ended(); ok && int64(len(o.files.buf)) != rep.FilesLen {
+			t.Fatalf("ended with %d bytes of a section of %d", len(o.files.buf), rep.FilesLen)
 		}
 	})
 }

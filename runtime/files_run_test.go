@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // Files in and out through the real runner, under the service's container
@@ -182,7 +183,7 @@ os.chdir("/")
 
 // TestFilesWalkIsBounded makes 100,000 empty files (50,000 under runsc)
 // and a tree 200 directories deep: the runner's walk stops at its bounds,
-// the run is answered, and max_files+listExtra files come back (the first
+// the run is answered, and max_files+runnerproto.ListExtra files come back (the first
 // max_files with content), truncated.
 func TestFilesWalkIsBounded(t *testing.T) {
 	for _, oci := range ociRuntimes {
@@ -247,8 +248,8 @@ print("%.3f %.3f" % (made, time.monotonic() - t))
 	}
 	program := time.Duration((made + scanned) * float64(time.Second))
 	full := time.Duration(scanned * float64(time.Second))
-	if !res.FilesTruncated || len(res.Files) != d.cfg.MaxFiles+listExtra {
-		t.Errorf("%d files out, truncated %v; want %d, truncated", len(res.Files), res.FilesTruncated, d.cfg.MaxFiles+listExtra)
+	if !res.FilesTruncated || len(res.Files) != d.cfg.MaxFiles+runnerproto.ListExtra {
+		t.Errorf("%d files out, truncated %v; want %d, truncated", len(res.Files), res.FilesTruncated, d.cfg.MaxFiles+runnerproto.ListExtra)
 	}
 	if walk := res.Duration - program - base.Duration; walk > full {
 		t.Errorf("the runner took %s more than a trivial run's %s after its program, and a walk of all the files took %s: "+

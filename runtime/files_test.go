@@ -11,12 +11,13 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // record is one framed file: kind "c" with its content, or "l" listed with
 // its size.
 func record(kind byte, name string, size int, content string) string {
-	return string(appendRecord(nil, kind, name, int64(size))) + content
+	return string(runnerproto.AppendRecord(nil, kind, name, int64(size))) + content
 }
 
 // section frames the files out as the runner does.
@@ -80,20 +81,6 @@ func TestParseFilesRefusesForgeries(t *testing.T) {
 				t.Errorf("parseFiles = %+v, %v; want errFiles and nothing", got, err)
 			}
 		})
-	}
-}
-
-func TestValidName(t *testing.T) {
-	for _, ok := range []string{"a", "sales.csv", "a/b/c.txt", "é.txt", "a b", strings.Repeat("x", 255)} {
-		if why := validName(ok); why != "" {
-			t.Errorf("validName(%q) = %q, want valid", ok, why)
-		}
-	}
-	for _, bad := range []string{"", "/a", "a/", "a//b", ".", "..", "a/./b", "../a", "a/..", "a\x00b", "a\x1fb",
-		"a\x7fb", "a\u0085b", "a\\b", "a\xff", strings.Repeat("x", 256), strings.Repeat("a/", 512) + "a"} {
-		if validName(bad) == "" {
-			t.Errorf("validName(%q) is valid, want a reason", bad)
-		}
 	}
 }
 
@@ -175,7 +162,7 @@ func TestDemuxFilesSection(t *testing.T) {
 			t.Fatalf("demux: %v", err)
 		}
 		rep, ok := o.ended()
-		if !ok || rep.filesLen != int64(len(sec)) || string(o.files.buf) != sec {
+		if !ok || rep.FilesLen != int64(len(sec)) || string(o.files.buf) != sec {
 			t.Fatalf("ended %v %+v, section %q; want the section %q", ok, rep, o.files.buf, sec)
 		}
 		o.finish()
@@ -207,7 +194,7 @@ func TestDemuxForgedMarkerIsOutput(t *testing.T) {
 			t.Fatalf("demux: %v", err)
 		}
 		rep, ok := o.ended()
-		if !ok || rep.status != 3 || string(o.files.buf) != sec {
+		if !ok || rep.Status != 3 || string(o.files.buf) != sec {
 			t.Fatalf("ended %v %+v, section %q; want status 3 and the runner's section", ok, rep, o.files.buf)
 		}
 		o.finish()

@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // The runner's life: parallel runs, cancellation, Close, Reap, Health, Info.
@@ -227,22 +228,27 @@ func TestHealthOutdatedImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// An image without the runner protocol's label, as an image built
-	// before the protocol (or by hand) would be: an empty one suffices.
-	ref := fmt.Sprintf("sandboxd-test-noprotocol:%d", os.Getpid())
-	var tarball bytes.Buffer
-	_ = tar.NewWriter(&tarball).Close()
-	rc, err := d.cli.ImageImport(ctx, image.ImportSource{Source: &tarball, SourceName: "-"}, ref, image.ImportOptions{})
-	if err != nil {
-		t.Fatalf("import: %v", err)
-	}
-	_, _ = io.Copy(io.Discard, rc)
-	rc.Close()
-	t.Cleanup(func() { _, _ = d.cli.ImageRemove(context.Background(), ref, image.RemoveOptions{Force: true}) })
-	d.cfg.Image = ref
-	err = d.Health(ctx)
-	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), "make image") ||
-		!strings.Contains(sandboxd.ErrorMessage(err), "runner protocol") {
-		t.Errorf("Health = %v, want CodeUnavailable asking for make image", err)
+	// before the protocol (or by hand) would be, and one labelled with the
+	// protocol before this one: empty ones suffice.
+	for i, changes := range [][]string{nil, {"LABEL " + runnerproto.LabelRunner + "=6"}} {
+		ref := fmt.Sprintf("sandboxd-test-noprotocol:%d-%d", os.Getpid(), i)
+		var tarball bytes.Buffer
+		_ = tar.NewWriter(&tarball).Close()
+		rc, err := d.cli.ImageImport(ctx, image.ImportSource{Source: &tarball, SourceName: "-"}, ref,
+			image.ImportOptions{Changes: changes})
+		if err != nil {
+			t.Fatalf("import: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, rc)
+		rc.Close()
+		t.Cleanup(func() { _, _ = d.cli.ImageRemove(context.Background(), ref, image.RemoveOptions{Force: true}) })
+		d.cfg.Image = ref
+		err = d.Health(ctx)
+		msg := sandboxd.ErrorMessage(err)
+		if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(msg, "make image") ||
+			!strings.Contains(msg, "runner protocol") || !strings.Contains(msg, `needs "`+runnerproto.Version+`"`) {
+			t.Errorf("Health with %v = %v, want CodeUnavailable asking for make image", changes, err)
+		}
 	}
 }
 

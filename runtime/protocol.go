@@ -1,114 +1,45 @@
 package runtime
 
 import (
-	"strconv"
+	"bytes"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
-// The runner protocol: how the service and the image's runner
-// (images/python/run.py) talk over a container's link (link.go): its
-// attach connection, or the runner's own sockets.
+// The runner protocol (internal/runnerproto holds it, and its description):
+// how the service and the image's runner talk over a container's link
+// (link.go), its attach connection or the runner's own sockets. Here is
+// the host's side of one run: its token, the lines made from it, and the
+// caps that bound what the runner may send back.
 //
-//	stdin, to the runner:     "<token> <n> <m> <f> <k> <maxfiles> <maxbytes>\n",
-//	                          then the n bytes of the program, the m bytes of
-//	                          its standard input and the k bytes of its f
-//	                          files in, as records; <maxfiles> and <maxbytes>
-//	                          are the caps on the files out (Config.MaxFiles,
-//	                          Config.MaxFilesBytes)
-//	stdout, from the runner:  the ack, "\x00sandboxd:<token>:go\n", once the
-//	                          program is read and before it runs; its late
-//	                          form, ending ":gl\n", when the program came
-//	                          before the runner was ready for it (its
-//	                          interpreter still starting or importing the
-//	                          image's preloaded modules, in a container
-//	                          started for its run): the time limit then
-//	                          counts from the ack instead of the hand-over
-//	                          (deadline.go)
-//	stdout and stderr, both:  the end marker,
-//	                          "\x00sandboxd:<token>:<sss> <cpu> <rss> <len> <t>\n",
-//	                          once the program has ended (normally, by
-//	                          SystemExit or an exception) and its output is
-//	                          flushed; <sss> is its exit status in 3 digits,
-//	                          <cpu> the CPU milliseconds (user + system,
-//	                          children included) it used, <rss> its peak
-//	                          resident memory in KiB and <len> the length of
-//	                          the files section, each in 10 digits, and <t>
-//	                          1 when a file out was left out or listed
-//	                          without content, else 0
-//	stdout, after the marker: the files section: <len> bytes of records,
-//	                          the files out in name order
-//	a record:                 "<kind> <namelen> <size>\n<name>[<content>]",
-//	                          decimal numbers; kind "c" is followed by the
-//	                          <size> bytes of the file, kind "l" lists a
-//	                          file of <size> bytes without its content
-//
-// The token is random and new for every run, so no output matches it by
-// chance. A program can read it from its own process, so the most it can do
+// A program can read the token from its own process, so the most it can do
 // with it is misreport its own result (and files): the container is killed
 // and removed after every run either way. The service reads a files section
 // only after an end marker that announces at most filesBound bytes, and
-// parses it with a bound on every step (files.go), so no forgery makes it
-// hold more than the caps. The end marker lets a run answer as soon as
-// the program has ended, instead of when the container has exited (some 25
-// ms later, the time runc takes to tear it down); a run without it (os._exit,
-// a signal, the OOM killer, a kill at the deadline) is judged by the
-// container's exit, as before, and has no files out. The ack tells a program that ran from a
-// container that died before it got its program, which is retried.
-
-// runnerProtocol is the version of the protocol: 6 is the protocol above
-// (4's, unchanged) and the sessions of session_protocol.go (5's), over the
-// attach connection or the runner's own sockets (socket.go). The image
-// carries it in its imageProtocolLabel; Health refuses an image that speaks
-// another (5's runner does not connect).
-const runnerProtocol = "6"
-
-// imageProtocolLabel is the image label that holds the runner's protocol
-// version (set by images/python/recipe.sh).
-const imageProtocolLabel = "io.sandboxd.runner"
-
-// markerMagic starts the ack and the end marker.
-const markerMagic = "\x00sandboxd:"
-
-// tokenBytes is the size of a run's token, in random bytes (hex on the wire).
-const tokenBytes = 16
-
-// markerTail is the shape of an end marker after its prefix: 'd' stands
-// for a decimal digit, anything else for itself. Fixed width, so a possible
-// marker is recognised byte by byte while it streams in.
-const markerTail = "ddd dddddddddd dddddddddd dddddddddd d\n"
-
-// sessionMarkerTail is the shape of a session call's end marker
-// (session_protocol.go): markerTail's fields, then the value's flag, its
-// length and the interrupt's flag.
-const sessionMarkerTail = "ddd dddddddddd dddddddddd dddddddddd d d dddddddddd d\n"
-
-// endReport is what an end marker says about the program's end.
-type endReport struct {
-	// status is the exit status, 0..255.
-	status int
-	// cpuMS is the program's user plus system CPU time, in milliseconds.
-	cpuMS int64
-	// maxRSSKB is the program's peak resident memory, in KiB.
-	maxRSSKB int64
-	// filesLen is the length of the files section after the marker on stdout.
-	filesLen int64
-	// filesCut reports that the runner left a file out, or listed one
-	// without its content, for the caps or the bounds of its walk.
-	filesCut bool
-	// A session call's marker only: value is 0 when the call had no
-	// value (no last expression, or None), 1 when valueLen bytes of its
-	// repr follow the files section, 2 when they are its repr cut at the
-	// cap; interrupted reports that the runner's interrupt ended the call.
-	value       int
-	valueLen    int64
-	interrupted bool
-}
+// parses it with a bound on every step (files.go).
 
 // sectionLen is the length of what follows the marker on stdout: the files
 // section, then a session call's value.
-func (r endReport) sectionLen() int64 {
-	return r.filesLen + r.valueLen
+func sectionLen(r runnerproto.EndReport) int64 {
+	return r.FilesLen + r.ValueLen
+}
+
+// jobLanguage is the canonical name a job's header carries: python when the
+// job names none, as every job did before there were languages, else the
+// job's own, which must be canonical (sandboxd.NormalizeLanguage): a header
+// carries nothing else, and the API canonicalizes every request's.
+// Anything else is CodeInvalid.
+func jobLanguage(job sandboxd.Job) (string, error) {
+	if job.Language == "" {
+		return sandboxd.LanguagePython, nil
+	}
+	if canonical, ok := sandboxd.NormalizeLanguage(job.Language); !ok || canonical != job.Language {
+		return "", sandboxd.Errorf(sandboxd.CodeInvalid, "runtime.run",
+			"language %q is not a canonical name (%s, %s, %s, %s)", job.Language, sandboxd.LanguagePython,
+			sandboxd.LanguageJavaScript, sandboxd.LanguageTypeScript, sandboxd.LanguageBash)
+	}
+	return job.Language, nil
 }
 
 // protocol holds one run's token and the lines made from it, and the caps
@@ -122,9 +53,10 @@ type protocol struct {
 	prefix []byte
 	// ack is the whole ack line; lateAck its late form.
 	ack, lateAck []byte
-	// tail is the marker's shape after the prefix: markerTail, or
-	// sessionMarkerTail for a session's call, whose value may be at most
-	// maxValue bytes.
+	// session is set for a session's call, whose marker has
+	// runnerproto.SessionMarkerTail's shape and whose value may be at most
+	// maxValue bytes; tail is the marker's shape after the prefix.
+	session  bool
 	tail     string
 	maxValue int64
 }
@@ -132,32 +64,30 @@ type protocol struct {
 // newProtocol returns the protocol of one run, with a fresh token and the
 // caps on its files out.
 func newProtocol(maxFiles int, maxFilesBytes int64) *protocol {
-	token := randomHex(tokenBytes)
-	prefix := []byte(markerMagic + token + ":")
-	return &protocol{token: token, prefix: prefix, ack: []byte(markerMagic + token + ":go\n"),
-		lateAck:  []byte(markerMagic + token + ":gl\n"),
-		maxFiles: maxFiles, maxFilesBytes: maxFilesBytes, tail: markerTail}
+	token := randomHex(runnerproto.TokenBytes)
+	prefix := runnerproto.Magic + token + ":"
+	return &protocol{token: token, prefix: []byte(prefix), ack: []byte(prefix + runnerproto.AckGo + "\n"),
+		lateAck:  []byte(prefix + runnerproto.AckLate + "\n"),
+		maxFiles: maxFiles, maxFilesBytes: maxFilesBytes, tail: runnerproto.MarkerTail}
 }
 
 // message is what the runner reads on stdin: the header line, the code,
-// the program's standard input, then its files in as records.
-func (p *protocol) message(code, stdin string, files []sandboxd.File) []byte {
+// the program's standard input, then its files in as records. language is
+// a canonical name (jobLanguage).
+func (p *protocol) message(language, code, stdin string, files []sandboxd.File) []byte {
 	size := 0
 	for _, f := range files {
 		size += recordSize(f.Name, len(f.Content))
 	}
-	b := make([]byte, 0, len(p.token)+100+len(code)+len(stdin)+size)
-	b = append(b, p.token...)
-	for _, n := range []int64{int64(len(code)), int64(len(stdin)), int64(len(files)), int64(size),
-		int64(p.maxFiles), p.maxFilesBytes} {
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, n, 10)
-	}
-	b = append(b, '\n')
+	h := runnerproto.Header{Token: p.token, Code: int64(len(code)), Stdin: int64(len(stdin)),
+		Files: int64(len(files)), FilesLen: int64(size), MaxFiles: int64(p.maxFiles), MaxFilesBytes: p.maxFilesBytes,
+		Language: language}
+	b := make([]byte, 0, runnerproto.HeaderMax+len(code)+len(stdin)+size)
+	b = h.Append(b)
 	b = append(b, code...)
 	b = append(b, stdin...)
 	for _, f := range files {
-		b = appendRecord(b, recordContent, f.Name, int64(len(f.Content)))
+		b = runnerproto.AppendRecord(b, runnerproto.KindContent, f.Name, int64(len(f.Content)))
 		b = append(b, f.Content...)
 	}
 	return b
@@ -166,7 +96,7 @@ func (p *protocol) message(code, stdin string, files []sandboxd.File) []byte {
 // filesBound is the longest files section an end marker may announce: the
 // caps' content and the framing of every record the runner may send.
 func (p *protocol) filesBound() int64 {
-	return p.maxFilesBytes + int64(p.maxFiles+listExtra)*(recordHeadMax+maxNameBytes)
+	return p.maxFilesBytes + int64(p.maxFiles+runnerproto.ListExtra)*(runnerproto.RecordHeadMax+runnerproto.MaxNameBytes)
 }
 
 // markerLen is the length of an end marker.
@@ -180,49 +110,22 @@ func (p *protocol) partialMarker(b []byte) bool {
 	if len(b) > p.markerLen() {
 		return false
 	}
-	for i, c := range b {
-		switch {
-		case i < len(p.prefix):
-			if c != p.prefix[i] {
-				return false
-			}
-		case p.tail[i-len(p.prefix)] == 'd':
-			if c < '0' || c > '9' {
-				return false
-			}
-		case c != p.tail[i-len(p.prefix)]:
-			return false
-		}
-	}
-	return true
+	n := min(len(b), len(p.prefix))
+	return bytes.Equal(b[:n], p.prefix[:n]) && runnerproto.FitsShape(b[n:], p.tail)
 }
 
 // endReport reports whether b ends with a whole end marker of this run's
-// token, and what it says: an exit status over 255, a files section longer
-// than filesBound or a <t> other than 0 or 1 makes it no marker; so do, in
-// a session call's marker, a value flag over 2, a value longer than
-// maxValue (or one without its flag) and an interrupt flag over 1.
-func (p *protocol) endReport(b []byte) (endReport, bool) {
+// token, and what it says: a marker runnerproto.ParseEndReport refuses,
+// or one that announces a files section longer than filesBound or a value
+// longer than maxValue, is no marker.
+func (p *protocol) endReport(b []byte) (runnerproto.EndReport, bool) {
 	n := p.markerLen()
-	if len(b) < n || !p.partialMarker(b[len(b)-n:]) {
-		return endReport{}, false
+	if len(b) < n || !bytes.Equal(b[len(b)-n:len(b)-len(p.tail)], p.prefix) {
+		return runnerproto.EndReport{}, false
 	}
-	var fields [8]int64
-	f := 0
-	for _, c := range b[len(b)-len(p.tail) : len(b)-1] {
-		if c == ' ' {
-			f++
-			continue
-		}
-		fields[f] = 10*fields[f] + int64(c-'0')
+	r, ok := runnerproto.ParseEndReport(b[len(b)-len(p.tail):], p.session)
+	if !ok || r.FilesLen > p.filesBound() || r.ValueLen > p.maxValue {
+		return runnerproto.EndReport{}, false
 	}
-	if fields[0] > 255 || fields[3] > p.filesBound() || fields[4] > 1 {
-		return endReport{}, false
-	}
-	if fields[5] > 2 || fields[6] > p.maxValue || (fields[5] == 0 && fields[6] > 0) || fields[7] > 1 {
-		return endReport{}, false
-	}
-	return endReport{status: int(fields[0]), cpuMS: fields[1], maxRSSKB: fields[2],
-		filesLen: fields[3], filesCut: fields[4] == 1,
-		value: int(fields[5]), valueLen: fields[6], interrupted: fields[7] == 1}, true
+	return r, true
 }

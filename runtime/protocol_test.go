@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // testProtocol is a protocol with a known token.
 func testProtocol() *protocol {
 	p := newProtocol(testMaxFiles, testMaxFilesBytes)
-	token := strings.Repeat("ab", tokenBytes)
+	token := strings.Repeat("ab", runnerproto.TokenBytes)
 	p.token = token
-	p.prefix = []byte(markerMagic + token + ":")
-	p.ack = []byte(markerMagic + token + ":go\n")
+	p.prefix = []byte(runnerproto.Magic + token + ":")
+	p.ack = []byte(runnerproto.Magic + token + ":go\n")
 	return p
 }
 
@@ -38,7 +39,7 @@ func TestProtocolToken(t *testing.T) {
 		t.Errorf("tokens %q and %q: want 32 random hex digits each", a.token, b.token)
 	}
 	files := []sandboxd.File{{Name: "d/a.csv", Content: []byte("x,y\n")}, {Name: "e", Content: nil}}
-	if got, want := string(a.message("print(1)\n", "in", files)), a.token+" 9 2 2 24 2 100\nprint(1)\nin"+
+	if got, want := string(a.message("python", "print(1)\n", "in", files)), a.token+" 9 2 2 24 2 100 python\nprint(1)\nin"+
 		"c 7 4\nd/a.csvx,y\nc 1 0\ne"; got != want {
 		t.Errorf("message = %q, want %q", got, want)
 	}
@@ -137,7 +138,7 @@ func TestDemuxProtocol(t *testing.T) {
 				t.Fatalf("demux: %v", err)
 			}
 			rep, ended := o.ended()
-			if status := rep.status; ended != tt.ended || status != tt.status || o.acked() != tt.acked {
+			if status := rep.Status; ended != tt.ended || status != tt.status || o.acked() != tt.acked {
 				t.Errorf("ended %v status %d acked %v, want %v %d %v", ended, status, o.acked(), tt.ended, tt.status, tt.acked)
 			}
 			if (caps > 0) != o.truncated() {
@@ -168,8 +169,8 @@ func TestDemuxAnswersAtTheMarker(t *testing.T) {
 	go func() { done <- demux(pr, o, func() {}) }()
 	select {
 	case err := <-done:
-		if rep, ok := o.ended(); err != nil || !ok || rep.status != 7 {
-			t.Errorf("demux = %v, ended %v status %d; want nil, true, 7", err, ok, rep.status)
+		if rep, ok := o.ended(); err != nil || !ok || rep.Status != 7 {
+			t.Errorf("demux = %v, ended %v status %d; want nil, true, 7", err, ok, rep.Status)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("demux did not return at the end marker")
@@ -180,16 +181,14 @@ func TestEndReportCarriesUsage(t *testing.T) {
 	p := testProtocol()
 	in := fmt.Sprintf("out%s%03d %010d %010d %010d 1\n", p.prefix, 3, 1234, 51300, 777)
 	rep, ok := p.endReport([]byte(in))
-	if want := (endReport{status: 3, cpuMS: 1234, maxRSSKB: 51300, filesLen: 777, filesCut: true}); !ok || rep != want {
+	if want := (runnerproto.EndReport{Status: 3, CPUMS: 1234, MaxRSSKB: 51300, FilesLen: 777, FilesCut: true}); !ok || rep != want {
 		t.Errorf("endReport = %+v, %v; want %+v", rep, ok, want)
 	}
+	// The shapes are runnerproto's (its tests); here, what the run adds:
+	// the token and the files section's bound.
 	for _, bad := range []string{
-		fmt.Sprintf("%s%03d %010d %010d\n", p.prefix, 3, 1234, 5),                               // fields missing
-		fmt.Sprintf("%s%03d %010d %09dx %010d 0\n", p.prefix, 3, 1234, 51300, 0),                // not a digit
-		fmt.Sprintf("%s%03d-%010d %010d %010d 0\n", p.prefix, 3, 1234, 51300, 0),                // wrong separator
-		fmt.Sprintf("%s%03d %010d %010d %010d 0\n", p.prefix, 300, 1234, 51300, 0),              // status over 255
-		fmt.Sprintf("%s%03d %010d %010d %010d 2\n", p.prefix, 3, 1234, 51300, 0),                // <t> not 0 or 1
-		fmt.Sprintf("%s%03d %010d %010d %010d 0\n", p.prefix, 3, 1234, 51300, p.filesBound()+1), // section too long
+		fmt.Sprintf("%s%03d %010d %010d %010d 0\n", p.prefix, 3, 1234, 51300, p.filesBound()+1),    // section too long
+		fmt.Sprintf("%s%03d %010d %010d %010d 0\n", newProtocol(2, 100).prefix, 3, 1234, 51300, 0), // another token
 	} {
 		if rep, ok := p.endReport([]byte(bad)); ok {
 			t.Errorf("endReport(%q) = %+v, want no marker", bad, rep)
@@ -208,5 +207,37 @@ func TestCapBufferHoldsAtMostAMarkerPastTheCap(t *testing.T) {
 	b.write([]byte("1234\n")) // it is not
 	if !b.truncated || len(b.buf) != 100 || cap(b.buf) > 100+p.markerLen() {
 		t.Errorf("truncated %v, %d bytes in a buffer of %d; want true, 100, at most %d", b.truncated, len(b.buf), cap(b.buf), 100+p.markerLen())
+	}
+}
+
+// TestJobLanguage pins what a header may carry: a canonical name, python
+// for a job that names none; anything else never reaches a header.
+func TestJobLanguage(t *testing.T) {
+	for in, want := range map[string]string{"": "python", "python": "python", "javascript": "javascript",
+		"typescript": "typescript", "bash": "bash"} {
+		if got, err := jobLanguage(sandboxd.Job{Language: in}); err != nil || got != want {
+			t.Errorf("jobLanguage(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"Python", "python3", "js", " bash", "ruby", "python 1 2", "python\n", "\x00"} {
+		if got, err := jobLanguage(sandboxd.Job{Language: bad}); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+			t.Errorf("jobLanguage(%q) = %q, %v; want CodeInvalid", bad, got, err)
+		}
+	}
+}
+
+// TestSessionCallLanguage pins that a call runs in its session's language:
+// one that names none or the same is taken, another is CodeInvalid.
+func TestSessionCallLanguage(t *testing.T) {
+	s := &Session{language: sandboxd.LanguagePython}
+	for _, ok := range []string{"", "python"} {
+		if err := s.checkLanguage(sandboxd.Job{Language: ok}); err != nil {
+			t.Errorf("checkLanguage(%q) = %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"javascript", "bash", "py"} {
+		if err := s.checkLanguage(sandboxd.Job{Language: bad}); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+			t.Errorf("checkLanguage(%q) = %v, want CodeInvalid", bad, err)
+		}
 	}
 }

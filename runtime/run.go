@@ -9,6 +9,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // drainGrace bounds how long output is still read after a deadline kill,
@@ -74,13 +75,20 @@ var errNotStarted = errors.New("runtime: the container stopped before its progra
 //
 // A program that fails, loops, floods or runs out of memory is a Result.
 // Errors are the service's: CodeInvalid or CodeTooLarge for files in that
-// break the rules or the caps; CodeUnavailable when Docker is unreachable, the
+// break the rules or the caps, CodeInvalid for a language not canonical
+// (job.Language: "" is python; an image that does not run the language
+// answers the program's error, exit status 1); CodeUnavailable when Docker is unreachable, the
 // image is missing or the runner is closing; CodeInternal for other Engine
 // API failures; the context's error (wrapped) when ctx ends first.
 func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	if err := checkFilesIn(job.Files, d.cfg.MaxFiles, int64(d.cfg.MaxFilesBytes)); err != nil {
 		return sandboxd.Result{}, err
 	}
+	lang, err := jobLanguage(job)
+	if err != nil {
+		return sandboxd.Result{}, err
+	}
+	job.Language = lang
 	ctx, f, end, err := d.inflight.begin(ctx)
 	if err != nil {
 		return sandboxd.Result{}, err
@@ -168,7 +176,7 @@ func (r *run) exitWait(err error) time.Duration {
 func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
 	deadline := newDeadline(r.d.cfg.Timeout, r.d.cfg.Timeout+ackGrace, r.b.s.out.ackC)
 	defer deadline.Stop()
-	r.b.s.send(r.b.proto.message(job.Code, job.Stdin, job.Files))
+	r.b.s.send(r.b.proto.message(job.Language, job.Code, job.Stdin, job.Files))
 	if err := r.watchOutput(ctx, deadline.C); err != nil {
 		return sandboxd.Result{}, err
 	}
@@ -179,8 +187,8 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 	}
 	if rep, ok := out.ended(); ok && !r.res.TimedOut {
 		r.reported = true
-		r.res.ExitCode = rep.status
-		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
+		r.res.ExitCode = rep.Status
+		r.res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.CPUMS) * time.Millisecond, MaxRSSKB: rep.MaxRSSKB}
 		r.filesOut(rep, out.files.buf)
 	} else if r.killed {
 		r.res.ExitCode = r.killedExit()
@@ -200,13 +208,13 @@ func (r *run) supervise(ctx context.Context, job sandboxd.Job) (sandboxd.Result,
 // filesOut fills in the files out from the files section the runner sent
 // after its end marker. A section that does not parse (a program can forge
 // one) gives no files, and FilesTruncated.
-func (r *run) filesOut(rep endReport, section []byte) {
+func (r *run) filesOut(rep runnerproto.EndReport, section []byte) {
 	files, listed, err := parseFiles(section, r.d.cfg.MaxFiles, int64(r.d.cfg.MaxFilesBytes))
 	if err != nil {
 		r.log.Warn("the files out were not read", "err", err)
 	}
 	r.res.Files = files
-	r.res.FilesTruncated = rep.filesCut || listed || err != nil
+	r.res.FilesTruncated = rep.FilesCut || listed || err != nil
 }
 
 // awaitEnd judges a run whose output ended without the end marker and

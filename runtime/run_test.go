@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"sandboxd"
 )
@@ -20,6 +22,24 @@ func TestRunHelloWorld(t *testing.T) {
 		}
 		assertGone(t, d, jobID(t))
 	})
+}
+
+// TestRunLanguageNotInImage runs a program in a language the python image
+// does not run: the header carries it, and the runner answers the
+// program's own error, exit status 1 with a line that names it, not ours.
+func TestRunLanguageNotInImage(t *testing.T) {
+	d := mustDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := d.Run(ctx, sandboxd.Job{ID: jobID(t), Language: sandboxd.LanguageJavaScript, Code: `console.log(1)`})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	check(t, res, want{stderr: "sandbox-run: this sandbox runs python only; it cannot run javascript\n", exit: 1,
+		status: sandboxd.StatusError})
+	if _, err := d.Run(ctx, sandboxd.Job{ID: jobID(t), Language: "js", Code: "1"}); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+		t.Errorf("Run with an alias = %v, want CodeInvalid", err)
+	}
 }
 
 func TestRunStderrApart(t *testing.T) {

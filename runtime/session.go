@@ -28,6 +28,9 @@ type Session struct {
 	b      *box
 	log    *slog.Logger
 	maxOut int64
+	// language is the canonical name of the language the session's
+	// runner was switched into; every call runs in it.
+	language string
 
 	// runMu makes calls one at a time.
 	runMu sync.Mutex
@@ -64,9 +67,10 @@ type Session struct {
 var _ sandboxd.SessionContainer = (*Session)(nil)
 
 // newSession returns the session of a box whose stream it now owns.
-func newSession(d *Docker, b *box) *Session {
+func newSession(d *Docker, b *box, language string) *Session {
 	return &Session{d: d, b: b, log: b.log.With("kind", kindSession), maxOut: int64(d.cfg.MaxOutputBytes),
-		ended: make(chan struct{}), readDone: make(chan struct{}), frz: freezer{engine: d.cli, id: b.id}}
+		language: language, ended: make(chan struct{}), readDone: make(chan struct{}),
+		frz: freezer{engine: d.cli, id: b.id}}
 }
 
 // Ended is closed once the session has ended, for any reason.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // answer turns the watch's outcome into the call's result, ending the
@@ -28,8 +29,8 @@ func (cr *callRun) answer(ctx context.Context, how outcome, started time.Time) (
 			res.ExitCode = 1
 			break
 		}
-		res.ExitCode = rep.status
-		res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.cpuMS) * time.Millisecond, MaxRSSKB: rep.maxRSSKB}
+		res.ExitCode = rep.Status
+		res.Usage = &sandboxd.Usage{CPU: time.Duration(rep.CPUMS) * time.Millisecond, MaxRSSKB: rep.MaxRSSKB}
 		cr.filesAndValue(&res, rep)
 	case cappedCall:
 		s.end("the call passed the output cap")
@@ -66,16 +67,16 @@ func (cr *callRun) answer(ctx context.Context, how outcome, started time.Time) (
 // filesAndValue fills in the files out and the value that followed the
 // end marker on stdout. A section that does not parse (a program can forge
 // one) gives no files, and FilesTruncated.
-func (cr *callRun) filesAndValue(res *sandboxd.SessionResult, rep endReport) {
+func (cr *callRun) filesAndValue(res *sandboxd.SessionResult, rep runnerproto.EndReport) {
 	section := cr.c.out.files.buf
-	files, listed, err := parseFiles(section[:rep.filesLen], cr.s.d.cfg.MaxFiles, int64(cr.s.d.cfg.MaxFilesBytes))
+	files, listed, err := parseFiles(section[:rep.FilesLen], cr.s.d.cfg.MaxFiles, int64(cr.s.d.cfg.MaxFilesBytes))
 	if err != nil {
 		cr.log.Warn("the files out were not read", "err", err)
 	}
 	res.Files = files
-	res.FilesTruncated = rep.filesCut || listed || err != nil
-	if rep.value != 0 {
-		v := decode(section[rep.filesLen:])
+	res.FilesTruncated = rep.FilesCut || listed || err != nil
+	if rep.Value != 0 {
+		v := decode(section[rep.FilesLen:])
 		res.Value = &v
 	}
 }

@@ -18,6 +18,12 @@ const sessionJob = "session"
 // kindSession is the LabelKind of a container started for a session.
 const kindSession = "session"
 
+// sessionLanguage is the language every session is opened in: Open takes
+// none yet (sandboxd.SessionEngine.OpenSession names an environment
+// alone), and python is what every session ran before there were
+// languages.
+const sessionLanguage = sandboxd.LanguagePython
+
 // sessionSet is the registry of a runner's live sessions, so Close ends them.
 type sessionSet struct {
 	mu   sync.Mutex
@@ -133,14 +139,14 @@ func (d *Docker) switchBox(ctx context.Context, b *box) (*Session, error) {
 		return nil, errNotStarted
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	s := newSession(d, b)
+	s := newSession(d, b, sessionLanguage)
 	proto := newProtocol(0, 0)
 	c := newCall(proto, int(d.cfg.MaxOutputBytes), true)
 	s.cur = c
 	d.sessions.add(s)
 	go s.readLoop()
 	go s.monitor()
-	if _, err := conn.Write(sessionHeader(proto.token, int64(d.cfg.MaxOutputBytes))); err != nil {
+	if _, err := conn.Write(sessionHeader(proto.token, int64(d.cfg.MaxOutputBytes), s.language)); err != nil {
 		s.end("the session's stdin failed")
 		return nil, errNotStarted
 	}

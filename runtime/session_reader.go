@@ -198,7 +198,7 @@ func (c *call) takeOutput(stream int, p []byte) []byte {
 
 // ackOnly reports whether the call waits for the loop's ack alone.
 func (c *call) ackOnly() bool {
-	return c.proto.tail != sessionMarkerTail
+	return !c.proto.session
 }
 
 // over marks the stream's part of the call as over, and the call as done

@@ -36,11 +36,16 @@ const (
 // container that stops mid-call ends the session, answered as a one-shot
 // run would be (oom, error with the exit status). Errors are the service's:
 // CodeInvalid or CodeTooLarge for files in that break the rules;
+// CodeInvalid for a language other than the session's (job.Language ""
+// is the session's);
 // CodeUnavailable for a session that has ended, one closed during the call
 // (Close) or a Docker that went away; ctx's error when ctx ends first (the
 // session then ends too).
 func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionResult, error) {
 	if err := checkFilesIn(job.Files, s.d.cfg.MaxFiles, int64(s.d.cfg.MaxFilesBytes)); err != nil {
+		return sandboxd.SessionResult{}, err
+	}
+	if err := s.checkLanguage(job); err != nil {
 		return sandboxd.SessionResult{}, err
 	}
 	s.runMu.Lock()
@@ -68,7 +73,7 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 	s.cur, s.busy, s.between = c, true, 0
 	s.mu.Unlock()
 	log := s.log.With("job", job.ID)
-	written := s.send(proto.message(job.Code, job.Stdin, job.Files))
+	written := s.send(proto.message(s.language, job.Code, job.Stdin, job.Files))
 	deadline := newDeadline(s.d.cfg.Timeout, s.d.cfg.Timeout+ackGrace, c.out.ackC)
 	defer deadline.Stop()
 	cr := &callRun{s: s, c: c, log: log}
@@ -96,6 +101,19 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 	}
 	log.Debug("session call finished", "status", res.Status, "ended", res.Ended, "duration", res.Duration)
 	return res, nil
+}
+
+// checkLanguage refuses a call whose job names a language other than the
+// session's ("" names the session's), or one not canonical (jobLanguage).
+func (s *Session) checkLanguage(job sandboxd.Job) error {
+	if job.Language == "" {
+		return nil
+	}
+	lang, err := jobLanguage(job)
+	if err == nil && lang != s.language {
+		err = sandboxd.Errorf(sandboxd.CodeInvalid, "runtime.session", "the session runs %s, not %s", s.language, lang)
+	}
+	return err
 }
 
 // send writes a call's message on the attach stream, on its own goroutine

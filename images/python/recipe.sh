@@ -9,9 +9,9 @@ PACKAGES=python3-minimal,libpython3.11-stdlib
 PURGE=apt
 LANGUAGES=python
 # The version of the protocol run.py speaks with the service
-# (runtime/protocol.go: runnerProtocol); the service refuses an image with
+# (internal/runnerproto: Version); the service refuses an image with
 # another. The data image's recipe takes it from here.
-RUNNER_PROTOCOL=6
+RUNNER_PROTOCOL=7
 # The image's environment. SANDBOX_LANGUAGES (runnerproto.EnvLanguages) is
 # not in it: run.py does not read it and would leave it in every program's
 # environment; the supervisor that replaces run.py reads it.

@@ -2,15 +2,16 @@
 
 It is started before its program exists (a warm container waits here), with
 everything it needs already imported. It speaks the service's runner
-protocol, version 6 (runtime/protocol.go, runtime/session_protocol.go), on
-its standard streams. Its first line decides: a program's header (below,
-protocol 4's, unchanged) runs one program; a session header runs many
-(Sessions, below). One program:
+protocol, version 7 (internal/runnerproto), on its standard streams. Its
+first line decides: a program's header (below) runs one program; a session
+header runs many (Sessions, below). One program:
 
-  stdin:   "<token> <n> <m> <f> <k> <maxfiles> <maxbytes>\\n", then the n bytes
-           of the program, the m bytes of its standard input, and the k bytes
-           of its f files in, as records (below); <maxfiles> and <maxbytes>
-           are the caps on the files out
+  stdin:   "<token> <n> <m> <f> <k> <maxfiles> <maxbytes> <language>\\n", then
+           the n bytes of the program, the m bytes of its standard input, and
+           the k bytes of its f files in, as records (below); <maxfiles> and
+           <maxbytes> are the caps on the files out; <language> is the
+           program's, and this runner runs python alone: any other is the
+           program's error (the ack, a line on stderr, exit status 1)
   stdout:  "\\0sandboxd:<token>:go\\n" once the program is read, before it runs;
            "...:gl\\n" instead when the program came before the runner was
            ready for it, while the interpreter was still starting or the
@@ -61,7 +62,9 @@ and returns no files.
 Before anything else, the runner sets on itself the data limit that the
 service hands over in SANDBOX_DATA_LIMIT (bytes), and removes the variable.
 
-Sessions. "S <token> <maxvalue>\\n" switches the runner into its loop. It
+Sessions. "S <token> <maxvalue> <language>\\n" switches the runner into its
+loop (a language other than python makes every call the program's error,
+as a call's header naming one does). It
 dups its stdin, stdout and stderr to private descriptors (non-inheritable),
 acks the loop with "\\0sandboxd:<token>:go\\n" on stdout, and then, per
 call, reads a program's header (a fresh token each call), its code, stdin
@@ -105,7 +108,7 @@ of a file named main.py, so tracebacks and __name__ look exactly as they would u
 """
 
 
-# The bounds of the files out (runtime/protocol.go holds the same numbers):
+# The bounds of the files out (internal/runnerproto holds the same numbers):
 # the walk visits at most MAX_ENTRIES entries and MAX_DEPTH directory levels,
 # and at most LIST_EXTRA files are listed without content past the caps.
 MAX_ENTRIES = 10000
@@ -193,7 +196,7 @@ def _main():
     if header is None:
         sys.stderr.write("sandbox-run: malformed header\n")
         os._exit(2)
-    token, size, insize, nfiles, fsize, maxfiles, maxbytes = header
+    token, size, insize, nfiles, fsize, maxfiles, maxbytes, language = header
     src = stdin.read(size)
     data = stdin.read(insize) if insize else b""
     blob = stdin.read(fsize) if fsize else b""
@@ -216,13 +219,15 @@ def _main():
     os.close(fd)
     del data
     # Written before the program starts; a failure (a name that is not
-    # relative after all, a full /tmp) is told after the ack, as the
-    # program's own failure would be.
-    try:
-        written = files.write(inputs)
-        failed = None
-    except (OSError, ValueError) as exc:
-        written, failed = {}, "sandbox-run: cannot write the files in: %s\n" % exc
+    # relative after all, a full /tmp), like a language this runner does
+    # not run, is told after the ack, as the program's own failure would be.
+    failed = _refusal(language)
+    written = {}
+    if failed is None:
+        try:
+            written = files.write(inputs)
+        except (OSError, ValueError) as exc:
+            failed = "sandbox-run: cannot write the files in: %s\n" % exc
     del inputs
 
     prefix = b"\0sandboxd:" + token + b":"
@@ -310,11 +315,29 @@ def _main():
 
 def _header(line):
     """The fields of a program's header line, (token, n, m, f, k, maxfiles,
-    maxbytes), or None when it is malformed."""
+    maxbytes, language), or None when it is malformed."""
     header = line.rstrip(b"\n").split(b" ")
-    if len(header) != 7 or len(header[0]) != 32 or not all(f.isdigit() for f in header[1:]):
+    if len(header) != 8 or len(header[0]) != 32 or not all(f.isdigit() for f in header[1:7]):
         return None
-    return (header[0],) + tuple(int(f) for f in header[1:])
+    if not _language_ok(header[7]):
+        return None
+    return (header[0],) + tuple(int(f) for f in header[1:7]) + (header[7],)
+
+
+def _language_ok(field):
+    """Whether a header's language field has a language's shape: 1 to 32
+    lower-case ASCII letters (internal/runnerproto's rule)."""
+    return 0 < len(field) <= 32 and all(0x61 <= c <= 0x7A for c in field)
+
+
+def _refusal(*languages):
+    """The program's error for a language this runner does not run, or None
+    when every one of languages is python."""
+    for language in languages:
+        if language != b"python":
+            return "sandbox-run: this sandbox runs python only; it cannot run %s\n" % (
+                language.decode("ascii", "replace"),)
+    return None
 
 
 def _usage():
@@ -336,7 +359,7 @@ def _exit_status(code):
 
 
 def _session(line, stdin, files, figures, bounds):
-    """Run the session whose header is line: "S <token> <maxout>\\n". Never
+    """Run the session whose header is line: "S <token> <maxout> <language>\\n". Never
     returns: the session ends when the service closes stdin (exit 0) or
     sends a malformed header (exit 2)."""
     import os
@@ -344,10 +367,11 @@ def _session(line, stdin, files, figures, bounds):
     import sys
 
     head = line.rstrip(b"\n").split(b" ")
-    if len(head) != 3 or len(head[1]) != 32 or not head[2].isdigit():
+    if len(head) != 4 or len(head[1]) != 32 or not head[2].isdigit() or not _language_ok(head[3]):
         sys.stderr.write("sandbox-run: malformed session header\n")
         os._exit(2)
     maxout = int(head[2])
+    language = head[3]
     # The protocol's streams, private: a program that closes or replaces
     # 0, 1 and 2 gets them back before the next call, and the markers
     # never depend on what it did to them. os.dup makes them
@@ -376,6 +400,7 @@ def _session(line, stdin, files, figures, bounds):
     while True:
         signal.signal(signal.SIGINT, interrupt)
         call = _read_call(reader, files)
+        call["refusal"] = _refusal(language, call["language"])
         _restore(call.pop("stdin"), pout, perr)
         os.chdir(files.root)
         state["fired"] = False
@@ -457,7 +482,7 @@ def _read_call(reader, files):
     if header is None:
         os.write(2, b"sandbox-run: malformed header\n")
         os._exit(2)
-    token, size, insize, nfiles, fsize, maxfiles, maxbytes = header
+    token, size, insize, nfiles, fsize, maxfiles, maxbytes, language = header
     src, data, blob = reader.read(size), reader.read(insize), reader.read(fsize)
     if len(src) != size or len(data) != insize or len(blob) != fsize:
         os._exit(2)
@@ -466,7 +491,7 @@ def _read_call(reader, files):
         sys.stderr.write("sandbox-run: malformed files\n")
         os._exit(2)
     return {"prefix": b"\0sandboxd:" + token + b":", "src": src, "stdin": data, "inputs": inputs,
-            "maxfiles": maxfiles, "maxbytes": maxbytes}
+            "maxfiles": maxfiles, "maxbytes": maxbytes, "language": language}
 
 
 def _restore(data, pout, perr):
@@ -531,11 +556,13 @@ def _call(call, namespace, files, figures, state, interrupt, maxout):
     import traceback
 
     pid = os.getpid()
-    try:
-        written = files.write(call["inputs"], replace=True)
-        failed = None
-    except (OSError, ValueError) as exc:
-        written, failed = {}, "sandbox-run: cannot write the files in: %s\n" % exc
+    failed = call["refusal"]
+    written = {}
+    if failed is None:
+        try:
+            written = files.write(call["inputs"], replace=True)
+        except (OSError, ValueError) as exc:
+            failed = "sandbox-run: cannot write the files in: %s\n" % exc
     before = files.snapshot(written)
     peak = _peak_reset()
     start_cpu = _usage()[0]

@@ -5,19 +5,100 @@
 //
 // # Host protocol 7
 //
-// Protocol 6 byte for byte (runtime/protocol.go and
-// runtime/session_protocol.go hold its full description until it moves
-// here), but for one field: the headers end with the language.
+// How the service and the image's runner talk over a container's link: its
+// attach connection, or the runner's own sockets. A warm container's runner
+// reads its first line: a Header runs one program, a SessionHeader starts a
+// session.
 //
-//	program header:  "<token> <n> <m> <f> <k> <maxfiles> <maxbytes> <language>\n"
-//	session header:  "S <token> <maxvalue> <language>\n"
+//	stdin, to the runner:     "<token> <n> <m> <f> <k> <maxfiles> <maxbytes> <language>\n" (Header),
+//	                          then the n bytes of the program, the m bytes of
+//	                          its standard input and the k bytes of its f
+//	                          files in, as records; <maxfiles> and <maxbytes>
+//	                          are the caps on the files out; <language> is
+//	                          the program's canonical name (python, …): for
+//	                          typescript the n bytes are its JavaScript,
+//	                          transpiled on the host with an inline source map
+//	stdout, from the runner:  the ack, "\x00sandboxd:<token>:go\n" (Magic,
+//	                          the token, a colon, AckGo), once the program is
+//	                          read and before it runs; its late form, ending
+//	                          ":gl\n" (AckLate), when the program came before
+//	                          the runner was ready for it (its interpreter
+//	                          still starting or importing the image's
+//	                          preloaded modules, in a container started for
+//	                          its run): the time limit then counts from the
+//	                          ack instead of the hand-over
+//	stdout and stderr, both:  the end marker,
+//	                          "\x00sandboxd:<token>:<sss> <cpu> <rss> <len> <t>\n"
+//	                          (MarkerTail's shape, EndReport), once the
+//	                          program has ended and its output is flushed;
+//	                          <sss> is its exit status in 3 digits, <cpu> the
+//	                          CPU milliseconds (user + system, children
+//	                          included) it used, <rss> its peak resident
+//	                          memory in KiB and <len> the length of the files
+//	                          section, each in 10 digits, and <t> 1 when a
+//	                          file out was left out or listed without
+//	                          content, else 0
+//	stdout, after the marker: the files section: <len> bytes of records,
+//	                          the files out in name order
+//	a record:                 "<kind> <namelen> <size>\n<name>[<content>]",
+//	                          decimal numbers; kind "c" (KindContent) is
+//	                          followed by the <size> bytes of the file, kind
+//	                          "l" (KindListed) lists a file of <size> bytes
+//	                          without its content; names by ValidName
 //
-// <language> is the canonical name (sandboxd.LanguagePython, …); for
-// typescript the <n> bytes of the program are its JavaScript, transpiled on
-// the host with an inline source map. The acks ("go", "gl"), the end
-// markers, the records and the bounds are protocol 6's. An image says which
-// protocol its runner speaks in LabelRunner, and which languages it runs in
-// LabelLanguages; the host refuses an image labelled otherwise.
+// The token is random and new for every run, so no output matches it by
+// chance. The service reads a files section only after an end marker that
+// announces at most the bound its caps allow, and parses it with a bound on
+// every step (ParseRecords), so no forgery makes it hold more than the caps.
+// The end marker lets a run answer as soon as the program has ended,
+// instead of when the container has exited; a run without it (a signal, the
+// OOM killer, a kill at the deadline) is judged by the container's exit, and
+// has no files out. The ack tells a program that ran from a container that
+// died before it got its program, which is retried.
+//
+// # Sessions
+//
+//	stdin, to the runner:     "S <token> <maxvalue> <language>\n" (SessionHeader)
+//
+// switches the runner into its loop in the language. It answers with the
+// loop's ack, "\x00sandboxd:<token>:go\n" on stdout, once the image's
+// preloaded modules are imported (so no call's time limit counts them).
+// Then, for every call:
+//
+//	stdin, to the runner:     a Header with a fresh token, the code, its
+//	                          stdin and its files in, as above
+//	stdout and stderr, both:  the call's ack, "\x00sandboxd:<token>:go\n",
+//	                          once the call is read and its files in are
+//	                          written, before it runs; then the call's
+//	                          output; then its end marker,
+//	                          "\x00sandboxd:<token>:<sss> <cpu> <rss> <len> <t> <v> <vlen> <i>\n"
+//	                          (SessionMarkerTail's shape): the one-shot
+//	                          fields (<rss> the call's own peak where the
+//	                          kernel lets the runner reset it, else the
+//	                          session's so far) followed by <v>, 0 when the
+//	                          call has no value, 1 when <vlen> bytes of it
+//	                          follow the files section, 2 when they are the
+//	                          value cut at <maxvalue> bytes; <vlen> in 10
+//	                          digits; <i> 1 when the runner's interrupt
+//	                          ended the call (status 130), else 0
+//	stdout, after the marker: the files section (<len> bytes), then the
+//	                          value (<vlen> bytes, UTF-8)
+//
+// What a stream carries before its call's ack, or after its end marker
+// (and, on stdout, the section and value), was written between calls: the
+// service counts it and drops it. The runner ignores SIGINT between calls;
+// during a call SIGINT interrupts it. The session ends when the service
+// closes stdin (the runner exits 0), or at a header that does not parse
+// (exit 2): a program that read the protocol stream itself ends its own
+// session.
+//
+// A runner that cannot run the language a header names answers the
+// program's own error: the ack, a line on stderr that names both
+// languages, exit status 1 in the end marker.
+//
+// An image says which protocol its runner speaks in LabelRunner (Version),
+// and which languages it runs in LabelLanguages; the host refuses an image
+// labelled with another protocol.
 //
 // # The stub protocol
 //

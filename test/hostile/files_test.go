@@ -11,16 +11,14 @@ import (
 	"github.com/docker/docker/client"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 	"sandboxd/internal/testenv"
 	"sandboxd/runtime"
 )
 
-// filesProtocol is the first runner protocol with files in and out (issue
-// 20); the image carries its protocol in the label runnerLabel.
-const (
-	filesProtocol = 4
-	runnerLabel   = "io.sandboxd.runner"
-)
+// filesProtocol is the first runner protocol with files in and out; the
+// image carries its protocol in the label runnerproto.LabelRunner.
+const filesProtocol = 4
 
 // The caps on files in and out: config.yaml's runtime.max_files and
 // runtime.max_files_bytes.
@@ -64,11 +62,11 @@ func requireFilesOut(tb testing.TB, image string) {
 	}
 	label := ""
 	if img.Config != nil {
-		label = img.Config.Labels[runnerLabel]
+		label = img.Config.Labels[runnerproto.LabelRunner]
 	}
 	if n, err := strconv.Atoi(label); err != nil || n < filesProtocol {
 		testenv.SkipOrFailInCI(tb, fmt.Sprintf("%s speaks runner protocol %q (label %s): files in and out need %d "+
-			"(branch files; `make image image-data` rebuilds the images)", image, label, runnerLabel, filesProtocol))
+			"(branch files; `make image image-data` rebuilds the images)", image, label, runnerproto.LabelRunner, filesProtocol))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/internal/runnerproto"
 )
 
 // TestProgramFaults proves that nothing a program does to its own run turns
@@ -313,10 +314,11 @@ func forgeryCases() []hostileCase {
 }
 
 // forgedSectionLen is the longest files section an end marker may
-// announce at config.yaml's caps: runtime/protocol.go's filesBound, the
-// content and, for max_files plus the 64 listed past them, a record
-// header (32 bytes) and a name (1024).
-const forgedSectionLen = maxFilesBytes + (maxFiles+64)*(32+1024)
+// announce at config.yaml's caps: runtime's filesBound (protocol.go), the
+// content and, for max_files plus the ones listed past them, a record
+// header and a name.
+const forgedSectionLen = maxFilesBytes +
+	(maxFiles+runnerproto.ListExtra)*(runnerproto.RecordHeadMax+runnerproto.MaxNameBytes)
 
 // sectionsTaken fails a forged-section-flood run whose forged sections
 // came back as output: its markers announced more than filesBound (the

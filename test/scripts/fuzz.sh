@@ -21,6 +21,10 @@ targets=(
   "FuzzDecodeObject ./httpapi"
   "FuzzDemux ./runtime"
   "FuzzLoadConfig ./cmd/sandboxd"
+  "FuzzParseHeader ./internal/runnerproto"
+  "FuzzParseEndReport ./internal/runnerproto"
+  "FuzzParseRecords ./internal/runnerproto"
+  "FuzzValidName ./internal/runnerproto"
 )
 
 want=("$@")
