@@ -320,7 +320,7 @@ func TestFilesInNamesCheckedByTheRunner(t *testing.T) {
 				t.Fatalf("acquire: %v", err)
 			}
 			r := &run{d: d, b: b, log: d.log}
-			job := sandboxd.Job{ID: jobID(t), Code: "print('ran')", Files: []sandboxd.File{{Name: name, Content: []byte("x")}}}
+			job := sandboxd.Job{ID: jobID(t), Language: sandboxd.LanguagePython, Code: "print('ran')", Files: []sandboxd.File{{Name: name, Content: []byte("x")}}}
 			res, err := r.supervise(ctx, job)
 			<-d.retire(b)
 			if err != nil {

@@ -205,7 +205,7 @@ func TestRunInDeadContainerIsNotStarted(t *testing.T) {
 	}
 	<-b.exited
 	r := &run{d: d, b: b, log: d.log}
-	if res, err := r.supervise(ctx, sandboxd.Job{Code: "print('hello')"}); !errors.Is(err, errNotStarted) {
+	if res, err := r.supervise(ctx, sandboxd.Job{Language: sandboxd.LanguagePython, Code: "print('hello')"}); !errors.Is(err, errNotStarted) {
 		t.Errorf("supervise = %+v, %v; want errNotStarted", res, err)
 	}
 }
