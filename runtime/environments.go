@@ -40,8 +40,8 @@ type envRunner interface {
 	startPool()
 	Close(ctx context.Context) error
 	PoolStats() PoolStats
-	// openSession starts a session in this environment.
-	openSession(ctx context.Context) (sandboxd.SessionContainer, error)
+	// openSession starts a session in this environment, in language.
+	openSession(ctx context.Context, language string) (sandboxd.SessionContainer, error)
 }
 
 // Environments runs each job in the runner of its environment
@@ -117,16 +117,15 @@ func (e *Environments) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Resu
 	return r.Run(ctx, job)
 }
 
-// OpenSession starts a session in the environment's runner (Docker.Open);
-// an environment that is not configured is CodeInvalid, as for Run. The
-// images speak protocol 6, whose session header names no language, and
-// run Python alone: language is not sent to the runner until protocol 7.
-func (e *Environments) OpenSession(ctx context.Context, environment, _ string) (sandboxd.SessionContainer, error) {
+// OpenSession starts a session in the environment's runner (Docker.Open),
+// its runner switched into language; an environment that is not configured
+// is CodeInvalid, as for Run.
+func (e *Environments) OpenSession(ctx context.Context, environment, language string) (sandboxd.SessionContainer, error) {
 	r, err := e.runner(environment)
 	if err != nil {
 		return nil, err
 	}
-	return r.openSession(ctx)
+	return r.openSession(ctx, language)
 }
 
 // runner returns the runner of the environment ("" meaning the default),

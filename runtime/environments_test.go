@@ -24,6 +24,8 @@ type fakeEnv struct {
 	pooled bool
 	closed bool
 	opened int
+	// languages are the languages of the sessions opened, in order.
+	languages []string
 }
 
 func (f *fakeEnv) Run(_ context.Context, job sandboxd.Job) (sandboxd.Result, error) {
@@ -69,10 +71,11 @@ func (f *fakeEnv) Close(context.Context) error {
 
 func (f *fakeEnv) PoolStats() PoolStats { return f.stats }
 
-func (f *fakeEnv) openSession(context.Context) (sandboxd.SessionContainer, error) {
+func (f *fakeEnv) openSession(_ context.Context, language string) (sandboxd.SessionContainer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opened++
+	f.languages = append(f.languages, language)
 	return nil, nil
 }
 
@@ -193,7 +196,8 @@ func TestEnvironmentsHealthBuilding(t *testing.T) {
 }
 
 // TestEnvironmentsOpenSession: a session opens in the runner its
-// environment names, "" in python's; an unknown one is CodeInvalid.
+// environment names, "" in python's, in the language asked for; an
+// unknown environment is CodeInvalid.
 func TestEnvironmentsOpenSession(t *testing.T) {
 	e, py, data := mustFakeEnvironments(t)
 	for _, env := range []string{"", "python", "data"} {
@@ -201,8 +205,14 @@ func TestEnvironmentsOpenSession(t *testing.T) {
 			t.Errorf("environment %q: %v", env, err)
 		}
 	}
-	if py.opened != 2 || data.opened != 1 {
-		t.Errorf("python opened %d, data %d; want 2 and 1", py.opened, data.opened)
+	if _, err := e.OpenSession(context.Background(), "python", sandboxd.LanguageBash); err != nil {
+		t.Errorf("bash in python: %v", err)
+	}
+	if py.opened != 3 || data.opened != 1 {
+		t.Errorf("python opened %d, data %d; want 3 and 1", py.opened, data.opened)
+	}
+	if want := []string{"python", "python", "bash"}; !slices.Equal(py.languages, want) {
+		t.Errorf("python's sessions in %v, want %v", py.languages, want)
 	}
 	_, err := e.OpenSession(context.Background(), "gpu", sandboxd.LanguagePython)
 	if sandboxd.ErrorCode(err) != sandboxd.CodeInvalid || !strings.Contains(sandboxd.ErrorMessage(err), `unknown environment "gpu"`) {

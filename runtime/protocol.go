@@ -25,21 +25,21 @@ func sectionLen(r runnerproto.EndReport) int64 {
 	return r.FilesLen + r.ValueLen
 }
 
-// jobLanguage is the canonical name a job's header carries: python when the
-// job names none, as every job did before there were languages, else the
-// job's own, which must be canonical (sandboxd.NormalizeLanguage): a header
-// carries nothing else, and the API canonicalizes every request's.
-// Anything else is CodeInvalid.
-func jobLanguage(job sandboxd.Job) (string, error) {
-	if job.Language == "" {
+// headerLanguage is the canonical name a header carries for language (a
+// job's, or a session's): python for "", as every caller before there were
+// languages meant, else language itself, which must be canonical
+// (sandboxd.NormalizeLanguage): a header carries nothing else, and the API
+// canonicalizes every request's. Anything else is CodeInvalid for op.
+func headerLanguage(op, language string) (string, error) {
+	if language == "" {
 		return sandboxd.LanguagePython, nil
 	}
-	if canonical, ok := sandboxd.NormalizeLanguage(job.Language); !ok || canonical != job.Language {
-		return "", sandboxd.Errorf(sandboxd.CodeInvalid, "runtime.run",
-			"language %q is not a canonical name (%s, %s, %s, %s)", job.Language, sandboxd.LanguagePython,
+	if canonical, ok := sandboxd.NormalizeLanguage(language); !ok || canonical != language {
+		return "", sandboxd.Errorf(sandboxd.CodeInvalid, op,
+			"language %q is not a canonical name (%s, %s, %s, %s)", language, sandboxd.LanguagePython,
 			sandboxd.LanguageJavaScript, sandboxd.LanguageTypeScript, sandboxd.LanguageBash)
 	}
-	return job.Language, nil
+	return language, nil
 }
 
 // protocol holds one run's token and the lines made from it, and the caps
@@ -73,7 +73,7 @@ func newProtocol(maxFiles int, maxFilesBytes int64) *protocol {
 
 // message is what the runner reads on stdin: the header line, the code,
 // the program's standard input, then its files in as records. language is
-// a canonical name (jobLanguage).
+// a canonical name (headerLanguage).
 func (p *protocol) message(language, code, stdin string, files []sandboxd.File) []byte {
 	size := 0
 	for _, f := range files {

@@ -210,18 +210,18 @@ func TestCapBufferHoldsAtMostAMarkerPastTheCap(t *testing.T) {
 	}
 }
 
-// TestJobLanguage pins what a header may carry: a canonical name, python
+// TestHeaderLanguage pins what a header may carry: a canonical name, python
 // for a job that names none; anything else never reaches a header.
-func TestJobLanguage(t *testing.T) {
+func TestHeaderLanguage(t *testing.T) {
 	for in, want := range map[string]string{"": "python", "python": "python", "javascript": "javascript",
 		"typescript": "typescript", "bash": "bash"} {
-		if got, err := jobLanguage(sandboxd.Job{Language: in}); err != nil || got != want {
-			t.Errorf("jobLanguage(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := headerLanguage("runtime.run", in); err != nil || got != want {
+			t.Errorf("headerLanguage(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"Python", "python3", "js", " bash", "ruby", "python 1 2", "python\n", "\x00"} {
-		if got, err := jobLanguage(sandboxd.Job{Language: bad}); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
-			t.Errorf("jobLanguage(%q) = %q, %v; want CodeInvalid", bad, got, err)
+		if got, err := headerLanguage("runtime.run", bad); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+			t.Errorf("headerLanguage(%q) = %q, %v; want CodeInvalid", bad, got, err)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 	if err := checkFilesIn(job.Files, d.cfg.MaxFiles, int64(d.cfg.MaxFilesBytes)); err != nil {
 		return sandboxd.Result{}, err
 	}
-	lang, err := jobLanguage(job)
+	lang, err := headerLanguage("runtime.run", job.Language)
 	if err != nil {
 		return sandboxd.Result{}, err
 	}

@@ -20,7 +20,7 @@ func TestSessionOpenTakesWarm(t *testing.T) {
 	var opens []time.Duration
 	for range 5 {
 		began := time.Now()
-		s, err := d.Open(t.Context())
+		s, err := d.Open(t.Context(), sandboxd.LanguagePython)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestSessionEndedByDockerClose(t *testing.T) {
 	d := mustDocker(t, func(c *Config) { c.Instance = testInstance + "-close" })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := d.Open(ctx)
+	s, err := d.Open(ctx, sandboxd.LanguagePython)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestSessionEndedByDockerClose(t *testing.T) {
 	if _, err := other.cli.ContainerInspect(ctx, id); err == nil {
 		t.Errorf("the session's container is left after the runner's Close")
 	}
-	if _, err := d.Open(ctx); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+	if _, err := d.Open(ctx, sandboxd.LanguagePython); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
 		t.Errorf("Open after Close: %v, want CodeUnavailable", err)
 	}
 }

@@ -18,12 +18,6 @@ const sessionJob = "session"
 // kindSession is the LabelKind of a container started for a session.
 const kindSession = "session"
 
-// sessionLanguage is the language every session is opened in: Open takes
-// none yet (sandboxd.SessionEngine.OpenSession names an environment
-// alone), and python is what every session ran before there were
-// languages.
-const sessionLanguage = sandboxd.LanguagePython
-
 // sessionSet is the registry of a runner's live sessions, so Close ends them.
 type sessionSet struct {
 	mu   sync.Mutex
@@ -68,8 +62,8 @@ func (d *Docker) closeSessions(ctx context.Context) error {
 }
 
 // openSession starts a session: Open, as a sandboxd.SessionContainer (envRunner).
-func (d *Docker) openSession(ctx context.Context) (sandboxd.SessionContainer, error) {
-	s, err := d.Open(ctx)
+func (d *Docker) openSession(ctx context.Context, language string) (sandboxd.SessionContainer, error) {
+	s, err := d.Open(ctx, language)
 	if err != nil {
 		return nil, err
 	}
@@ -78,13 +72,19 @@ func (d *Docker) openSession(ctx context.Context) (sandboxd.SessionContainer, er
 
 // Open starts a session: it takes an idle warm container from the pool
 // (which starts its replacement at once; the taken one leaves the pool's
-// memory budget) or starts one, switches its runner into its loop, and
-// returns once the loop has acknowledged (the image's preload done). A
-// warm container that turns out dead is replaced by a fresh one, once.
-// Errors are as for Run: CodeUnavailable when Docker is unreachable, the
-// image is missing or the runner is closing; CodeInternal for other
-// failures; ctx's error when ctx ends first. Nothing is left on failure.
-func (d *Docker) Open(ctx context.Context) (*Session, error) {
+// memory budget) or starts one, switches its runner into its loop in
+// language ("" is python), and returns once the loop has acknowledged (the
+// image's preload done). A warm container that turns out dead is replaced
+// by a fresh one, once. Errors are as for Run: CodeInvalid for a language
+// not canonical; CodeUnavailable when Docker is unreachable, the image is
+// missing or the runner is closing; CodeInternal for other failures; ctx's
+// error when ctx ends first. Nothing is left on failure. An image that does
+// not run the language answers each call with the program's error.
+func (d *Docker) Open(ctx context.Context, language string) (*Session, error) {
+	language, err := headerLanguage("runtime.session", language)
+	if err != nil {
+		return nil, err
+	}
 	ctx, _, end, err := d.inflight.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func (d *Docker) Open(ctx context.Context) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := d.switchBox(ctx, b)
+		s, err := d.switchBox(ctx, b, language)
 		switch {
 		case errors.Is(err, errNotStarted) && attempt == 1:
 			log.Warn("the session's container stopped before its loop started; using a fresh one")
@@ -127,7 +127,7 @@ func (d *Docker) sessionBox(ctx context.Context, pooled bool, log *slog.Logger) 
 // header), starts the session's reader, and switches the runner into its
 // loop. A box whose reader had read anything, or whose container died, is
 // retired: errNotStarted.
-func (d *Docker) switchBox(ctx context.Context, b *box) (*Session, error) {
+func (d *Docker) switchBox(ctx context.Context, b *box, language string) (*Session, error) {
 	conn := b.s.link
 	_ = conn.SetReadDeadline(time.Now())
 	<-b.s.done
@@ -139,7 +139,7 @@ func (d *Docker) switchBox(ctx context.Context, b *box) (*Session, error) {
 		return nil, errNotStarted
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	s := newSession(d, b, sessionLanguage)
+	s := newSession(d, b, language)
 	proto := newProtocol(0, 0)
 	c := newCall(proto, int(d.cfg.MaxOutputBytes), true)
 	s.cur = c

@@ -104,12 +104,12 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 }
 
 // checkLanguage refuses a call whose job names a language other than the
-// session's ("" names the session's), or one not canonical (jobLanguage).
+// session's ("" names the session's), or one not canonical (headerLanguage).
 func (s *Session) checkLanguage(job sandboxd.Job) error {
 	if job.Language == "" {
 		return nil
 	}
-	lang, err := jobLanguage(job)
+	lang, err := headerLanguage("runtime.session", job.Language)
 	if err == nil && lang != s.language {
 		err = sandboxd.Errorf(sandboxd.CodeInvalid, "runtime.session", "the session runs %s, not %s", s.language, lang)
 	}

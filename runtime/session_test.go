@@ -34,7 +34,7 @@ func mustSession(tb testing.TB, d *Docker) *Session {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := d.Open(ctx)
+	s, err := d.Open(ctx, sandboxd.LanguagePython)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -58,6 +58,38 @@ func mustCall(tb testing.TB, s *Session, code string, files ...sandboxd.File) sa
 		tb.Fatalf("Run(%.40q): %v", code, err)
 	}
 	return res
+}
+
+// TestSessionLanguageNotInImage opens a bash session on the python image:
+// the session header carries the language, the loop starts, and each call
+// is the program's own error, the session alive; a call naming another
+// language than the session's is refused before it reaches the runner.
+func TestSessionLanguageNotInImage(t *testing.T) {
+	d := mustDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := d.Open(ctx, sandboxd.LanguageBash)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close(context.Background()) }()
+	for range 2 {
+		res, err := s.Run(ctx, sandboxd.Job{ID: jobID(t), Code: "echo hi"})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		check(t, res.Result, want{stderr: "sandbox-run: this sandbox runs python only; it cannot run bash\n", exit: 1,
+			status: sandboxd.StatusError})
+		if res.Ended || res.Value != nil {
+			t.Errorf("ended %v value %v; want the session alive, no value", res.Ended, res.Value)
+		}
+	}
+	if _, err := s.Run(ctx, sandboxd.Job{ID: jobID(t), Language: sandboxd.LanguagePython, Code: "1"}); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+		t.Errorf("a python call in a bash session: %v, want CodeInvalid", err)
+	}
+	if _, err := d.Open(ctx, "sh"); sandboxd.ErrorCode(err) != sandboxd.CodeInvalid {
+		t.Errorf("Open with an alias: %v, want CodeInvalid", err)
+	}
 }
 
 // valueOf is a result's value as the tests compare it.
