@@ -12,46 +12,48 @@ import (
 )
 
 // ExecCommand is the supervisor's subcommand that starts a stub: the
-// supervisor runs itself as "<self> exec --stack=<bytes> -- <argv…>", and
+// supervisor runs itself as "<self> exec --stack=<bytes> [--data=<bytes>]
+// -- <argv…>", and
 // Exec sets the stub's limits on that process and executes the stub in
 // its place, so no instant of the stub runs without them.
 const ExecCommand = "exec"
 
 // Exec is the exec subcommand, given its arguments (after ExecCommand):
-// it sets RLIMIT_STACK (when --stack is not 0), marks every descriptor
+// it sets RLIMIT_STACK (when --stack is not 0) and RLIMIT_DATA (with
+// --data, for a stub that is never ready, so never capped at ready), marks
+// every descriptor
 // past the stub's 0 to 4 close-on-exec (whatever the supervisor inherited) and oom_score_adj 1000 (so
 // the kernel's OOM killer picks a stub or its children, never PID 1;
-// raising needs no privilege), then executes argv. It returns only on an
-// error.
+// raising needs no privilege; where the kernel refuses it, the stub runs
+// anyway: the host still judges a kill), then executes argv. It returns
+// only on an error.
 func Exec(args []string) error {
-	var stack uint64
+	limits := map[string]int{"--stack=": unix.RLIMIT_STACK, "--data=": unix.RLIMIT_DATA}
 	for len(args) > 0 && args[0] != "--" {
-		v, ok := strings.CutPrefix(args[0], "--stack=")
+		flag, v, _ := strings.Cut(args[0], "=")
+		resource, ok := limits[flag+"="]
 		if !ok {
 			return fmt.Errorf("supervisor exec: unknown argument %q", args[0])
 		}
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return fmt.Errorf("supervisor exec: stack %q: %w", v, err)
+			return fmt.Errorf("supervisor exec: %s %q: %w", flag, v, err)
 		}
-		stack = n
+		if n > 0 {
+			if err := unix.Setrlimit(resource, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+				return fmt.Errorf("supervisor exec: %s: %w", flag, err)
+			}
+		}
 		args = args[1:]
 	}
 	if len(args) < 2 {
 		return errors.New("supervisor exec: no command after --")
 	}
 	argv := args[1:]
-	if stack > 0 {
-		if err := unix.Setrlimit(unix.RLIMIT_STACK, &unix.Rlimit{Cur: stack, Max: stack}); err != nil {
-			return fmt.Errorf("supervisor exec: stack limit: %w", err)
-		}
-	}
 	if err := closeExtra(); err != nil {
 		return fmt.Errorf("supervisor exec: %w", err)
 	}
-	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
-		return fmt.Errorf("supervisor exec: oom_score_adj: %w", err)
-	}
+	os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return fmt.Errorf("supervisor exec: %w", err)

@@ -31,6 +31,7 @@ import (
 //	                     process group, environment and descriptors 0-9
 //
 // Its mode (the first argument): warm (says ready, then serves calls),
+// shell (a warm stub whose session requests come on 0 as "run s N PATH"),
 // noready (never says it), dies (exits 3 at once), direct (a one-shot
 // stub started for its call: code on 3, stdin on 0, its end its exit).
 func fakeStub(args []string) int {
@@ -50,15 +51,20 @@ func fakeStub(args []string) int {
 	}
 	replies.WriteString("ready\n")
 	r := bufio.NewReader(requests)
+	lines, format := r, "call %c %d %s\n"
+	if args[0] == "shell" {
+		// Its requests come on 0 in its own syntax, the code on 3.
+		lines, format = bufio.NewReader(os.Stdin), "run %c %d %s\n"
+	}
 	for {
-		line, err := r.ReadString('\n')
+		line, err := lines.ReadString('\n')
 		if err != nil {
 			return 0
 		}
 		var mode byte
 		var n int
 		var path string
-		if _, err := fmt.Sscanf(line, "call %c %d %s\n", &mode, &n, &path); err != nil {
+		if _, err := fmt.Sscanf(line, format, &mode, &n, &path); err != nil {
 			return 99
 		}
 		code := make([]byte, n)

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -25,10 +26,13 @@ func fakeStubs() map[string]Stub {
 		}
 	}
 	return map[string]Stub{
-		"warm":    {Name: "warm", Argv: fake("warm"), Warm: true, Env: []string{"STUB=1"}, Stack: 2 << 20},
-		"alias":   {Name: "warm", Argv: fake("warm"), Warm: true},
-		"other":   {Name: "other", Argv: fake("warm"), Warm: true},
-		"direct":  {Name: "direct", Argv: fake("direct")},
+		"warm":   {Name: "warm", Argv: fake("warm"), Warm: true, Env: []string{"STUB=1"}, Stack: 2 << 20},
+		"alias":  {Name: "warm", Argv: fake("warm"), Warm: true},
+		"other":  {Name: "other", Argv: fake("warm"), Warm: true},
+		"direct": {Name: "direct", Argv: fake("direct")},
+		"shell": {Name: "shell", Argv: fake("shell"), Request: func(n int64, stdin string) []byte {
+			return fmt.Appendf(nil, "run s %d %s\n", n, stdin)
+		}},
 		"noready": {Name: "noready", Argv: fake("noready"), Warm: true},
 		"dies":    {Name: "dies", Argv: fake("dies"), Warm: true},
 	}

@@ -35,6 +35,10 @@ func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late
 		late = true
 	}
 	defer p.kill()
+	// What a warm stub wrote before the program is no program's.
+	if err := s.drain(p); err != nil {
+		return s.end(p, err)
+	}
 	m := s.note(p)
 	ack := runnerproto.AckGo
 	if late {
@@ -89,5 +93,5 @@ func (s *Supervisor) startFor(ctx context.Context, lang string, stub Stub, stdin
 		defer f.Close()
 		in = f
 	}
-	return s.startStub(lang, startOpts{stdin: in})
+	return s.startStub(lang, startOpts{stdin: in, capAtExec: true})
 }

@@ -212,13 +212,34 @@ func TestOneShotLanguageNotRun(t *testing.T) {
 }
 
 func TestStubLimits(t *testing.T) {
+	const data = 1 << 30 // the fake stub is Go, whose heap reserves much
+	for _, lang := range []string{"warm", "direct"} {
+		t.Run(lang, func(t *testing.T) {
+			got := stubLimits(t, lang, data)
+			limit, err := strconv.ParseInt(got["data"], 10, 64)
+			// A warm stub's own reservations are not the program's: its
+			// limit is the data limit plus what it reserved and did not
+			// touch. A stub started for its one-shot gets the data limit.
+			if err != nil || limit < data || limit > data+(4<<30) || (lang == "direct" && limit != data) {
+				t.Errorf("data limit %q", got["data"])
+			}
+			if got["adj"] != "1000" || got["leader"] != "true" || got["fds"] != "01234" {
+				t.Errorf("limits %v", got)
+			}
+			if lang == "warm" && got["stack"] != strconv.Itoa(2<<20) {
+				t.Errorf("stack %q", got["stack"])
+			}
+		})
+	}
+}
+
+// stubLimits runs the fake's "limits" in a stub of lang, and returns what
+// it wrote.
+func stubLimits(t *testing.T, lang string, data int64) map[string]string {
+	t.Helper()
 	needProto(t)
-	const data = 64 << 20
-	h := mustHostWith(t, func(s *Supervisor) {
-		s.Limits.Data = data
-		s.Env = append(s.Env, "SANDBOX_IO=/secret")[:len(s.Env)] // only what Env holds reaches a stub
-	}, "warm")
-	h.send(program{token: token(0), lang: "warm", code: "limits\n"})
+	h := mustHostWith(t, func(s *Supervisor) { s.Limits.Data = data }, "warm", "direct")
+	h.send(program{token: token(0), lang: lang, code: "limits\n"})
 	h.exit()
 	a, ok := parseAnswer(t, h.out.bytes(), token(0), false)
 	if !ok {
@@ -229,16 +250,8 @@ func TestStubLimits(t *testing.T) {
 		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
 		got[k] = v
 	}
-	limit, err := strconv.ParseInt(got["data"], 10, 64)
-	// The warm stub's own few MiB are not the program's: the limit is the
-	// data limit plus what the stub reserved and did not touch.
-	if err != nil || limit < data || limit > data+(4<<30) {
-		t.Errorf("data limit %q", got["data"])
-	}
-	if got["stack"] != strconv.Itoa(2<<20) || got["adj"] != "1000" || got["leader"] != "true" || got["fds"] != "01234" {
-		t.Errorf("limits %v", got)
-	}
-	if got["env"] != "HOME=/tmp,LANG=C.UTF-8,PATH=/usr/bin:/bin,STUB=1" {
+	if lang == "warm" && got["env"] != "HOME=/tmp,LANG=C.UTF-8,PATH=/usr/bin:/bin,STUB=1" {
 		t.Errorf("environment %q", got["env"])
 	}
+	return got
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,10 @@ func mustSession(t *testing.T, lang string, maxValue int64, languages ...string)
 // call sends a call and waits for its answer.
 func (h *host) call(i int, p program) answer {
 	h.t.Helper()
-	p.token, p.lang = token(i), "warm"
+	p.token = token(i)
+	if p.lang == "" {
+		p.lang = "warm"
+	}
 	from := len(h.out.bytes())
 	h.send(p)
 	a, ok := h.waitEnd(p.token, from, true)
@@ -162,5 +166,17 @@ func TestSessionOfAnotherLanguage(t *testing.T) {
 	}
 	if !strings.Contains(string(h.errs.bytes()), "a warm call in a alias session") {
 		t.Errorf("stderr %q", h.errs.bytes())
+	}
+}
+
+func TestSessionOfAShell(t *testing.T) {
+	// A stub that takes its requests on 0 in its own syntax (Bash's
+	// session shell), started for the session though another is warm.
+	h := mustSession(t, "shell", 100, "warm", "shell")
+	for i := range 2 {
+		a := h.call(i, program{lang: "shell", code: "cat\nvalue v\n", stdin: fmt.Sprint("in ", i)})
+		if a.output != fmt.Sprint("in ", i) || a.value != "v" {
+			t.Errorf("call %d: %+v", i, a)
+		}
 	}
 }

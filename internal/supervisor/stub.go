@@ -42,6 +42,9 @@ type startOpts struct {
 	// stdin is the stub's descriptor 0 (nil: /dev/null, or a pipe for a
 	// stub whose requests go there).
 	stdin *os.File
+	// capAtExec sets the data limit at exec, for a stub started for its
+	// one-shot, which is never ready and so never capped at ready.
+	capAtExec bool
 }
 
 // startStub starts the stub of lang through the supervisor's exec (so its
@@ -99,7 +102,11 @@ func (s *Supervisor) startStub(lang string, o startOpts) (*proc, error) {
 		p.close()
 		return nil, err
 	}
-	args := append([]string{s.Self, ExecCommand, "--stack=" + strconv.FormatUint(stub.Stack, 10), "--"}, argv...)
+	args := []string{s.Self, ExecCommand, "--stack=" + strconv.FormatUint(stub.Stack, 10)}
+	if o.capAtExec {
+		args = append(args, "--data="+strconv.FormatInt(s.Limits.Data, 10))
+	}
+	args = append(append(args, "--"), argv...)
 	env := append(append([]string(nil), s.Env...), stub.Env...)
 	files := []uintptr{stdin.Fd(), child[0].Fd(), child[1].Fd(), child[2].Fd(), child[3].Fd()}
 	attr := &syscall.ProcAttr{Dir: s.Root, Env: env, Files: files, Sys: &syscall.SysProcAttr{Setpgid: true}}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,8 @@ type Supervisor struct {
 	wakeR      int
 	wakeW      int
 	msgs       chan linkMsg
+	stopped    chan struct{}
+	wakeMu     sync.Mutex
 	interrupt  atomic.Bool
 	stdinCount int
 }
@@ -107,30 +110,46 @@ func (s *Supervisor) open(ctx context.Context) error {
 	s.wakeR, s.wakeW = fds[0], fds[1]
 	s.msgs = make(chan linkMsg, 1)
 	s.reaper = newReaper(s.wake)
+	s.stopped = make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		s.wake()
-	}()
-	if s.Interrupts != nil {
-		go func() {
-			for range s.Interrupts {
+		// ctx's end and the service's interrupts wake the loop, until Run
+		// returns.
+		for {
+			select {
+			case <-ctx.Done():
+				s.wake()
+				return
+			case <-s.Interrupts:
 				s.interrupt.Store(true)
 				s.wake()
+			case <-s.stopped:
+				return
 			}
-		}()
-	}
+		}
+	}()
 	return nil
 }
 
-// closeAll stops the reaper and closes the wake-up pipe.
+// closeAll stops the reaper and the waker and closes the wake-up pipe,
+// which no goroutine that outlives Run (the link's reader) writes after.
 func (s *Supervisor) closeAll() {
+	close(s.stopped)
 	s.reaper.Stop()
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
 	unix.Close(s.wakeR)
 	unix.Close(s.wakeW)
+	s.wakeR, s.wakeW = -1, -1
 }
 
 // wake makes the poll loop look at the channels.
-func (s *Supervisor) wake() { unix.Write(s.wakeW, []byte{0}) }
+func (s *Supervisor) wake() {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	if s.wakeW >= 0 {
+		unix.Write(s.wakeW, []byte{0})
+	}
+}
 
 // warmLanguage is the first language of the image whose stub is warm, or
 // "" when none is.
@@ -182,10 +201,13 @@ func (s *Supervisor) readLink(r *bufio.Reader) {
 	s.send(linkMsg{req: req, err: err})
 }
 
-// send hands a message to the loop and wakes it.
+// send hands a message to the loop and wakes it, unless Run is over.
 func (s *Supervisor) send(m linkMsg) {
-	s.msgs <- m
-	s.wake()
+	select {
+	case s.msgs <- m:
+		s.wake()
+	case <-s.stopped:
+	}
 }
 
 // fail tells the host about the supervisor's own failure, on the link's
