@@ -35,7 +35,12 @@ func (s *Supervisor) usage(p *proc, m mark) (cpu, peak int64) {
 		var err error
 		if cpu, err = procCPU(s.Proc, p.pid); err == nil {
 			peak, _, _, _ = procStatus(s.Proc, p.pid)
-		} else if errors.Is(err, errGone) {
+		}
+		if err == nil && peak == 0 {
+			// No peak: gVisor's, or the stub ended between the reads.
+			_, err = procCPU(s.Proc, p.pid)
+		}
+		if errors.Is(err, errGone) {
 			// It ended after "done": its usage is wait4's.
 			e := <-p.exited
 			p.end = &e

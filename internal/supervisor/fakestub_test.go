@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,7 @@ import (
 //	burn MS              spin for MS milliseconds of CPU
 //	waitint              wait for SIGINT (status 130), at most 10 s
 //	replies TEXT         write TEXT and a newline on 4 (a forged reply)
+//	big N                write N bytes on 1
 //	limits               write its data and stack limits, oom_score_adj,
 //	                     process group, environment and descriptors 0-9
 //
@@ -151,6 +153,9 @@ func (p *fakeProgram) run(code string) {
 			p.replies.WriteString(arg + "\n")
 		case "limits":
 			p.limits()
+		case "big":
+			n, _ := strconv.Atoi(arg)
+			os.Stdout.Write(bytes.Repeat([]byte("x"), n))
 		}
 	}
 }

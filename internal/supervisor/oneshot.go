@@ -35,9 +35,22 @@ func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late
 		late = true
 	}
 	defer p.kill()
+	code, err := s.answer(ctx, p, req, written, stdin, failed, late)
+	if err != nil {
+		return s.end(p, err)
+	}
+	return code
+}
+
+// answer acks the program, hands it to its stub unless its files in
+// failed, pumps its output, and writes its end marker, files out and
+// usage; it returns the program's status (137 for SIGKILL, no marker).
+func (s *Supervisor) answer(ctx context.Context, p *proc, req *request, written map[string]inFile, stdin string,
+	failed error, late bool) (int, error) {
+	h := req.header
 	// What a warm stub wrote before the program is no program's.
 	if err := s.drain(p); err != nil {
-		return s.end(p, err)
+		return 0, err
 	}
 	m := s.note(p)
 	ack := runnerproto.AckGo
@@ -45,7 +58,7 @@ func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late
 		ack = runnerproto.AckLate
 	}
 	if err := s.ack(h.Token, ack, false); err != nil {
-		return s.end(p, err)
+		return 0, err
 	}
 	p.forward = true
 	code := 1
@@ -54,11 +67,11 @@ func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late
 	} else {
 		p.send('o', req.code, stdin)
 		if _, err := s.await(ctx, p, false, 0); err != nil {
-			return s.end(p, err)
+			return 0, err
 		}
 		var killed bool
 		if code, killed = status(p); killed {
-			return 137
+			return 137, nil
 		}
 	}
 	p.forward = false
@@ -66,7 +79,7 @@ func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late
 	sec := collect(s.Root, written, nil, h.MaxFiles, h.MaxFilesBytes)
 	r := runnerproto.EndReport{Status: code, CPUMS: cpu, MaxRSSKB: peak, FilesLen: sec.len, FilesCut: sec.cut}
 	if err := s.report(h.Token, false, r, sec, nil); err != nil {
-		return s.end(p, err)
+		return 0, err
 	}
 	// The stub tears itself down; what it writes meanwhile is dropped. A
 	// stub never called is killed (deferred).
@@ -75,7 +88,7 @@ func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late
 			break
 		}
 	}
-	return code
+	return code, nil
 }
 
 // startFor starts the stub of lang for its one-shot: a warm stub waits

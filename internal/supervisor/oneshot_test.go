@@ -255,3 +255,43 @@ func stubLimits(t *testing.T, lang string, data int64) map[string]string {
 	}
 	return got
 }
+
+func TestOneShotLargeProgramAndOutput(t *testing.T) {
+	// Both beyond a pipe's buffer: the program is handed over while the
+	// output is pumped.
+	code := strings.Repeat("# a comment line of the program\n", 8000) + "big 1000000\nerr e\n"
+	_, a, _ := mustRun(t, program{code: code}, "warm")
+	if len(a.output) != 1000000 || a.report.Status != 0 {
+		t.Errorf("output %d bytes, status %d", len(a.output), a.report.Status)
+	}
+}
+
+func TestLinkThatDoesNotSpeakTheProtocol(t *testing.T) {
+	needProto(t)
+	for name, in := range map[string]string{
+		"malformed header": "hello\n",
+		"a line too long":  strings.Repeat("x", 2*maxLine),
+		"cut short":        token(0) + " 100 0 0 0 1 1 warm\nout x\n",
+		"bad records":      token(0) + " 0 0 1 5 1 1 warm\nnope\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := mustHost(t, "warm")
+			h.in.Write([]byte(in))
+			h.in.Close()
+			if code := h.exit(); code != 2 {
+				t.Errorf("exit %d", code)
+			}
+			if strings.Contains(string(h.out.bytes()), runnerproto.Magic) {
+				t.Errorf("acked: %q", h.out.bytes())
+			}
+		})
+	}
+}
+
+func TestLinkEndsBeforeAnyProgram(t *testing.T) {
+	h := mustHost(t, "warm")
+	h.in.Close()
+	if code := h.exit(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}

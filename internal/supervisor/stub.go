@@ -83,16 +83,7 @@ func (s *Supervisor) startStub(lang string, o startOpts) (*proc, error) {
 		stdin = null
 		closeAfter = append(closeAfter, null)
 	}
-	p.out, p.errs, p.replies = -1, -1, -1
-	var child [4]*os.File // the stub's 1, 2, 3 and 4
-	var err error
-	if p.out, child[0], err = rawPipe(); err == nil {
-		if p.errs, child[1], err = rawPipe(); err == nil {
-			if child[2], p.requests, err = pipe(); err == nil {
-				p.replies, child[3], err = rawPipe()
-			}
-		}
-	}
+	child, err := p.pipes()
 	for _, f := range child {
 		if f != nil {
 			closeAfter = append(closeAfter, f)
@@ -116,6 +107,22 @@ func (s *Supervisor) startStub(lang string, o startOpts) (*proc, error) {
 		return nil, fmt.Errorf("supervisor: start the stub of %q: %w", lang, err)
 	}
 	return p, nil
+}
+
+// pipes makes the stub's 1, 2, 3 and 4 and returns the stub's ends.
+func (p *proc) pipes() (child [4]*os.File, err error) {
+	p.out, p.errs, p.replies = -1, -1, -1
+	if p.out, child[0], err = rawPipe(); err != nil {
+		return child, err
+	}
+	if p.errs, child[1], err = rawPipe(); err != nil {
+		return child, err
+	}
+	if child[2], p.requests, err = pipe(); err != nil {
+		return child, err
+	}
+	p.replies, child[3], err = rawPipe()
+	return child, err
 }
 
 // pipe returns a pipe's read and write ends, close-on-exec.
