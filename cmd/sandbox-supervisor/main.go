@@ -31,6 +31,7 @@ const (
 	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
+// main exits with the supervisor's status.
 func main() {
 	os.Exit(run())
 }

@@ -81,9 +81,10 @@ func (s *Supervisor) writeStdin(data []byte) (string, func(), error) {
 	return path, remove, nil
 }
 
-// ack writes "<Magic><token>:<what>\n" on out, and on err when it is not
-// nil.
+// ack writes "<Magic><token>:<what>\n" on stdout, and on stderr too
+// with both. An interrupt that came before it is no call's.
 func (s *Supervisor) ack(token, what string, both bool) error {
+	s.interrupt.Store(false)
 	b := []byte(runnerproto.Magic + token + ":" + what + "\n")
 	if _, err := s.Link.Out.Write(b); err != nil {
 		return fmt.Errorf("supervisor: the link: %w", err)
@@ -119,10 +120,9 @@ func (p *proc) send(mode byte, code []byte, stdin string) {
 }
 
 // await pumps until the stub says "done" (its value included) or ends,
-// then reads its pipes dry. In a session call, the service's interrupt is
-// sent to the stub's group, and reported.
+// then reads its pipes dry. In a session call, the service's interrupt
+// (since the ack) is sent to the stub's group, and reported.
 func (s *Supervisor) await(ctx context.Context, p *proc, session bool, maxValue int64) (interrupted bool, err error) {
-	s.interrupt.Store(false)
 	for !p.complete() && p.end == nil {
 		if err := s.step(ctx, p, maxValue); err != nil {
 			return interrupted, err

@@ -26,8 +26,10 @@ import (
 //	after TEXT           (one-shot) write TEXT on 1 after "done"
 //	orphan TEXT          start a child that writes TEXT on 1 in 200 ms
 //	burn MS              spin for MS milliseconds of CPU
-//	waitint              wait for SIGINT (status 130), at most 10 s
+//	waitint              write "waiting", wait for SIGINT (status 130), at most 10 s
 //	replies TEXT         write TEXT and a newline on 4 (a forged reply)
+//	orphanburn MS        leave an orphan that spins for MS milliseconds
+//	sleep MS             sleep for MS milliseconds
 //	big N                write N bytes on 1
 //	limits               write its data and stack limits, oom_score_adj,
 //	                     process group, environment and descriptors 0-9
@@ -153,6 +155,17 @@ func (p *fakeProgram) run(code string) {
 			p.replies.WriteString(arg + "\n")
 		case "limits":
 			p.limits()
+		case "orphanburn":
+			// A child that starts a grandchild and exits: the grandchild is
+			// an orphan, the supervisor's to reap.
+			self, _ := os.Executable()
+			attr := &os.ProcAttr{Files: []*os.File{nil, os.Stdout, os.Stderr}}
+			if child, err := os.StartProcess(self, []string{self, "fakechild", "spawnburn", arg}, attr); err == nil {
+				child.Wait()
+			}
+		case "sleep":
+			ms, _ := strconv.Atoi(arg)
+			time.Sleep(time.Duration(ms) * time.Millisecond)
 		case "big":
 			n, _ := strconv.Atoi(arg)
 			os.Stdout.Write(bytes.Repeat([]byte("x"), n))
@@ -196,6 +209,7 @@ func (p *fakeProgram) waitInt() {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGINT)
 	defer signal.Stop(ch)
+	os.Stdout.WriteString("waiting\n") // the interrupt may come now
 	select {
 	case <-ch:
 		p.status = 130
@@ -216,8 +230,24 @@ func burn(d time.Duration) {
 	}
 }
 
-// fakeChild writes its text on 1 after 200 ms: output a call left behind.
+// fakeChild writes its text on 1 after 200 ms: output a call left behind;
+// or, as "spawnburn MS", starts itself as "burn MS" and exits at once; or
+// spins for MS milliseconds as "burn MS".
 func fakeChild(args []string) int {
+	switch args[0] {
+	case "spawnburn":
+		self, _ := os.Executable()
+		child, err := os.StartProcess(self, []string{self, "fakechild", "burn", args[1]}, &os.ProcAttr{})
+		if err != nil {
+			return 1
+		}
+		child.Release()
+		return 0
+	case "burn":
+		ms, _ := strconv.Atoi(args[1])
+		burn(time.Duration(ms) * time.Millisecond)
+		return 0
+	}
 	time.Sleep(200 * time.Millisecond)
 	os.Stdout.WriteString(args[0] + "\n")
 	return 0

@@ -77,7 +77,7 @@ func TestSessionCallsWithValues(t *testing.T) {
 func TestSessionInterrupt(t *testing.T) {
 	h := mustSession(t, "warm", 100, "warm")
 	from := len(h.out.bytes())
-	h.send(program{token: token(0), lang: "warm", code: "out waiting\nwaitint\nout after\n"})
+	h.send(program{token: token(0), lang: "warm", code: "waitint\nout after\n"})
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(string(h.out.bytes()[from:]), "waiting\n") && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
@@ -178,5 +178,17 @@ func TestSessionOfAShell(t *testing.T) {
 		if a.output != fmt.Sprint("in ", i) || a.value != "v" {
 			t.Errorf("call %d: %+v", i, a)
 		}
+	}
+}
+
+func TestSessionUsageCountsOrphans(t *testing.T) {
+	h := mustSession(t, "warm", 100, "warm")
+	a := h.call(0, program{code: "orphanburn 60\nsleep 1500\n"})
+	if a.report.CPUMS < 40 {
+		t.Errorf("cpu %d ms: the orphan's was not counted", a.report.CPUMS)
+	}
+	// The next call is not billed for it.
+	if a = h.call(1, program{code: "out x\n"}); a.report.CPUMS > 50 {
+		t.Errorf("next call's cpu %d ms", a.report.CPUMS)
 	}
 }
