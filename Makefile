@@ -17,12 +17,17 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # (runtime.build_status_dir in config.yaml).
 export BUILD_STATUS_DIR ?= $(CURDIR)/data/build
 
-.PHONY: all build docker image image-data image-node run test test-unit lint interop-deps postgres chromium bench demo soak fuzz fleet clean
+.PHONY: all build supervisor docker image image-data image-node run test test-unit lint interop-deps postgres chromium bench demo soak fuzz fleet clean
 
 all: build
 
 build: ## build bin/sandboxd
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/sandboxd ./cmd/sandboxd
+
+# supervisor is PID 1 of the sandbox images: static (no libc in the image
+# needs to match it) and reproducible (its hash is the image's input).
+supervisor: ## build bin/sandbox-supervisor, the images' static PID 1
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "-s -w" -o bin/sandbox-supervisor ./cmd/sandbox-supervisor
 
 docker: ## make sure a Docker daemon answers (installs and starts one as root)
 	@scripts/docker-up.sh
