@@ -25,7 +25,6 @@ func mustFile(t *testing.T, root, name, content string) {
 }
 
 func TestWalkFollowsNothingAndKeepsItsBounds(t *testing.T) {
-	needProto(t)
 	root, outside := t.TempDir(), t.TempDir()
 	mustFile(t, outside, "secret", "s")
 	mustFile(t, root, "a/b.txt", "b")
@@ -45,7 +44,6 @@ func TestWalkFollowsNothingAndKeepsItsBounds(t *testing.T) {
 }
 
 func TestWalkCutsANameItCannotReturn(t *testing.T) {
-	needProto(t)
 	root := t.TempDir()
 	mustFile(t, root, "bad\\name", "x")
 	mustFile(t, root, "ok", "x")
@@ -56,7 +54,6 @@ func TestWalkCutsANameItCannotReturn(t *testing.T) {
 }
 
 func TestWriteFilesRefusesWhatTheHostShouldHave(t *testing.T) {
-	needProto(t)
 	root := t.TempDir()
 	for _, name := range []string{"../x", "/etc/x", "a/../../x", "a//b", "", "x\n"} {
 		_, err := writeFiles(root, []runnerproto.Record{{Name: name, Content: []byte("x")}}, false)
@@ -96,7 +93,6 @@ func TestStreamFilePadsAndCuts(t *testing.T) {
 }
 
 func TestCollectSessionSkipsWhatDidNotChange(t *testing.T) {
-	needProto(t)
 	root := t.TempDir()
 	mustFile(t, root, "old", "1")
 	before := snapshot(root, nil)

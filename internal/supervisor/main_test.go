@@ -3,10 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
-	"strings"
 	"testing"
-
-	"sandboxd/internal/runnerproto"
 )
 
 // TestMain lets the test binary be what the supervisor starts: itself as
@@ -25,21 +22,4 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(m.Run())
-}
-
-// needProto skips a test that needs runnerproto's bodies while they are
-// still the stubs of its frozen API.
-func needProto(tb testing.TB) {
-	tb.Helper()
-	defer func() {
-		if r := recover(); r != nil {
-			if !strings.Contains(fmt.Sprint(r), "not implemented") {
-				panic(r)
-			}
-			tb.Skipf("needs runnerproto's bodies: %v", r)
-		}
-	}()
-	runnerproto.ValidName("a")
-	runnerproto.SessionHeader{}.Append(nil)
-	runnerproto.EndReport{}.Append(nil, strings.Repeat("0", 32), false)
 }

@@ -15,7 +15,6 @@ import (
 // given languages and returns the answer and the supervisor's exit status.
 func mustRun(t *testing.T, p program, languages ...string) (*host, answer, int) {
 	t.Helper()
-	needProto(t)
 	h := mustHost(t, languages...)
 	if p.token == "" {
 		p.token = token(0)
@@ -146,7 +145,6 @@ func TestOneShotFilesInAndOut(t *testing.T) {
 func TestOneShotFilesInRefused(t *testing.T) {
 	// A name that passes the host but meets a link in /tmp: no link is
 	// followed, the program does not run, and the answer says why.
-	needProto(t)
 	outside := t.TempDir()
 	h := mustHost(t, "warm")
 	if err := os.Symlink(outside, filepath.Join(h.root, "dir")); err != nil {
@@ -181,7 +179,6 @@ func TestOneShotFilesOutCaps(t *testing.T) {
 }
 
 func TestStubNeverReady(t *testing.T) {
-	needProto(t)
 	h := mustHost(t, "noready")
 	h.send(program{token: token(0), lang: "noready", code: "out x\n"})
 	time.Sleep(300 * time.Millisecond)
@@ -237,7 +234,6 @@ func TestStubLimits(t *testing.T) {
 // it wrote.
 func stubLimits(t *testing.T, lang string, data int64) map[string]string {
 	t.Helper()
-	needProto(t)
 	h := mustHostWith(t, func(s *Supervisor) { s.Limits.Data = data }, "warm", "direct")
 	h.send(program{token: token(0), lang: lang, code: "limits\n"})
 	h.exit()
@@ -267,7 +263,6 @@ func TestOneShotLargeProgramAndOutput(t *testing.T) {
 }
 
 func TestLinkThatDoesNotSpeakTheProtocol(t *testing.T) {
-	needProto(t)
 	for name, in := range map[string]string{
 		"malformed header": "hello\n",
 		"a line too long":  strings.Repeat("x", 2*maxLine),

@@ -14,7 +14,6 @@ import (
 // mustSession opens a session of lang on a supervisor of the fake stubs.
 func mustSession(t *testing.T, lang string, maxValue int64, languages ...string) *host {
 	t.Helper()
-	needProto(t)
 	h := mustHost(t, languages...)
 	hd := runnerproto.SessionHeader{Token: token(25), MaxValue: maxValue, Language: lang}
 	if _, err := h.in.Write(hd.Append(nil)); err != nil {
