@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 )
@@ -60,7 +61,7 @@ func (d *Docker) removeListed(ctx context.Context, filter filters.Args) (int, er
 				d.log.Warn("cannot thaw a paused leftover container", "container", shortID(c.ID), "err", err)
 			}
 		}
-		if err := d.remove(ctx, c.ID); err != nil {
+		if err := d.removeForGood(ctx, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("%s: remove %s: %w", op, shortID(c.ID), err))
 			continue
 		}
@@ -70,6 +71,38 @@ func (d *Docker) removeListed(ctx context.Context, filter filters.Args) (int, er
 	}
 	return n, errors.Join(errs...)
 }
+
+// removeForGood removes a leftover container and checks that it is gone,
+// removing it again while it is not: a crashed service may have left
+// dockerd still creating or starting it, and a removal answered during
+// that work has been seen to leave the container behind, "created".
+// Bounded by reapRecheck and ctx.
+func (d *Docker) removeForGood(ctx context.Context, id string) error {
+	deadline := time.Now().Add(reapRecheck)
+	for {
+		if err := d.remove(ctx, id); err != nil {
+			return err
+		}
+		_, err := d.cli.ContainerInspect(ctx, id)
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case time.Now().After(deadline):
+			return fmt.Errorf("still there %v after its removal", reapRecheck)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(removeConflictPause):
+		}
+	}
+}
+
+// reapRecheck bounds how long removeForGood keeps removing a leftover that
+// its removals have not yet made go away.
+const reapRecheck = 10 * time.Second
 
 // staleSocketDir is how old a runner's socket directory must be for Reap to
 // remove it: a live one is either connected, its socket already removed
