@@ -57,7 +57,7 @@ func (s *Settler) findReceipt(ctx context.Context, tx common.Hash) (*types.Recei
 		if err == nil {
 			return r, nil
 		}
-		if last == nil || ctx.Err() == nil {
+		if last == nil || !over(ctx) {
 			last = err
 			if !errors.Is(err, ethereum.NotFound) {
 				last = s.timedOut(err)
@@ -69,6 +69,18 @@ func (s *Settler) findReceipt(ctx context.Context, tx common.Hash) (*types.Recei
 		case <-time.After(s.receiptPoll):
 		}
 	}
+}
+
+// over says whether ctx has ended or its deadline has passed: a call's
+// transport may see the deadline (an in-process pipe's "i/o timeout")
+// before ctx's own timer marks it done, and that failure is ctx's end, not
+// the RPC's.
+func over(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // depositIn completes r with the Deposited event of channel id for

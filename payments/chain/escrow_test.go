@@ -248,3 +248,28 @@ func TestEscrowClaimBatch(t *testing.T) {
 		t.Fatalf("receiver's claimed total %v, %v", claimed, err)
 	}
 }
+
+// lateContext is a context whose deadline has passed while its timer has
+// not yet marked it done, as a busy host leaves one for a moment.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestOverSeesAPassedDeadline: a receipt call failed by its transport at
+// the deadline, before ctx is marked done, is ctx's end and not the RPC's
+// failure (DepositReceipt then says "not on chain" from the answers
+// before it, not "the chain RPC failed").
+func TestOverSeesAPassedDeadline(t *testing.T) {
+	if !over(lateContext{context.Background()}) {
+		t.Error("a context past its deadline is not over")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if over(ctx) {
+		t.Error("a context an hour from its deadline is over")
+	}
+	cancel()
+	if !over(ctx) {
+		t.Error("a cancelled context is not over")
+	}
+}
