@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -287,8 +289,10 @@ func (d *Docker) removeRetrying(id string) error {
 		err := d.remove(ctx, id)
 		cancel()
 		// An attempt that reached its own deadline is tried again too:
-		// dockerd goes on removing, and the next attempt waits for it.
-		again := dialFailed(err) || errors.Is(err, context.DeadlineExceeded)
+		// dockerd goes on removing, and the next attempt waits for it; so
+		// is one whose connection was cut mid-call (the daemon going away).
+		again := dialFailed(err) || errors.Is(err, context.DeadlineExceeded) ||
+			errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 		if err == nil || !again || time.Now().After(giveUp) {
 			return err
 		}
@@ -299,7 +303,9 @@ func (d *Docker) removeRetrying(id string) error {
 // create creates a container and returns its ID. The call itself is not
 // cancelled with ctx: a create cancelled on our side may still complete on
 // the daemon's, after any attempt to remove it. When ctx ends meanwhile, the
-// new container is removed at once.
+// new container is removed at once; when the call fails after reaching the
+// daemon, whatever it may have made under the spec's name is removed in the
+// background.
 func (d *Docker) create(ctx context.Context, sp spec, log *slog.Logger) (string, error) {
 	const op = "runtime.create"
 	if ctx.Err() != nil {
@@ -311,6 +317,13 @@ func (d *Docker) create(ctx context.Context, sp spec, log *slog.Logger) (string,
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return "", d.missingImage(op, err)
+		}
+		// Unless the call never reached the daemon, it may have created the
+		// container though its answer was lost (the connection cut, the
+		// daemon gone mid-call): removed by its unique name once the daemon
+		// answers again; one never made is no error.
+		if !dialFailed(err) {
+			d.removeLater(sp.name, log, nil, nil)
 		}
 		return "", d.fail(ctx, op, err)
 	}
