@@ -41,9 +41,9 @@ image: docker ## build the sandbox image offline (skipped when up to date)
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
 	@images/build.sh $(DATA_IMAGE) python/data
 
-# image-node is in neither test's nor run's prerequisites: the image has no
-# runner yet (its environment, node, is off by default; config.yaml).
-image-node: docker ## build the Node.js 24 image (Debian forky) offline (skipped when up to date)
+# image-node is in neither test's nor run's prerequisites while its
+# environment, node, is off by default (config.yaml).
+image-node: docker supervisor ## build the Node.js 24 image (Debian forky) offline (skipped when up to date)
 	@images/build.sh $(NODE_IMAGE) node
 
 # run serves as soon as the python environment can run: the data image builds

@@ -1,0 +1,326 @@
+// stub.js is the JavaScript (and TypeScript) stub of the sandbox supervisor
+// (internal/supervisor; docs/design/runtimes.md, "The stubs"): it evaluates
+// each program in Node's main context with vm, so that a session keeps its
+// top-level bindings, imports and awaited values from call to call, and
+// answers in the stub protocol (runnerproto's package doc): "ready" on 4
+// once warm, then "call <mode> <n> <stdin>" and the code on 3, "done
+// <status> <v> <vlen>" and the value on 4. It never sees the run's token,
+// the files or the limits: the supervisor owns them.
+//
+// A one-shot program ends as `node main.js` would (the event loop drains,
+// process.exit, an uncaught error), and "done" goes out from the "exit"
+// event, after the program's own listeners and before Node's teardown. A
+// session call ends when its evaluation settles; its value is what Node's
+// REPL shows.
+'use strict';
+
+const fs = require('fs');
+const net = require('net');
+const path = require('path');
+const util = require('util');
+const vm = require('vm');
+const Module = require('module');
+const workerThreads = require('worker_threads');
+const { processTopLevelAwait, rewriteImports } = require('./node-rewrite.js');
+
+const REQUESTS = 3;
+const REPLIES = 4;
+const INTERRUPTED = 130;
+const STUB_FILES = new Set([__filename, require.resolve('./node-rewrite.js')]);
+const MAP_COMMENT = /\/\/# sourceMappingURL=data:application\/json(?:;charset=utf-8)?;base64,([A-Za-z0-9+/=]+)\s*$/;
+
+// The globals a program finds, as `node main.js` gives them to its module.
+const root = process.cwd();
+const mainFile = path.join(root, 'main.js');
+const mainModule = new Module(mainFile);
+mainModule.filename = mainFile;
+mainModule.paths = Module._nodeModulePaths(root);
+const globals = {
+  require: Module.createRequire(mainFile), module: mainModule, exports: mainModule.exports,
+  __filename: mainFile, __dirname: root,
+};
+for (const [name, value] of Object.entries(globals)) {
+  Object.defineProperty(globalThis, name, { value, writable: true, configurable: true });
+}
+process.argv[1] = mainFile;
+
+// A Worker is a new isolate with its own code range, which the data limit
+// cannot hold: refused, for require and import alike.
+workerThreads.Worker = class Worker {
+  constructor() {
+    const err = new Error('worker_threads are not available in this sandbox');
+    err.code = 'ERR_WORKER_UNAVAILABLE';
+    throw err;
+  }
+};
+Module.syncBuiltinESMExports();
+
+// Stack traces: the stub's frames cut (everything from vm down is the
+// stub's machinery), a TypeScript program's frames mapped to its lines.
+let sourceMap = null;
+let mappedFile = '';
+Error.prepareStackTrace = function prepareStackTrace(err, frames) {
+  let out;
+  try {
+    out = String(err);
+  } catch {
+    out = Object.prototype.toString.call(err);
+  }
+  for (const frame of frames) {
+    const file = frame.getFileName();
+    if (file === 'node:vm' || file === 'node:internal/vm') break;
+    if (STUB_FILES.has(file)) continue;
+    out += '\n    at ' + mapFrame(frame, file);
+  }
+  return out;
+};
+
+// mapFrame is a frame's text, its position mapped through the program's
+// source map when it is the program's.
+function mapFrame(frame, file) {
+  const text = String(frame);
+  if (!sourceMap || file !== mappedFile) return text;
+  const line = frame.getLineNumber();
+  const column = frame.getColumnNumber();
+  const entry = sourceMap.findEntry(line - 1, column - 1);
+  if (!entry || entry.originalLine === undefined) return text;
+  const from = `${file}:${line}:${column}`;
+  const at = text.lastIndexOf(from);
+  if (at < 0) return text;
+  const to = `${file}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;
+  return text.slice(0, at) + to + text.slice(at + from.length);
+}
+
+// compile turns a call's code into a script of the main context: imports
+// become dynamic, top-level await is rewritten as the REPL does it. wrapped
+// reports that the script's value is a promise of {value}.
+function compile(src, session) {
+  let filename = 'main.js';
+  const map = MAP_COMMENT.exec(src);
+  if (map) {
+    try {
+      const payload = JSON.parse(Buffer.from(map[1], 'base64').toString('utf8'));
+      if (Array.isArray(payload.sources) && payload.sources[0] === 'main.ts') {
+        filename = 'main.ts';
+        sourceMap = new Module.SourceMap(payload);
+        mappedFile = filename;
+      }
+    } catch {
+      // Not a map the stub can read: the frames stay the JavaScript's.
+    }
+  }
+  const options = { filename, importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER };
+  if (session && /^\s*\{/.test(src) && /\}\s*;?\s*$/.test(src)) {
+    // The REPL's reading: `{a: 1}` is an object, not a block.
+    try {
+      return { script: new vm.Script(`(${src}\n)`, options), wrapped: false };
+    } catch {
+      // A block after all.
+    }
+  }
+  const code = rewriteImports(src);
+  const awaited = code.includes('await') ? processTopLevelAwait(code) : null;
+  return { script: new vm.Script(awaited ?? code, options), wrapped: awaited !== null };
+}
+
+// evaluate runs a call's code and returns its value, or a promise of it.
+function evaluate(src, session) {
+  const { script, wrapped } = compile(src, session);
+  const v = script.runInThisContext({ breakOnSigint: true });
+  return wrapped ? Promise.resolve(v).then((r) => r?.value) : v;
+}
+
+// describe is an error as Node prints an uncaught one: the line it was
+// thrown at (unless the stub threw it: a refused Worker), its stack and
+// its other properties.
+function describe(err) {
+  if (err === null || typeof err !== 'object' || typeof err.stack !== 'string') {
+    return 'Uncaught ' + util.inspect(err);
+  }
+  let s = util.inspect(err);
+  if (s === `[${err.stack}]`) s = err.stack;
+  for (const file of STUB_FILES) {
+    if (s.startsWith(file + ':')) s = s.slice(s.indexOf('\n\n') + 2);
+  }
+  return s;
+}
+
+// reply writes a reply on 4, whole.
+function reply(buf) {
+  for (let off = 0; off < buf.length;) off += fs.writeSync(REPLIES, buf, off);
+}
+
+// done answers a call: its status and value (a string, or null for none).
+function done(status, value) {
+  const v = value === null ? Buffer.alloc(0) : Buffer.from(value, 'utf8');
+  const flag = value === null ? 0 : 1;
+  reply(Buffer.concat([Buffer.from(`done ${status & 0xff} ${flag} ${v.length}\n`), v]));
+}
+
+// The call's stdin becomes descriptor 0, and process.stdin a new stream on
+// it; "-" is /dev/null.
+let stdinStream = null;
+function useStdin(file) {
+  if (stdinStream) stdinStream.destroy();
+  stdinStream = null;
+  fs.closeSync(0);
+  const fd = fs.openSync(file === '-' ? '/dev/null' : file, 'r');
+  if (fd !== 0) throw new Error(`stdin opened as descriptor ${fd}, not 0`);
+  if (file !== '-') fs.rmSync(file, { force: true });
+  Object.defineProperty(process, 'stdin', {
+    configurable: true, enumerable: true,
+    get() {
+      stdinStream ??= new fs.ReadStream(null, { fd: 0, autoClose: false });
+      return stdinStream;
+    },
+  });
+}
+
+// oneShot runs a program as `node main.js` would, and says "done" from the
+// "exit" event, after the program's listeners.
+function oneShot(code) {
+  const emit = process.emit;
+  let said = false;
+  process.emit = function (event, ...args) {
+    const r = Reflect.apply(emit, this, [event, ...args]);
+    if (event === 'exit' && !said) {
+      said = true;
+      done(Number(process.exitCode) || 0, null);
+    }
+    return r;
+  };
+  const uncaught = (err) => {
+    if (process.listenerCount('uncaughtException') > 0) {
+      process.emit('uncaughtException', err, 'uncaughtException');
+      return;
+    }
+    process.stderr.write(describe(err) + '\n');
+    process.exit(1);
+  };
+  try {
+    const v = evaluate(code, false);
+    if (v instanceof Promise) v.catch(uncaught);
+  } catch (err) {
+    uncaught(err);
+  }
+}
+
+// A session's call in progress: its status and whether it is answered.
+let current = null;
+
+// ExitCall is what process.exit throws in a session: it ends the call, not
+// the stub.
+class ExitCall extends Error {}
+
+// finish answers the session's current call once.
+function finish(call, status, value) {
+  if (call.answered) return;
+  call.answered = true;
+  if (current === call) current = null;
+  if (status === 0 && Number(process.exitCode)) status = Number(process.exitCode);
+  process.exitCode = undefined;
+  done(status, value);
+}
+
+// sessionCall runs one call of a session and answers it when its
+// evaluation settles.
+async function sessionCall(code) {
+  const call = { status: 0, answered: false };
+  current = call;
+  let value = null;
+  try {
+    const v = await evaluate(code, true);
+    if (v !== undefined) value = util.inspect(v, { showProxy: true });
+  } catch (err) {
+    if (call.answered || err instanceof ExitCall) return;
+    process.stderr.write(describe(err) + '\n');
+    call.status = err?.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED' ? INTERRUPTED : 1;
+  }
+  // Errors and rejections of what the call started at once are its own.
+  await new Promise(setImmediate);
+  finish(call, call.status, value);
+}
+
+// startSession makes process.exit, uncaught errors and SIGINT end a call,
+// not the stub.
+function startSession() {
+  process.exit = function exit(code) {
+    const call = current;
+    if (call) finish(call, Number(code ?? process.exitCode) || 0, null);
+    throw new ExitCall('process.exit() ends the call');
+  };
+  const fail = (err) => {
+    if (err instanceof ExitCall || !current) return;
+    process.stderr.write(describe(err) + '\n');
+    current.status = 1;
+  };
+  process.on('uncaughtException', fail);
+  process.on('unhandledRejection', fail);
+}
+
+// A call awaiting a promise when SIGINT comes is abandoned; between calls
+// SIGINT does nothing. (During a call's synchronous part vm's breakOnSigint
+// takes it.)
+function onSigint() {
+  const call = current;
+  if (!call) return;
+  process.stderr.write('Error: Script execution interrupted.\n');
+  finish(call, INTERRUPTED, null);
+}
+process.on('SIGINT', onSigint);
+
+// serve reads requests on 3: one "call o" (then it stops reading), or a
+// session's "call s" one after the other.
+function serve() {
+  const requests = new net.Socket({ fd: REQUESTS, readable: true, writable: false });
+  let buf = Buffer.alloc(0);
+  let sessionStarted = false;
+  requests.on('data', (chunk) => {
+    buf = Buffer.concat([buf, chunk]);
+    for (;;) {
+      const nl = buf.indexOf(10);
+      if (nl < 0) return;
+      const [word, mode, n, stdin] = buf.subarray(0, nl).toString('latin1').split(' ');
+      const size = Number(n);
+      if (word !== 'call' || !/^[os]$/.test(mode) || !Number.isSafeInteger(size) || size < 0 || !stdin) {
+        process.stderr.write('node stub: malformed request\n');
+        process.reallyExit(2);
+      }
+      if (buf.length < nl + 1 + size) return;
+      const code = buf.subarray(nl + 1, nl + 1 + size).toString('utf8');
+      buf = buf.subarray(nl + 1 + size);
+      useStdin(stdin);
+      if (mode === 'o') {
+        requests.destroy();
+        process.removeListener('SIGINT', onSigint);
+        oneShot(code);
+        return;
+      }
+      if (!sessionStarted) {
+        sessionStarted = true;
+        startSession();
+      }
+      sessionCall(code);
+    }
+  });
+  requests.on('end', () => process.reallyExit(0));
+}
+
+// warmUp compiles and runs what a first program would (acorn, the rewrite,
+// the loader, an await) and starts libuv's pool, so that neither costs the
+// first program, and the loader's one-time warning is said before "ready".
+async function warmUp() {
+  const v = await evaluate('import "node:util";\nawait Promise.resolve(0);\n[1].map((x) => x + 1)', true);
+  util.inspect(v);
+  String(new Error('warm').stack);
+  await fs.promises.stat(root);
+  await new Promise(setImmediate);
+}
+
+warmUp().then(() => {
+  reply(Buffer.from('ready\n'));
+  serve();
+}, (err) => {
+  process.stderr.write('node stub: warm-up failed: ' + describe(err) + '\n');
+  process.reallyExit(2);
+});
