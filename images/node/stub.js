@@ -163,7 +163,11 @@ let stdinStream = null;
 function useStdin(file) {
   if (stdinStream) stdinStream.destroy();
   stdinStream = null;
-  fs.closeSync(0);
+  try {
+    fs.closeSync(0);
+  } catch {
+    // A program closed it.
+  }
   const fd = fs.openSync(file === '-' ? '/dev/null' : file, 'r');
   if (fd !== 0) throw new Error(`stdin opened as descriptor ${fd}, not 0`);
   if (file !== '-') fs.rmSync(file, { force: true });
@@ -289,7 +293,15 @@ function serve() {
       if (buf.length < nl + 1 + size) return;
       const code = buf.subarray(nl + 1, nl + 1 + size).toString('utf8');
       buf = buf.subarray(nl + 1 + size);
-      useStdin(stdin);
+      try {
+        useStdin(stdin);
+      } catch (err) {
+        // The call cannot have its stdin: it fails, and the stub goes on.
+        process.stderr.write(`node stub: stdin: ${err.message}\n`);
+        done(1, null);
+        if (mode === 'o') process.reallyExit(1);
+        continue;
+      }
       if (mode === 'o') {
         requests.destroy();
         process.removeListener('SIGINT', onSigint);

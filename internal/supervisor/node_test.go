@@ -216,6 +216,9 @@ func TestNodeSession(t *testing.T) {
 		{code: "{a: 1}", value: "{ a: 1 }"},
 		{code: "require('fs').readFileSync(0, 'utf8').trim()", stdin: "first\n", value: "'first'"},
 		{code: "require('fs').readFileSync(0, 'utf8').trim()", stdin: "second\n", value: "'second'"},
+		// A call that closes its stdin leaves the next one its own.
+		{code: "require('fs').closeSync(0)"},
+		{code: "require('fs').readFileSync(0, 'utf8').trim()", stdin: "third\n", value: "'third'"},
 		{code: "let x = 5", status: 1},
 		{code: "console.log('out'); process.exit(5); console.log('never')", out: "out\n", status: 5},
 		{code: "null.p", status: 1},
