@@ -15,6 +15,48 @@
 'use strict';
 
 const fs = require('fs');
+const { Writable } = require('stream');
+
+// The program's stdout and stderr write synchronously: Node's own streams
+// on a pipe queue what the pipe cannot take at once, and process.exit()
+// drops it (`node -e "process.stdout.write('x'.repeat(1 << 20));
+// process.exit()" | wc -c` says 65536). Set before anything writes, so
+// that no libuv pipe makes the descriptors non-blocking.
+class SyncWriter extends Writable {
+  constructor(fd) {
+    super();
+    this.fd = fd;
+  }
+
+  _write(chunk, encoding, callback) {
+    try {
+      writeAll(this.fd, chunk);
+      callback();
+    } catch (err) {
+      callback(err);
+    }
+  }
+}
+
+// writeAll writes buf whole on fd, waiting out a full pipe when the
+// descriptor does not block.
+const pause = new Int32Array(new SharedArrayBuffer(4));
+function writeAll(fd, buf) {
+  for (let off = 0; off < buf.length;) {
+    try {
+      off += fs.writeSync(fd, buf, off);
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw err;
+      Atomics.wait(pause, 0, 0, 1);
+    }
+  }
+}
+
+for (const [name, fd] of [['stdout', 1], ['stderr', 2]]) {
+  const stream = new SyncWriter(fd);
+  Object.defineProperty(process, name, { configurable: true, enumerable: true, get: () => stream });
+}
+
 const net = require('net');
 const path = require('path');
 const util = require('util');
@@ -147,7 +189,7 @@ function describe(err) {
 
 // reply writes a reply on 4, whole.
 function reply(buf) {
-  for (let off = 0; off < buf.length;) off += fs.writeSync(REPLIES, buf, off);
+  writeAll(REPLIES, buf);
 }
 
 // done answers a call: its status and value (a string, or null for none).

@@ -122,6 +122,8 @@ func TestNodeOneShot(t *testing.T) {
 			errs: []string{"worker_threads are not available in this sandbox", "main.js:2"}},
 		{name: "worker_threads import", code: "import { Worker } from 'node:worker_threads'\n" +
 			"try { new Worker('1') } catch (e) { console.log(e.message) }", out: "worker_threads are not available in this sandbox\n"},
+		{name: "output before exit", code: "process.stdout.write('x'.repeat(1 << 20))\nprocess.exit(0)",
+			out: strings.Repeat("x", 1<<20)},
 		{name: "signal", code: "process.kill(process.pid, 'SIGTERM')\nsetTimeout(() => {}, 5000)", status: 128 + 15},
 	}
 	for _, c := range cases {
@@ -129,8 +131,8 @@ func TestNodeOneShot(t *testing.T) {
 			h := mustNode(t, 0)
 			a, errs, status := runNode(t, h, "javascript", c.code, c.stdin)
 			if a.output != c.out || a.report.Status != c.status || status != c.status {
-				t.Errorf("output %q status %d exit %d, want %q %d; stderr %q", a.output, a.report.Status, status,
-					c.out, c.status, errs)
+				t.Errorf("output %.200q (%d bytes) status %d exit %d, want %.200q %d; stderr %q", a.output, len(a.output), a.report.Status,
+					status, c.out, c.status, errs)
 			}
 			if !inOrder(errs, c.errs) {
 				t.Errorf("stderr %q lacks %q in order", errs, c.errs)
