@@ -29,6 +29,9 @@ class SyncWriter extends Writable {
   }
 
   _write(chunk, encoding, callback) {
+    // In a session, what an earlier call left running (a timer, an
+    // abandoned await) writes nowhere.
+    if (!ownCall()) return callback();
     try {
       writeAll(this.fd, chunk);
       callback();
@@ -57,6 +60,7 @@ for (const [name, fd] of [['stdout', 1], ['stderr', 2]]) {
   Object.defineProperty(process, name, { configurable: true, enumerable: true, get: () => stream });
 }
 
+const { AsyncLocalStorage } = require('async_hooks');
 const net = require('net');
 const path = require('path');
 const util = require('util');
@@ -254,6 +258,22 @@ function oneShot(code) {
 // A session's call in progress: its status and whether it is answered.
 let current = null;
 
+// calls carries, in a session, each call's object through whatever it
+// starts (timers, promises, listeners), so that what an earlier call left
+// running is told from the current call's own.
+let calls = null;
+
+// ownCall reports whether the code running now is the current call's (or a
+// one-shot's, which is all the program's).
+function ownCall() {
+  return calls === null || (current !== null && calls.getStore() === current);
+}
+
+// say writes the stub's own message on 2, whoever runs.
+function say(msg) {
+  writeAll(2, Buffer.from(msg + '\n'));
+}
+
 // ExitCall is what process.exit throws in a session: it ends the call, not
 // the stub.
 class ExitCall extends Error {}
@@ -270,16 +290,21 @@ function finish(call, status, value) {
 
 // sessionCall runs one call of a session and answers it when its
 // evaluation settles.
-async function sessionCall(code) {
+function sessionCall(code) {
   const call = { status: 0, answered: false };
   current = call;
+  return calls.run(call, () => settle(call, code));
+}
+
+// settle evaluates a session call's code and answers the call.
+async function settle(call, code) {
   let value = null;
   try {
     const v = await evaluate(code, true);
     if (v !== undefined) value = util.inspect(v, { showProxy: true });
   } catch (err) {
     if (call.answered || err instanceof ExitCall) return;
-    process.stderr.write(describe(err) + '\n');
+    say(describe(err));
     call.status = err?.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED' ? INTERRUPTED : 1;
   }
   // Errors and rejections of what the call started at once are its own.
@@ -290,14 +315,14 @@ async function sessionCall(code) {
 // startSession makes process.exit, uncaught errors and SIGINT end a call,
 // not the stub.
 function startSession() {
+  calls = new AsyncLocalStorage();
   process.exit = function exit(code) {
-    const call = current;
-    if (call) finish(call, Number(code ?? process.exitCode) || 0, null);
+    if (ownCall()) finish(current, Number(code ?? process.exitCode) || 0, null);
     throw new ExitCall('process.exit() ends the call');
   };
   const fail = (err) => {
-    if (err instanceof ExitCall || !current) return;
-    process.stderr.write(describe(err) + '\n');
+    if (err instanceof ExitCall || !ownCall()) return;
+    say(describe(err));
     current.status = 1;
   };
   process.on('uncaughtException', fail);
@@ -310,7 +335,7 @@ function startSession() {
 function onSigint() {
   const call = current;
   if (!call) return;
-  process.stderr.write('Error: Script execution interrupted.\n');
+  say('Error: Script execution interrupted.');
   finish(call, INTERRUPTED, null);
 }
 process.on('SIGINT', onSigint);
@@ -329,7 +354,7 @@ function serve() {
       const [word, mode, n, stdin] = buf.subarray(0, nl).toString('latin1').split(' ');
       const size = Number(n);
       if (word !== 'call' || !/^[os]$/.test(mode) || !Number.isSafeInteger(size) || size < 0 || !stdin) {
-        process.stderr.write('node stub: malformed request\n');
+        say('node stub: malformed request');
         process.reallyExit(2);
       }
       if (buf.length < nl + 1 + size) return;
@@ -339,7 +364,7 @@ function serve() {
         useStdin(stdin);
       } catch (err) {
         // The call cannot have its stdin: it fails, and the stub goes on.
-        process.stderr.write(`node stub: stdin: ${err.message}\n`);
+        say(`node stub: stdin: ${err.message}`);
         done(1, null);
         if (mode === 'o') process.reallyExit(1);
         continue;
@@ -375,6 +400,6 @@ warmUp().then(() => {
   reply(Buffer.from('ready\n'));
   serve();
 }, (err) => {
-  process.stderr.write('node stub: warm-up failed: ' + describe(err) + '\n');
+  say('node stub: warm-up failed: ' + describe(err));
   process.reallyExit(2);
 });

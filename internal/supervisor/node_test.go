@@ -229,6 +229,12 @@ func TestNodeSession(t *testing.T) {
 		{code: "new (require('worker_threads').Worker)('1')", status: 1},
 		{code: "Promise.reject(new Error('r')); 1", value: "1", status: 1},
 		{code: "'ok'", value: "'ok'"},
+		// What a call leaves running (here not frozen between calls) is not
+		// a later call's: its output and its errors go nowhere.
+		{code: "setInterval(() => console.log('tick'), 2)\nsetTimeout(() => { throw new Error('stale') }, 20); 0",
+			value: "0"},
+		{code: "await new Promise((r) => setTimeout(() => { console.log('mine'); r() }, 50))\n'after'",
+			out: "mine\n", value: "'after'"},
 	}
 	for i, c := range calls {
 		a := h.call(i, program{lang: "javascript", code: c.code, stdin: c.stdin})
