@@ -78,12 +78,15 @@ const MAP_COMMENT = /\/\/# sourceMappingURL=data:application\/json(?:;charset=ut
 // The globals a program finds, as `node main.js` gives them to its module.
 const root = process.cwd();
 const mainFile = path.join(root, 'main.js');
-const mainModule = new Module(mainFile);
+const mainModule = new Module('.');
 mainModule.filename = mainFile;
 mainModule.paths = Module._nodeModulePaths(root);
+mainModule.loaded = true;
+const mainRequire = Module.createRequire(mainFile);
+// `require.main === module` holds, as in a script run by node.
+mainRequire.main = mainModule;
 const globals = {
-  require: Module.createRequire(mainFile), module: mainModule, exports: mainModule.exports,
-  __filename: mainFile, __dirname: root,
+  require: mainRequire, module: mainModule, exports: mainModule.exports, __filename: mainFile, __dirname: root,
 };
 for (const [name, value] of Object.entries(globals)) {
   Object.defineProperty(globalThis, name, { value, writable: true, configurable: true });

@@ -95,8 +95,8 @@ func TestNodeOneShot(t *testing.T) {
 		errs []string
 	}{
 		{name: "hello", code: "console.log('hello, world')\n", out: "hello, world\n"},
-		{name: "main", code: "console.log(__filename.endsWith('/main.js'), typeof require, process.argv[1] === __filename)",
-			out: "true function true\n"},
+		{name: "main", code: "console.log(__filename.endsWith('/main.js'), typeof require, process.argv[1] === __filename)\n" +
+			"if (require.main === module) console.log('main')", out: "true function true\nmain\n"},
 		{name: "stdin", code: "const s = require('fs').readFileSync(0, 'utf8'); console.log([...s].reverse().join(''))",
 			stdin: "olleh", out: "hello\n"},
 		{name: "process.stdin", code: "let s = ''; process.stdin.on('data', (d) => s += d)\n" +
@@ -282,5 +282,18 @@ func TestNodeSessionInterrupt(t *testing.T) {
 	}
 	if errs := string(h.errs.bytes()); !strings.Contains(errs, "Script execution interrupted") {
 		t.Errorf("stderr %q", errs)
+	}
+}
+
+func TestNodeLoadsFilesSentIn(t *testing.T) {
+	h := mustNode(t, 0)
+	h.send(program{token: token(0), lang: "javascript",
+		code: "const { a } = require('./y.js')\nimport { b } from './x.mjs'\nconsole.log(a + b)\n",
+		files: []runnerproto.Record{{Name: "y.js", Content: []byte("exports.a = 40")},
+			{Name: "x.mjs", Content: []byte("export const b = 2")}}})
+	h.exit()
+	a, ok := parseAnswer(t, h.out.bytes(), token(0), false)
+	if !ok || a.output != "42\n" || a.report.Status != 0 {
+		t.Errorf("answer %+v (%v), stderr %q", a, ok, h.errs.bytes())
 	}
 }
