@@ -172,11 +172,13 @@ function compile(src, session) {
   return { script: new vm.Script(awaited ?? code, options), wrapped: awaited !== null };
 }
 
-// evaluate runs a call's code and returns its value, or a promise of it.
+// evaluate runs a call's code and returns {value}, or a promise of it
+// when the code awaits: a value that is itself a promise stays one, as
+// the REPL shows it.
 function evaluate(src, session) {
   const { script, wrapped } = compile(src, session);
   const v = script.runInThisContext({ breakOnSigint: true });
-  return wrapped ? Promise.resolve(v).then((r) => r?.value) : v;
+  return wrapped ? v.then((r) => ({ value: r?.value })) : { value: v };
 }
 
 // describe is an error as Node prints an uncaught one: the line it was
@@ -242,14 +244,23 @@ function oneShot(code) {
     }
     return r;
   };
+  const fatal = (err) => {
+    process.stderr.write(describe(err) + '\n');
+    process.exit(1);
+  };
   const uncaught = (err) => {
     if (process.listenerCount('uncaughtException') > 0) {
       process.emit('uncaughtException', err, 'uncaughtException');
       return;
     }
-    process.stderr.write(describe(err) + '\n');
-    process.exit(1);
+    fatal(err);
   };
+  // Node says "exit" for an error nothing caught (a callback's, a rejection
+  // left unhandled) before it prints the error, which would then follow
+  // "done": the stub prints it first and exits as Node would.
+  process.on('uncaughtExceptionMonitor', (err) => {
+    if (process.listenerCount('uncaughtException') === 0) fatal(err);
+  });
   try {
     const v = evaluate(code, false);
     if (v instanceof Promise) v.catch(uncaught);
@@ -303,7 +314,7 @@ function sessionCall(code) {
 async function settle(call, code) {
   let value = null;
   try {
-    const v = await evaluate(code, true);
+    const { value: v } = await evaluate(code, true);
     if (v !== undefined) value = util.inspect(v, { showProxy: true });
   } catch (err) {
     if (call.answered || err instanceof ExitCall) return;
@@ -392,7 +403,7 @@ function serve() {
 // the loader, an await) and starts libuv's pool, so that neither costs the
 // first program, and the loader's one-time warning is said before "ready".
 async function warmUp() {
-  const v = await evaluate('import "node:util";\nawait Promise.resolve(0);\n[1].map((x) => x + 1)', true);
+  const { value: v } = await evaluate('import "node:util";\nawait Promise.resolve(0);\n[1].map((x) => x + 1)', true);
   util.inspect(v);
   String(new Error('warm').stack);
   await fs.promises.stat(root);
