@@ -189,7 +189,8 @@ function describe(err) {
     return 'Uncaught ' + util.inspect(err);
   }
   let s = util.inspect(err);
-  if (s === `[${err.stack}]`) s = err.stack;
+  // inspect brackets a stack without frames.
+  if (s.startsWith(`[${err.stack}]`)) s = err.stack + s.slice(err.stack.length + 2);
   for (const file of STUB_FILES) {
     if (s.startsWith(file + ':')) s = s.slice(s.indexOf('\n\n') + 2);
   }
@@ -318,8 +319,10 @@ async function settle(call, code) {
     if (v !== undefined) value = util.inspect(v, { showProxy: true });
   } catch (err) {
     if (call.answered || err instanceof ExitCall) return;
-    say(describe(err));
-    call.status = err?.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED' ? INTERRUPTED : 1;
+    const interrupted = err?.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
+    // An interrupt's stack is the stub's, cut: its message says it all.
+    say(interrupted ? String(err) : describe(err));
+    call.status = interrupted ? INTERRUPTED : 1;
   }
   // Errors and rejections of what the call started at once are its own.
   await new Promise(setImmediate);
@@ -349,7 +352,7 @@ function startSession() {
 function onSigint() {
   const call = current;
   if (!call) return;
-  say('Error: Script execution interrupted.');
+  say('Error: Script execution was interrupted by `SIGINT` while it awaited; the call is abandoned');
   finish(call, INTERRUPTED, null);
 }
 process.on('SIGINT', onSigint);

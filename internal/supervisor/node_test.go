@@ -294,7 +294,9 @@ func TestNodeSessionInterrupt(t *testing.T) {
 			t.Errorf("next call: %+v", a)
 		}
 	}
-	if errs := string(h.errs.bytes()); !strings.Contains(errs, "Script execution interrupted") {
+	want := []string{"Error: Script execution was interrupted by `SIGINT`\n",
+		"Error: Script execution was interrupted by `SIGINT` while it awaited; the call is abandoned\n"}
+	if errs := string(h.errs.bytes()); !inOrder(errs, want) || strings.Contains(errs, "ERR_SCRIPT") {
 		t.Errorf("stderr %q", errs)
 	}
 }
