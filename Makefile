@@ -41,9 +41,9 @@ image: docker ## build the sandbox image offline (skipped when up to date)
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
 	@images/build.sh $(DATA_IMAGE) python/data
 
-# image-node is in neither test's nor run's prerequisites: the image has no
-# runner yet (its environment, node, is off by default; config.yaml).
-image-node: docker ## build the Node.js 24 image (Debian forky) offline (skipped when up to date)
+# image-node is test's prerequisite (runtime's node tests run the image) and
+# not run's while its environment, node, is off by default (config.yaml).
+image-node: docker supervisor ## build the Node.js 24 image (Debian forky) offline (skipped when up to date)
 	@images/build.sh $(NODE_IMAGE) node
 
 # run serves as soon as the python environment can run: the data image builds
@@ -71,7 +71,7 @@ lint: ## go vet, go mod tidy -diff and staticcheck
 	$(GO) mod tidy -diff
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) ./...
 
-test: build lint image image-data interop-deps postgres chromium ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil), the page in chromium
+test: build lint image image-data image-node interop-deps postgres chromium ## every test: unit, integration (Docker, PostgreSQL), interop (x402 + anvil), the page in chromium
 	SANDBOXD_INTEGRATION=1 SANDBOXD_INTEROP=1 SANDBOXD_FAULTS=1 $(GO) test -p 1 -count=1 -timeout 40m ./...
 
 test-unit: ## only the tests that need neither Docker nor npm (the gates off, even under CI=true)

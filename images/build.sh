@@ -22,14 +22,17 @@
 #                       refuses
 #   IMAGE_ENV, IMAGE_CMD  its environment (assignments) and command (JSON)
 #   EXPECTED_SECONDS    a build's duration until one has been measured
+#   INPUT_FILES         files from outside images/ that the image holds (the
+#                       supervisor's binary), space-separated: inputs too
 # and defines recipe_setup, run on the trimmed rootfs ($root, with scratch
 # space in $work) once the sandbox user exists. A recipe may source the
 # recipe of the directory above it (python/data sources python's).
 #
 # The image carries a label with the hash of its inputs (this script, the
-# files of the recipe's directory and of each directory above it, the suite
-# and the mirror); when an image of that name already has the same hash,
-# nothing is rebuilt. Editing python/data's files never rebuilds python's.
+# files of the recipe's directory and of each directory above it, its
+# INPUT_FILES, the suite and the mirror); when an image of that name
+# already has the same hash, nothing is rebuilt. Editing python/data's
+# files never rebuilds python's.
 #
 # One build of an image runs at a time: a second waits for the first (a lock
 # in BUILD_STATUS_DIR) and then finds the image up to date. While it builds,
@@ -57,6 +60,7 @@ case "$RECIPE" in /* | *..* | .*) RECIPE=unknown ;; esac
 recipe_dir=$here/${RECIPE%/}
 [ -f "$recipe_dir/recipe.sh" ] || { log "unknown recipe $2 (want a directory of $here with a recipe.sh)"; exit 2; }
 RUNNER_PROTOCOL=""
+INPUT_FILES=""
 # shellcheck source=python/recipe.sh
 . "$recipe_dir/recipe.sh"
 
@@ -69,6 +73,10 @@ for part in ${RECIPE//\// }; do
   for f in "$dir"/*; do
     [ -f "$f" ] && inputs+=$(echo "${f#"$here"/}"; cat "$f")
   done
+done
+for f in $INPUT_FILES; do
+  [ -f "$f" ] || { log "$f is missing (make supervisor builds the supervisor)"; exit 1; }
+  inputs+=$(basename "$f"; sha256sum <"$f")
 done
 hash=$(printf '%s' "$inputs" | sha256sum | cut -c1-16)
 

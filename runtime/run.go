@@ -77,7 +77,9 @@ var errNotStarted = errors.New("runtime: the container stopped before its progra
 // Errors are the service's: CodeInvalid or CodeTooLarge for files in that
 // break the rules or the caps, CodeInvalid for a language not canonical
 // (job.Language: "" is python; an image that does not run the language
-// answers the program's error, exit status 1); CodeUnavailable when Docker is unreachable, the
+// answers the program's error, exit status 1). A typescript job is
+// transpiled first (transpile), and its syntax error answered without a
+// container. CodeUnavailable when Docker is unreachable, the
 // image is missing or the runner is closing; CodeInternal for other Engine
 // API failures; the context's error (wrapped) when ctx ends first.
 func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, error) {
@@ -89,6 +91,10 @@ func (d *Docker) Run(ctx context.Context, job sandboxd.Job) (sandboxd.Result, er
 		return sandboxd.Result{}, err
 	}
 	job.Language = lang
+	job, syntax := transpile(job, int64(d.cfg.MaxOutputBytes))
+	if syntax != nil {
+		return *syntax, nil
+	}
 	ctx, f, end, err := d.inflight.begin(ctx)
 	if err != nil {
 		return sandboxd.Result{}, err

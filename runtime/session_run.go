@@ -37,7 +37,8 @@ const (
 // run would be (oom, error with the exit status). Errors are the service's:
 // CodeInvalid or CodeTooLarge for files in that break the rules;
 // CodeInvalid for a language other than the session's (job.Language ""
-// is the session's);
+// is the session's); a typescript call is transpiled first, and its
+// syntax error answered without reaching the session (transpile);
 // CodeUnavailable for a session that has ended, one closed during the call
 // (Close) or a Docker that went away; ctx's error when ctx ends first (the
 // session then ends too).
@@ -47,6 +48,16 @@ func (s *Session) Run(ctx context.Context, job sandboxd.Job) (sandboxd.SessionRe
 	}
 	if err := s.checkLanguage(job); err != nil {
 		return sandboxd.SessionResult{}, err
+	}
+	job.Language = s.language
+	job, syntax := transpile(job, int64(s.d.cfg.MaxOutputBytes))
+	if ended, reason := s.endedNow(); ended && syntax != nil {
+		return sandboxd.SessionResult{}, sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime.session",
+			"the session has ended (%s)", reason)
+	}
+	if syntax != nil {
+		// The session is untouched: its stub never saw the program.
+		return sandboxd.SessionResult{Result: *syntax}, nil
 	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()

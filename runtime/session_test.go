@@ -24,9 +24,16 @@ func eachSessionMode(t *testing.T, f func(t *testing.T, mods ...func(*Config))) 
 	}
 }
 
-// mustSession opens a session of d, closed when the test ends; with a pool,
-// once the pool is full, so the session takes an idle warm container.
+// mustSession opens a python session of d, closed when the test ends; with
+// a pool, once the pool is full, so the session takes an idle warm
+// container.
 func mustSession(tb testing.TB, d *Docker) *Session {
+	tb.Helper()
+	return mustSessionOf(tb, d, sandboxd.LanguagePython)
+}
+
+// mustSessionOf is mustSession in lang.
+func mustSessionOf(tb testing.TB, d *Docker, lang string) *Session {
 	tb.Helper()
 	if d.pool != nil {
 		d.pool.start()
@@ -34,7 +41,7 @@ func mustSession(tb testing.TB, d *Docker) *Session {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := d.Open(ctx, sandboxd.LanguagePython)
+	s, err := d.Open(ctx, lang)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}

@@ -36,4 +36,7 @@ type Stub struct {
 
 // Stubs is the stub of each language, by canonical name. Each language's
 // entry is added with its stub (Python, JavaScript, Bash).
-var Stubs = map[string]Stub{}
+var Stubs = map[string]Stub{
+	"javascript": nodeStub(nodeStubPath),
+	"typescript": nodeStub(nodeStubPath),
+}

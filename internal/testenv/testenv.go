@@ -20,6 +20,10 @@ const DefaultImage = "sandbox-python:3.11"
 // `make image-data` builds.
 const DefaultDataImage = "sandbox-python-data:3.11"
 
+// DefaultNodeImage is the Node.js image (JavaScript, TypeScript) `make
+// image-node` builds.
+const DefaultNodeImage = "sandbox-node:24"
+
 // ci reports whether the tests run in CI, where a test that cannot reach
 // what it needs fails rather than skips.
 func ci() bool { return os.Getenv("CI") == "true" }
@@ -85,6 +89,11 @@ func Image() string { return imageOr("SANDBOXD_TEST_IMAGE", DefaultImage) }
 // SANDBOXD_TEST_DATA_IMAGE when set (a tag built with
 // `images/build.sh TAG python/data`), else DefaultDataImage.
 func DataImage() string { return imageOr("SANDBOXD_TEST_DATA_IMAGE", DefaultDataImage) }
+
+// NodeImage returns the Node.js image the integration tests run:
+// SANDBOXD_TEST_NODE_IMAGE when set (a tag built with `images/build.sh TAG
+// node`), else DefaultNodeImage.
+func NodeImage() string { return imageOr("SANDBOXD_TEST_NODE_IMAGE", DefaultNodeImage) }
 
 // imageOr returns the image named by the environment variable key, or def
 // when it is unset or empty.
