@@ -10,7 +10,8 @@
 # protocol it lacks) until the supervisor and the JavaScript stub join it.
 
 SUITE=${SUITE:-forky}
-PACKAGES=nodejs
+# jq and bc are for Bash's programs, as in the python image.
+PACKAGES=nodejs,jq,bc
 # What nodejs drags in through Depends and no program needs: corepack (a
 # package-manager shim that downloads package managers, useless without a
 # network) and the package tooling.
