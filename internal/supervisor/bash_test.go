@@ -85,6 +85,16 @@ func TestBashOneShotFilesAndUsage(t *testing.T) {
 	}
 }
 
+func TestBashOneShotReadsItsCodeInBlocks(t *testing.T) {
+	// A megabyte of code is read in blocks: 40 ms of CPU here, where a
+	// read of a byte a system call (read -d "") took 450, billed as the
+	// program's.
+	code := strings.Repeat("#"+strings.Repeat("x", 63)+"\n", 16384) + "echo end\n"
+	if a, _, _ := runBash(t, program{code: code}); a.output != "end\n" || a.report.CPUMS > 200 {
+		t.Errorf("output %q, %d ms of CPU", a.output, a.report.CPUMS)
+	}
+}
+
 func TestBashOneShotProtocolOutOfReach(t *testing.T) {
 	// The program can neither write a reply on 4 nor read on 3 (both are
 	// closed before it runs), and a marker it prints is output: its run
