@@ -28,10 +28,14 @@
 # space in $work) once the sandbox user exists. A recipe may source the
 # recipe of the directory above it (python/data sources python's).
 #
-# The image carries a label with the hash of its inputs (this script, the
-# files of the recipe's directory and of each directory above it, its
-# INPUT_FILES, the suite and the mirror); when an image of that name
-# already has the same hash, nothing is rebuilt. Editing python/data's
+# Every image whose LANGUAGES name bash gets Bash's session stub,
+# bash-session.sh, as /opt/sandbox/stubs/bash-session.sh (bash itself is
+# Debian's, in every root).
+#
+# The image carries a label with the hash of its inputs (this script, Bash's
+# session stub, the files of the recipe's directory and of each directory
+# above it, its INPUT_FILES, the suite and the mirror); when an image of that
+# name already has the same hash, nothing is rebuilt. Editing python/data's
 # files never rebuilds python's.
 #
 # One build of an image runs at a time: a second waits for the first (a lock
@@ -64,9 +68,9 @@ INPUT_FILES=""
 # shellcheck source=python/recipe.sh
 . "$recipe_dir/recipe.sh"
 
-# The inputs: this script, then the files of each directory from images/
+# The inputs: this script and Bash's session stub, then the files of each directory from images/
 # down to the recipe's (sub-directories are other recipes' inputs).
-inputs=$(cat "$here/build.sh"; echo "$SUITE $MIRROR $SANDBOX_UID")
+inputs=$(cat "$here/build.sh" "$here/bash-session.sh"; echo "$SUITE $MIRROR $SANDBOX_UID")
 dir=$here
 for part in ${RECIPE//\// }; do
   dir=$dir/$part
@@ -135,6 +139,9 @@ build_image() {
   echo "sandbox:*:19000:0:99999:7:::" >> "$root/etc/shadow"
 
   recipe_setup
+  case ",$LANGUAGES," in
+    *,bash,*) install -D -m 0644 "$here/bash-session.sh" "$root/opt/sandbox/stubs/bash-session.sh" ;;
+  esac
   log "trimming and setting up took $((SECONDS - t)) s"
   t=$SECONDS
   local labels=(--change "LABEL io.sandboxd.inputs=$hash" --change "LABEL io.sandboxd.languages=$LANGUAGES")

@@ -10,7 +10,8 @@
 # it) warm; TypeScript runs on the same stub.
 
 SUITE=${SUITE:-forky}
-PACKAGES=nodejs
+# jq and bc are for Bash's programs, as in the python image.
+PACKAGES=nodejs,jq,bc
 # What nodejs drags in through Depends and no program needs: corepack (a
 # package-manager shim that downloads package managers, useless without a
 # network) and the package tooling.

@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 # recipe.sh is the python image's recipe for images/build.sh (`build.sh
 # IMAGE python`): python3 and its standard library from Debian bookworm,
-# the runner (run.py), nothing else. python/data's recipe builds on it.
+# the runner (run.py), jq and bc for Bash's programs, nothing else.
+# python/data's recipe builds on it.
 
 SUITE=${SUITE:-bookworm}
-PACKAGES=python3-minimal,libpython3.11-stdlib
+PACKAGES=python3-minimal,libpython3.11-stdlib,jq,bc
 # apt is package tooling no program needs.
 PURGE=apt
 LANGUAGES=python

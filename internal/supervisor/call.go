@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"sandboxd/internal/runnerproto"
@@ -110,7 +112,7 @@ func (p *proc) send(mode byte, code []byte, stdin string) {
 			requests.Write(code)
 			requests.Close()
 		case mode == 's' && stub.Request != nil:
-			shell.Write(stub.Request(int64(len(code)), stdin))
+			shell.Write(stub.Request(code, stdin))
 			requests.Write(code)
 		default:
 			line := fmt.Sprintf("call %c %d %s\n", mode, len(code), stdin)
@@ -121,8 +123,11 @@ func (p *proc) send(mode byte, code []byte, stdin string) {
 
 // await pumps until the stub says "done" (its value included) or ends,
 // then reads its pipes dry. In a session call, the service's interrupt
-// (since the ack) is sent to the stub's group, and reported.
+// (since the ack) is sent to the stub's group, and reported; again every
+// Stub.Reinterrupt until then, for a stub that says so.
 func (s *Supervisor) await(ctx context.Context, p *proc, session bool, maxValue int64) (interrupted bool, err error) {
+	stop := func() {}
+	defer func() { stop() }()
 	for !p.complete() && p.end == nil {
 		if err := s.step(ctx, p, maxValue); err != nil {
 			return interrupted, err
@@ -131,10 +136,40 @@ func (s *Supervisor) await(ctx context.Context, p *proc, session bool, maxValue 
 			if err := p.signal(unix.SIGINT); err != nil {
 				return interrupted, err
 			}
+			if !interrupted && p.stub.Reinterrupt > 0 {
+				stop = s.repeatInterrupt(p.stub.Reinterrupt)
+			}
 			interrupted = true
 		}
 	}
 	return interrupted, s.drain(p)
+}
+
+// repeatInterrupt makes the loop see the service's interrupt again every d,
+// until stop is called; once stop returns it no longer does (what it stored
+// meanwhile the next call's ack clears).
+func (s *Supervisor) repeatInterrupt(d time.Duration) (stop func()) {
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				s.interrupt.Store(true)
+				s.wake()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
 }
 
 // status is the call's exit status: done's, or the stub's end's (128 +

@@ -29,8 +29,8 @@ func fakeStubs() map[string]Stub {
 		"alias":  {Name: "warm", Argv: fake("warm"), Warm: true},
 		"other":  {Name: "other", Argv: fake("warm"), Warm: true},
 		"direct": {Name: "direct", Argv: fake("direct")},
-		"shell": {Name: "shell", Argv: fake("shell"), Request: func(n int64, stdin string) []byte {
-			return fmt.Appendf(nil, "run s %d %s\n", n, stdin)
+		"shell": {Name: "shell", Argv: fake("shell"), Request: func(code []byte, stdin string) []byte {
+			return fmt.Appendf(nil, "run s %d %s\n", len(code), stdin)
 		}},
 		"noready": {Name: "noready", Argv: fake("noready"), Warm: true},
 		"dies":    {Name: "dies", Argv: fake("dies"), Warm: true},

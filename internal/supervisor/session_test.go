@@ -14,7 +14,15 @@ import (
 // mustSession opens a session of lang on a supervisor of the fake stubs.
 func mustSession(t *testing.T, lang string, maxValue int64, languages ...string) *host {
 	t.Helper()
-	h := mustHost(t, languages...)
+	return mustSessionWith(t, nil, lang, maxValue, languages...)
+}
+
+// mustSessionWith is mustSession with a change to the supervisor before it
+// runs (mustHostWith's).
+func mustSessionWith(t *testing.T, change func(*Supervisor), lang string, maxValue int64,
+	languages ...string) *host {
+	t.Helper()
+	h := mustHostWith(t, change, languages...)
 	hd := runnerproto.SessionHeader{Token: token(25), MaxValue: maxValue, Language: lang}
 	if _, err := h.in.Write(hd.Append(nil)); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,7 @@
 package supervisor
 
+import "time"
+
 // Limits is what a stub's command line may depend on.
 type Limits struct {
 	// Data is the data limit the program gets, in bytes
@@ -28,10 +30,15 @@ type Stub struct {
 	// its exit.
 	Warm bool
 	// Request is the line a session call is sent as on the stub's
-	// descriptor 0, in the stub's own syntax, given the code's length and
-	// the stdin's path ("-" for none); the code follows on 3. Nil: the
-	// stub protocol's "call s <n> <stdin>" on 3, and 0 is /dev/null.
-	Request func(n int64, stdin string) []byte
+	// descriptor 0, in the stub's own syntax, given the code (which
+	// follows on 3) and the stdin's path ("-" for none). Nil: the stub
+	// protocol's "call s <n> <stdin>" on 3, and 0 is /dev/null.
+	Request func(code []byte, stdin string) []byte
+	// Reinterrupt, when set, sends a session call's interrupt again every
+	// Reinterrupt until the stub says done, for a stub that can lose one
+	// (a shell: a child it has forked and not yet executed swallows the
+	// SIGINT, and the shell, its child ended well, takes it as handled).
+	Reinterrupt time.Duration
 }
 
 // Stubs is the stub of each language, by canonical name. Each language's
@@ -39,4 +46,5 @@ type Stub struct {
 var Stubs = map[string]Stub{
 	"javascript": nodeStub(nodeStubPath),
 	"typescript": nodeStub(nodeStubPath),
+	"bash":       bashStub(bashSessionPath),
 }
