@@ -22,6 +22,9 @@ var errStubEnded = errors.New("supervisor: the stub ended")
 // nil (no stub yet). It returns ctx's error once ctx is done.
 func (s *Supervisor) step(ctx context.Context, p *proc, maxValue int64) error {
 	fds := []unix.PollFd{{Fd: int32(s.wakeR), Events: unix.POLLIN}}
+	if s.linkFD >= 0 {
+		fds = append(fds, unix.PollFd{Fd: int32(s.linkFD), Events: unix.POLLIN})
+	}
 	if p != nil {
 		for _, fd := range []int{p.out, p.errs, p.replies} {
 			if fd >= 0 {
@@ -43,6 +46,10 @@ func (s *Supervisor) step(ctx context.Context, p *proc, maxValue int64) error {
 	})
 	for _, f := range fds[1:] {
 		if f.Revents == 0 {
+			continue
+		}
+		if int(f.Fd) == s.linkFD {
+			s.linkReady = true
 			continue
 		}
 		if err := s.readStub(p, int(f.Fd), buf[:], maxValue); err != nil {

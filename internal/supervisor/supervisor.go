@@ -50,6 +50,10 @@ type Supervisor struct {
 	wakeMu     sync.Mutex
 	interrupt  atomic.Bool
 	stdinCount int
+	// linkFD is the link's descriptor while the loop waits for the first
+	// message (else -1), and linkReady reports that it had bytes.
+	linkFD    int
+	linkReady bool
 }
 
 // linkMsg is what the link's reader read: a session's header, a program
@@ -82,8 +86,8 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		warm = p
 	}
 	late := warm == nil || pending(s.Link.In)
-	go s.readLink(bufio.NewReaderSize(s.Link.In, 1<<16))
-	m, err := s.next(ctx, warm)
+	r := bufio.NewReaderSize(s.Link.In, 1<<16)
+	m, err := s.first(ctx, warm, r)
 	if err == nil {
 		err = m.err
 	}
@@ -91,6 +95,7 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	case err != nil:
 		return s.end(warm, err)
 	case m.session != nil:
+		go s.readCalls(r)
 		return s.session(ctx, warm, *m.session)
 	default:
 		return s.oneShot(ctx, warm, m.req, late)
@@ -108,6 +113,7 @@ func (s *Supervisor) open(ctx context.Context) error {
 		return fmt.Errorf("supervisor: pipe: %w", err)
 	}
 	s.wakeR, s.wakeW = fds[0], fds[1]
+	s.linkFD = -1
 	s.msgs = make(chan linkMsg, 1)
 	s.reaper = newReaper(s.wake)
 	s.stopped = make(chan struct{})
@@ -172,33 +178,55 @@ func (s *Supervisor) stubFor(lang string) (Stub, error) {
 	return st, nil
 }
 
-// readLink reads the link: the first line, then a program, or a session's
-// calls one after the other, each handed to the loop.
-func (s *Supervisor) readLink(r *bufio.Reader) {
+// first waits until the link has bytes, dropping what the warm stub p (or
+// nil) writes meanwhile, and reads its first message on the loop's own
+// goroutine: a one-shot's hand-over then wakes no other thread (a reader
+// goroutine's wake-up cost a hello world some 0.1-0.3 ms on a loaded host).
+// errStubEnded when the stub ended first.
+func (s *Supervisor) first(ctx context.Context, p *proc, r *bufio.Reader) (linkMsg, error) {
+	if p != nil {
+		p.forward = false
+	}
+	s.linkFD = int(s.Link.In.Fd())
+	defer func() { s.linkFD = -1 }()
+	for !s.linkReady && r.Buffered() == 0 {
+		if p != nil && p.end != nil {
+			return linkMsg{}, errStubEnded
+		}
+		if err := s.step(ctx, p, 0); err != nil {
+			return linkMsg{}, err
+		}
+	}
 	line, err := readLine(r)
 	if err == nil && isSession(line) {
-		var h runnerproto.SessionHeader
-		if h, err = runnerproto.ParseSessionHeader(line); err == nil {
-			s.send(linkMsg{session: &h})
-			for {
-				if line, err = readLine(r); err != nil {
-					break
-				}
-				req, err := readRequest(r, line)
-				s.send(linkMsg{req: req, err: err})
-				if err != nil {
-					return
-				}
-			}
+		h, err := runnerproto.ParseSessionHeader(line)
+		if err != nil {
+			return linkMsg{err: err}, nil
 		}
-		s.send(linkMsg{err: err})
-		return
+		return linkMsg{session: &h}, nil
 	}
 	var req *request
 	if err == nil {
 		req, err = readRequest(r, line)
 	}
-	s.send(linkMsg{req: req, err: err})
+	return linkMsg{req: req, err: err}, nil
+}
+
+// readCalls reads a session's calls one after the other, each handed to
+// the loop, until the link ends or breaks the protocol.
+func (s *Supervisor) readCalls(r *bufio.Reader) {
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			s.send(linkMsg{err: err})
+			return
+		}
+		req, err := readRequest(r, line)
+		s.send(linkMsg{req: req, err: err})
+		if err != nil {
+			return
+		}
+	}
 }
 
 // send hands a message to the loop and wakes it, unless Run is over.
