@@ -41,16 +41,16 @@ image: docker ## build the sandbox image offline (skipped when up to date)
 image-data: docker ## build the data image (numpy, pandas, matplotlib, scipy) offline (skipped when up to date)
 	@images/build.sh $(DATA_IMAGE) python/data
 
-# image-node is test's prerequisite (runtime's node tests run the image) and
-# not run's while its environment, node, is off by default (config.yaml).
+# image-node needs the supervisor's binary; like image-data it is test's
+# prerequisite and run builds it in the background.
 image-node: docker supervisor ## build the Node.js 24 image (Debian forky) offline (skipped when up to date)
 	@images/build.sh $(NODE_IMAGE) node
 
 # run serves as soon as the python environment can run: the data image builds
 # in the background meanwhile (its runs answer 503 with Retry-After until it
 # is ready), and the time of each step is printed before serving.
-run: ## start the service on :8080 with both environments (free mode unless config.yaml says otherwise)
-	@GO='$(GO)' LDFLAGS='$(LDFLAGS)' IMAGE='$(IMAGE)' DATA_IMAGE='$(DATA_IMAGE)' scripts/run.sh
+run: ## start the service on :8080 with its three environments (free mode unless config.yaml says otherwise)
+	@GO='$(GO)' LDFLAGS='$(LDFLAGS)' IMAGE='$(IMAGE)' DATA_IMAGE='$(DATA_IMAGE)' NODE_IMAGE='$(NODE_IMAGE)' scripts/run.sh
 
 interop-deps: ## the official x402 client, facilitator and anvil from npm
 	@test/interop/setup.sh

@@ -212,9 +212,8 @@ func defaultConfig() Config {
 				PoolMax:     4,
 				Price:       "",
 			},
-			// Off until its image has a runner (images/node/recipe.sh).
 			nodeEnvironment: {
-				Enabled:     false,
+				Enabled:     true,
 				Image:       "sandbox-node:24",
 				Languages:   []string{sandboxd.LanguageJavaScript, sandboxd.LanguageTypeScript, sandboxd.LanguageBash},
 				Timeout:     5 * time.Second,

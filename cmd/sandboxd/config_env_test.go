@@ -38,7 +38,7 @@ func TestEnvironmentDefaults(t *testing.T) {
 	if !reflect.DeepEqual(data, want) {
 		t.Errorf("data %+v, want %+v", data, want)
 	}
-	want = EnvironmentConfig{Enabled: false, Image: "sandbox-node:24", Languages: []string{"javascript", "typescript", "bash"},
+	want = EnvironmentConfig{Enabled: true, Image: "sandbox-node:24", Languages: []string{"javascript", "typescript", "bash"},
 		Timeout: 5 * time.Second, MemoryBytes: 256 << 20, NanoCPUs: 1e9, PidsLimit: 64, TmpfsBytes: 16 << 20, PoolSize: 2, PoolMax: 8}
 	if !reflect.DeepEqual(node, want) {
 		t.Errorf("node %+v, want %+v", node, want)
