@@ -77,7 +77,7 @@ test: build lint image image-data image-node interop-deps postgres chromium ## e
 test-unit: ## only the tests that need neither Docker nor npm (the gates off, even under CI=true)
 	env -u CI -u SANDBOXD_INTEGRATION -u SANDBOXD_INTEROP -u SANDBOXD_FAULTS $(GO) test -count=1 ./...
 
-bench: build image image-data interop-deps ## measure latency and throughput against docker run and the engine's ceiling; paid calls on anvil
+bench: build image image-data image-node interop-deps ## measure latency and throughput against docker run and the engine's ceiling; paid calls on anvil
 	$(GO) run ./test/bench $(BENCHFLAGS)
 
 demo: build image interop-deps ## the whole paid flow, offline: anvil, the service on chain, `sandboxd call`

@@ -43,7 +43,7 @@ func TestEnvironmentDefaults(t *testing.T) {
 	if !reflect.DeepEqual(node, want) {
 		t.Errorf("node %+v, want %+v", node, want)
 	}
-	if got := cfg.enabledEnvironments(); !slices.Equal(got, []string{"python", "data"}) {
+	if got := cfg.enabledEnvironments(); !slices.Equal(got, []string{"python", "data", "node"}) {
 		t.Errorf("environments %v", got)
 	}
 	if cfg.Runtime.MaxFiles != 16 || cfg.Runtime.MaxFilesBytes != 8<<20 || cfg.Server.MaxBodyBytes != 12<<20 {
@@ -97,11 +97,11 @@ func TestEnvironmentVariablesReachNestedKeys(t *testing.T) {
 	if gpu.Image != "gpu:1" || gpu.NanoCPUs != 2e9 {
 		t.Errorf("gpu %+v", gpu)
 	}
-	if got := cfg.enabledEnvironments(); !slices.Equal(got, []string{"python", "big_one", "data", "gpu"}) {
+	if got := cfg.enabledEnvironments(); !slices.Equal(got, []string{"python", "big_one", "data", "gpu", "node"}) {
 		t.Errorf("environments %v", got)
 	}
 	t.Setenv("SANDBOX_ENVIRONMENTS_DATA_ENABLED", "false")
-	if got := mustLoad(t, "{}\n").enabledEnvironments(); !slices.Equal(got, []string{"python", "big_one", "gpu"}) {
+	if got := mustLoad(t, "{}\n").enabledEnvironments(); !slices.Equal(got, []string{"python", "big_one", "gpu", "node"}) {
 		t.Errorf("with data off: %v", got)
 	}
 }
@@ -147,7 +147,7 @@ func TestEnvironmentValidation(t *testing.T) {
 		{"javascript in python small", "environments:\n  python:\n    languages: [python, javascript]\n",
 			"config: environments.python.memory: 134217728 bytes is under 192MiB", ""},
 		{"node at 192MiB", "environments:\n  node:\n    enabled: true\n    memory: 192MiB\n", "", ""},
-		{"node off skips its languages", "environments:\n  node:\n    languages: [ruby]\n", "", ""},
+		{"node off skips its languages", "environments:\n  node:\n    enabled: false\n    languages: [ruby]\n", "", ""},
 		{"an added environment runs python", "environments:\n  gpu:\n    image: gpu:1\n", "", ""},
 	}
 	for _, tc := range cases {
@@ -192,7 +192,7 @@ func TestRunBoundsUseLongestTimeout(t *testing.T) {
 func TestEnvironmentsForTheAPI(t *testing.T) {
 	cfg := mustLoad(t, "environments:\n  data:\n    price: \"0.02\"\n")
 	envs := cfg.apiEnvironments()
-	if len(envs) != 2 || envs[0].Name != "python" || envs[1].Name != "data" || envs[1].Timeout != 10*time.Second ||
+	if len(envs) != 3 || envs[0].Name != "python" || envs[1].Name != "data" || envs[2].Name != "node" || envs[1].Timeout != 10*time.Second ||
 		envs[1].MemoryBytes != 512<<20 || envs[0].Price != "" || envs[1].Description == "" {
 		t.Fatalf("environments %+v", envs)
 	}

@@ -174,14 +174,15 @@ func TestPoolMaxBoundedByHostMemory(t *testing.T) {
 	saved := hostMemory
 	t.Cleanup(func() { hostMemory = saved })
 	hostMemory = func() int64 { return 1 << 30 } // a 1 GiB host: 512 MiB for the pools
-	const noData = "environments:\n  data:\n    enabled: false\n"
+	const noData = "environments:\n  data:\n    enabled: false\n  node:\n    enabled: false\n"
 	for _, tc := range []struct{ yaml, want string }{
 		{"runtime:\n  pool_size: 4\n  pool_max: 4\n" + noData, ""},                          // 512 MiB
 		{"runtime:\n  pool_size: 2\n  pool_max: 16\n" + noData, ""},                         // grows within the budget
 		{"runtime:\n  pool_size: 5\n  pool_max: 0\n" + noData, "python: 5 warm containers"}, // 640 MiB
-		{"runtime:\n  pool_size: 4\n", "python: 4 warm containers × 128 MiB, data: 1 warm containers × 512 MiB"},
-		{"runtime:\n  pool_size: 0\n", ""}, // data's 512 MiB alone
+		{"runtime:\n  pool_size: 4\n", "python: 4 warm containers × 128 MiB, data: 1 warm containers × 512 MiB, node: 2 warm"},
+		{"runtime:\n  pool_size: 0\nenvironments:\n  node:\n    pool_size: 0\n", ""}, // data's 512 MiB alone
 		{"runtime:\n  pool_size: 0\nenvironments:\n  data:\n    pool_size: 2\n", "data: 2 warm containers × 512 MiB"},
+		{"runtime:\n  pool_size: 0\n", "data: 1 warm containers × 512 MiB, node: 2 warm containers × 256 MiB"}, // 1 GiB
 	} {
 		_, err := LoadConfig(writeConfig(t, tc.yaml))
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

@@ -39,7 +39,10 @@
 //     a block every 2 s, print(1) through the official x402 client, free,
 //     paid by `exact` and by a batch-settlement voucher, one-shot and in
 //     sessions; and the gas a call of a channel claimed once costs
-//     against an `exact` transfer's.
+//     against an `exact` transfer's;
+//   - languages (issue 44; -languages-only runs just this): a hello world
+//     of Python, JavaScript, TypeScript and Bash through the API, sparse in
+//     turns and each at 40 % load, and a session call of each.
 //
 // Run it with `make bench` (which builds the binary and the images and
 // installs the interop tests' npm packages first). It takes about ten
@@ -103,6 +106,10 @@ type options struct {
 	blockTime    time.Duration
 	channelCalls int
 	gasCalls     int
+	// languagesOnly runs only the languages phase; nodeImage is the node
+	// environment's image.
+	languagesOnly bool
+	nodeImage     string
 }
 
 func main() {
@@ -135,6 +142,8 @@ func main() {
 	flag.DurationVar(&o.blockTime, "block-time", 2*time.Second, "the channels phase's anvil block time (Base's is 2 s)")
 	flag.IntVar(&o.channelCalls, "channel-calls", 15, "calls of each row of the channels phase")
 	flag.IntVar(&o.gasCalls, "gas-calls", 20, "voucher calls on the channel whose deposit, claim and sweep the gas row sums")
+	flag.BoolVar(&o.languagesOnly, "languages-only", false, "run only the languages phase: hello worlds and session calls of each language")
+	flag.StringVar(&o.nodeImage, "node-image", "sandbox-node:24", "the node environment's image (JavaScript, TypeScript, Bash)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -163,11 +172,12 @@ type report struct {
 	interleaved interleaved
 	// poisson holds, for each of tailShares, the Poisson phase of each
 	// binary measured (-binary, then -compare).
-	poisson  [][]phase
-	kills    []killsPhase
-	data     dataReport
-	sessions sessionsReport
-	channels channelsReport
+	poisson   [][]phase
+	kills     []killsPhase
+	data      dataReport
+	sessions  sessionsReport
+	channels  channelsReport
+	languages languagesReport
 }
 
 func run(ctx context.Context, o *options) error {
@@ -194,6 +204,9 @@ func run(ctx context.Context, o *options) error {
 	case o.sessionsOnly:
 		return runOnly("sessions", func() (err error) { r.sessions, err = measureSessions(ctx, o, 0); return err },
 			func(w io.Writer) { sessionsTable(w, *o, r.sessions) })
+	case o.languagesOnly:
+		return runOnly("languages", func() (err error) { r.languages, err = measureLanguages(ctx, o, 0); return err },
+			func(w io.Writer) { languagesTable(w, *o, r.languages) })
 	case o.channelsOnly:
 		return runOnly("channels", func() (err error) { r.channels, err = measureChannels(ctx, o); return err },
 			func(w io.Writer) { channelsTable(w, *o, r.channels) })
@@ -208,6 +221,9 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	if r.sessions, err = measureSessions(ctx, o, r.ceiling); err != nil {
+		return err
+	}
+	if r.languages, err = measureLanguages(ctx, o, r.ceiling); err != nil {
 		return err
 	}
 	if r.channels, err = measureChannels(ctx, o); err != nil {

@@ -24,6 +24,7 @@ func printReport(w io.Writer, o options, r report) {
 	killsTable(w, o, r.kills)
 	dataTable(w, o, r.data)
 	sessionsTable(w, o, r.sessions)
+	languagesTable(w, o, r.languages)
 	channelsTable(w, o, r.channels)
 }
 

@@ -150,7 +150,7 @@ func (s *service) call() (time.Duration, error) {
 
 // callTimed is call, with the phases the answer's Server-Timing lists.
 func (s *service) callTimed() (sample, error) {
-	a, sm, err := s.post(hello)
+	a, sm, err := s.post("python", hello)
 	if err != nil {
 		return sample{}, err
 	}
@@ -221,11 +221,16 @@ func (s *service) closedLoop(ctx context.Context, conc int, window time.Duration
 	return r.done(start)
 }
 
-// poisson makes calls at random (exponential gaps) at rate a second for
-// the window (0: no bound) or the first arrivals calls (0: no bound),
-// whichever ends first, each on its own, whether or not the earlier ones
-// answered (open loop), and waits for the last.
+// poisson makes hello-world calls at random (exponential gaps) at rate a
+// second for the window (0: no bound) or the first arrivals calls (0: no
+// bound), whichever ends first, each on its own, whether or not the
+// earlier ones answered (open loop), and waits for the last.
 func (s *service) poisson(ctx context.Context, rate float64, window time.Duration, arrivals int) phase {
+	return poissonOf(ctx, rate, window, arrivals, s.callTimed)
+}
+
+// poissonOf is poisson with call as each arrival's call.
+func poissonOf(ctx context.Context, rate float64, window time.Duration, arrivals int, call func() (sample, error)) phase {
 	var r recorder
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -244,7 +249,7 @@ func (s *service) poisson(ctx context.Context, rate float64, window time.Duratio
 			inFlight++
 			most = max(most, inFlight)
 			mu.Unlock()
-			sm, err := s.callTimed()
+			sm, err := call()
 			sm.at = at
 			r.recordSample(sm, err)
 			mu.Lock()
