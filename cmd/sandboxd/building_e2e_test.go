@@ -82,7 +82,7 @@ func TestDataImageBuildingThenReady(t *testing.T) {
 	instance := uniqueInstance(t)
 	tag := "sandbox-python-data:building-" + strconv.Itoa(os.Getpid())
 	dir, finish := mustBuildStatus(t, tag)
-	s := startService(t, instance, noPool, "SANDBOX_ENVIRONMENTS_DATA_IMAGE="+tag, "SANDBOX_RUNTIME_BUILD_STATUS_DIR="+dir)
+	s := startService(t, instance, noPool, noNode, "SANDBOX_ENVIRONMENTS_DATA_IMAGE="+tag, "SANDBOX_RUNTIME_BUILD_STATUS_DIR="+dir)
 
 	var h healthAnswer
 	if code := getJSON(t, s, "/v1/health", &h); code != 200 || h.Environments["data"] != "building" ||

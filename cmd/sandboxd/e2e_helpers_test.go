@@ -108,11 +108,13 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // noPool turns the warm pool off, for tests that count containers to see a
-// run in flight: with a pool, containers exist before any run. noData
-// turns the data environment off, whose warm pool would hold one.
+// run in flight: with a pool, containers exist before any run. noData and
+// noNode turn the data and node environments off, whose warm pools would
+// hold one and two.
 const (
 	noPool = "SANDBOX_RUNTIME_POOL_SIZE=0"
 	noData = "SANDBOX_ENVIRONMENTS_DATA_ENABLED=false"
+	noNode = "SANDBOX_ENVIRONMENTS_NODE_ENABLED=false"
 )
 
 // uniqueInstance names an instance for one test, so tests never reap each

@@ -142,7 +142,7 @@ func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
 
 func TestWarmPoolServesAndLeavesNothing(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), noData, "SANDBOX_RUNTIME_POOL_SIZE=2")
+	s := startService(t, uniqueInstance(t), noData, noNode, "SANDBOX_RUNTIME_POOL_SIZE=2")
 	waitFor(t, 20*time.Second, "the pool to fill", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) == 2 })
 	for i := range 4 {
 		if status, a, _ := s.post(t, "import socket; print(socket.gethostname())"); status != 200 || a.Status != "ok" || len(a.Stdout) != 13 {

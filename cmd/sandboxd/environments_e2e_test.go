@@ -81,7 +81,7 @@ func TestMissingDataImageLeavesPythonRunning(t *testing.T) {
 func TestCrashLeftoversOfEveryEnvironmentAreRemoved(t *testing.T) {
 	testenv.RequireIntegration(t)
 	instance := uniqueInstance(t)
-	s := startService(t, instance, noPool) // data's pool of one is the only container
+	s := startService(t, instance, noPool, noNode) // data's pool of one is the only container
 	// Running, so that no create is in flight when the service is killed
 	// (one the daemon completes after the next start's Reap would be left).
 	waitFor(t, 60*time.Second, "data's warm container", func() bool {
@@ -93,7 +93,7 @@ func TestCrashLeftoversOfEveryEnvironmentAreRemoved(t *testing.T) {
 	if len(servicetest.ContainersOf(t, instance)) == 0 {
 		t.Fatal("a SIGKILLed service left no container; the test proves nothing")
 	}
-	startService(t, instance, noPool, noData)
+	startService(t, instance, noPool, noData, noNode)
 	if left := servicetest.ContainersOf(t, instance); len(left) != 0 {
 		t.Fatalf("leftovers of the data environment not removed at start: %v", left)
 	}

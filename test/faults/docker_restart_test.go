@@ -33,7 +33,7 @@ func mustFaults(t *testing.T) {
 func startService(t *testing.T, instance string) string {
 	t.Helper()
 	return servicetest.Start(t, servicetest.Options{Instance: instance,
-		Env: []string{"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0", "SANDBOX_ENVIRONMENTS_DATA_ENABLED=false"}}).URL
+		Env: []string{"SANDBOX_RUNTIME_TIMEOUT=30s", "SANDBOX_RUNTIME_POOL_SIZE=0", "SANDBOX_ENVIRONMENTS_DATA_ENABLED=false", "SANDBOX_ENVIRONMENTS_NODE_ENABLED=false"}}).URL
 }
 
 // post runs code and returns the status and the answer's raw JSON.

@@ -18,7 +18,7 @@ import (
 // "expired", and no id is given twice.
 func TestHostileSessionLimits(t *testing.T) {
 	svc := mustSessionService(t, "limits", sessionEnv("runc", "SANDBOX_SESSIONS_MAX=2", "SANDBOX_SESSIONS_IDLE_TIMEOUT=1s",
-		"SANDBOX_ENVIRONMENTS_DATA_ENABLED=false"))
+		"SANDBOX_ENVIRONMENTS_DATA_ENABLED=false", "SANDBOX_ENVIRONMENTS_NODE_ENABLED=false"))
 	c := &sessionClient{t: t, base: svc.URL}
 	seen := map[string]bool{}
 	a, b := c.open(t, "python"), c.open(t, "python")

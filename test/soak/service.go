@@ -33,9 +33,9 @@ func startService(ctx context.Context, o options, instance string) (*service, er
 			fmt.Sprintf("SANDBOX_RUNTIME_MAX_CONCURRENCY=%d", o.concurrency),
 			fmt.Sprintf("SANDBOX_RUNTIME_POOL_SIZE=%d", o.pool),
 			"SANDBOX_RUNTIME_TIMEOUT=" + o.runTimeout.String(),
-			// python's programs only: the data environment's warm
-			// containers would count as leaks.
-			"SANDBOX_ENVIRONMENTS_DATA_ENABLED=false",
+			// python's programs only: the data and node environments'
+			// warm containers would count as leaks.
+			"SANDBOX_ENVIRONMENTS_DATA_ENABLED=false", "SANDBOX_ENVIRONMENTS_NODE_ENABLED=false",
 		},
 		OnLine: s.keepErrors,
 	})
