@@ -60,7 +60,7 @@ const languagesTimeout = "SANDBOX_ENVIRONMENTS_NODE_TIMEOUT=3s"
 
 // TestLanguages: through the real binary, Docker and the node image, each
 // of JavaScript, TypeScript and Bash runs over HTTP in the default
-// configuration: a program prints (ok), fails (its exit code and stderr),
+// configuration (data off, node's timeout 3 s): a program prints (ok), fails (its exit code and stderr),
 // loops (timeout), reads its stdin, turns a file sent in into a file out
 // in its working directory; every alias is answered with the canonical
 // lang, in node (bash too: python's environment does not run it); the
