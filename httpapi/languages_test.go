@@ -32,11 +32,12 @@ func newNodeSessionServer(t *testing.T, engine *fakeSessionEngine, gate *fakeGat
 	return srv
 }
 
-// TestCodeLanguageToday: with today's configuration (python alone runs),
-// every spelling of Python runs, javascript is not offered, and hostile
+// TestCodeLanguagePythonAlone: with python alone configured (node turned
+// off, as an operator may), every spelling of Python runs, javascript is
+// not offered, and hostile
 // values of language and environment are 400s with a message that says
 // what to send, never the value whole.
-func TestCodeLanguageToday(t *testing.T) {
+func TestCodeLanguagePythonAlone(t *testing.T) {
 	huge := strings.Repeat("ü", 200<<10)
 	for _, tc := range []struct{ name, body, want string }{
 		{"absent", `{"code":"x"}`, ""},
@@ -198,11 +199,12 @@ func TestSessionLanguage(t *testing.T) {
 
 // TestMCPToolPerLanguage: a run tool for each language some environment
 // runs, each with only those environments, its own resource and its own
-// bazaar; today's configuration lists run_python alone.
+// bazaar; with python alone configured, run_python is the only run tool.
 func TestMCPToolPerLanguage(t *testing.T) {
-	today := listTools(t, mustMCP(t, newSessionServer(t, &fakeSessionEngine{}, &fakeGate{}, sessionsConfig())))
-	if len(today) != 3 || today[toolName] == nil || today[openToolName] == nil || today[closeToolName] == nil {
-		t.Fatalf("today's tools: %v", today)
+	pythonAlone := listTools(t, mustMCP(t, newSessionServer(t, &fakeSessionEngine{}, &fakeGate{}, sessionsConfig())))
+	if len(pythonAlone) != 3 || pythonAlone[toolName] == nil || pythonAlone[openToolName] == nil ||
+		pythonAlone[closeToolName] == nil {
+		t.Fatalf("python alone's tools: %v", pythonAlone)
 	}
 
 	runner := &fakeRunner{result: sandboxd.Result{Status: sandboxd.StatusOK}}

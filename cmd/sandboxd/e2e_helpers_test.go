@@ -79,8 +79,8 @@ func (s *service) send(code string) (int, answer, http.Header, error) {
 	return s.sendBody(map[string]string{"language": "python", "code": code})
 }
 
-// sendBody posts fields as the JSON body of POST /v1/code.
-func (s *service) sendBody(fields map[string]string) (int, answer, http.Header, error) {
+// sendBody posts fields (a map or a struct) as the JSON body of POST /v1/code.
+func (s *service) sendBody(fields any) (int, answer, http.Header, error) {
 	body, _ := json.Marshal(fields)
 	resp, err := http.Post(s.URL+"/v1/code", "", bytes.NewReader(body))
 	if err != nil {

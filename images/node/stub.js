@@ -194,7 +194,25 @@ function describe(err) {
   for (const file of STUB_FILES) {
     if (s.startsWith(file + ':')) s = s.slice(s.indexOf('\n\n') + 2);
   }
-  return s;
+  return mapArrow(s);
+}
+
+// mapArrow is an error's description with the arrow V8 puts above it
+// (`main.ts:3`, the line, a caret) mapped to the TypeScript the program was
+// written in: V8 shows the JavaScript esbuild made of it, whose lines and
+// text differ. Left as it is when the map does not know the position.
+function mapArrow(s) {
+  if (!sourceMap || !s.startsWith(mappedFile + ':')) return s;
+  const end = s.indexOf('\n\n');
+  const [head, , caret] = s.slice(0, end).split('\n');
+  const line = Number(head.slice(mappedFile.length + 1));
+  const column = caret === undefined ? -1 : caret.indexOf('^');
+  if (end < 0 || !Number.isInteger(line) || column < 0) return s;
+  const entry = sourceMap.findEntry(line - 1, column);
+  const text = sourceMap.payload.sourcesContent?.[0]?.split('\n')[entry?.originalLine];
+  if (typeof text !== 'string') return s;
+  const marks = caret.slice(column).trimEnd();
+  return `${mappedFile}:${entry.originalLine + 1}\n${text}\n${' '.repeat(entry.originalColumn)}${marks}${s.slice(end)}`;
 }
 
 // reply writes a reply on 4, whole.

@@ -5,10 +5,10 @@
 // info against its schema; validateDiscoveryExtensionSpec: the protocol's rules), then
 // builds a PaymentPayload with the official client (which echoes the extensions) and
 // extracts the discovery info from it as a facilitator does (extractDiscoveryInfo). It
-// prints one JSON line:
+// prints one JSON line, the extension itself in it (bazaar):
 //
 //   node discovery.mjs http --url URL/v1/code --key-file FILE
-//   node discovery.mjs mcp  --url URL/mcp     --key-file FILE   (run_python)
+//   node discovery.mjs mcp  --url URL/mcp     --key-file FILE [--tool NAME]  (run_python)
 //   node discovery.mjs mcp-open --url URL/mcp --key-file FILE   (open_session)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -17,10 +17,11 @@ import { privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "./chain.mjs";
 import { signPayment, unpaidTerms } from "./payer.mjs";
 
-function arg(name) {
+function arg(name, otherwise) {
   const i = process.argv.indexOf(name);
-  if (i < 0) throw new Error(`${name} is required`);
-  return process.argv[i + 1];
+  if (i >= 0) return process.argv[i + 1];
+  if (otherwise === undefined) throw new Error(`${name} is required`);
+  return otherwise;
 }
 
 // mcpTerms reads the terms from an unpaid tools/call of tool, listing the tools first.
@@ -36,7 +37,7 @@ async function mcpTerms(url, tool, args) {
 
 async function main() {
   const kind = process.argv[2];
-  const terms = kind === "mcp" ? await mcpTerms(arg("--url"), "run_python", { code: "print(1)" })
+  const terms = kind === "mcp" ? await mcpTerms(arg("--url"), arg("--tool", "run_python"), { code: "1" })
     : kind === "mcp-open" ? await mcpTerms(arg("--url"), "open_session", {})
     : await unpaidTerms(arg("--url"));
   const bazaar = terms.extensions?.bazaar;
@@ -49,6 +50,7 @@ async function main() {
     valid: validateDiscoveryExtension(bazaar),
     spec: validateDiscoveryExtensionSpec(bazaar),
     discovered,
+    bazaar,
   }) + "\n");
 }
 

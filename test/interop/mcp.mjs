@@ -6,21 +6,22 @@
 // the Go interop test to assert on:
 //
 //   node mcp.mjs SCENARIO --url URL/mcp [--key-file FILE] [--http-url URL/v1/code] [--n N]
-//                [--arguments FILE] [--other-key-file FILE] [--rpc URL]
+//                [--arguments FILE] [--other-key-file FILE] [--rpc URL] [--tool NAME]
 //
 // --arguments names a JSON file of run_python's arguments for call and pay (the data
 // tests send an environment and files); without it they run a stdlib program with stdin.
+// --tool names the run tool call calls (run_python when absent).
 //
 // Scenarios:
-//   call     free mode: list the tools, call run_python
+//   call     free mode: list the tools, call run_python (or --tool)
 //   pay      paid mode: an unpaid call (the terms), then the same call paid with a
 //            PaymentPayload built by the official @x402/evm client scheme in
 //            _meta["x402/payment"], then the same payload once more; prints the payload
 //            for a replay over HTTP
 //   latency  --n plain HTTP calls (--http-url) and --n MCP tool calls, alternated; medians
-//   session  --arguments names a plan {open, steps}: open_session with plan.open, run_python
-//            with each step and the session_id, close_session, then run_python in the closed
-//            session. With --key-file each tool call is paid as an agent pays: the unpaid
+//   session  --arguments names a plan {open, steps, tool?}: open_session with plan.open, the
+//            run tool plan.tool (run_python when absent) with each step and the session_id,
+//            close_session, then that tool in the closed session. With --key-file each tool call is paid as an agent pays: the unpaid
 //            call's terms signed by the official x402 client, in _meta["x402/payment"] of
 //            the retry. With --other-key-file another wallet then pays for a call in the
 //            session (the first step again) before it is closed.
@@ -46,7 +47,9 @@ const REQUEST_TIMEOUT_MS = 60_000;
 const PROGRAM = { code: "import sys\nprint(sys.stdin.read().upper(), end='')\nprint(6*7)", stdin: "hi\n" };
 
 function parseArgs(argv) {
-  const out = { scenario: argv[0], url: "", keyFile: "", otherKeyFile: "", httpUrl: "", rpc: "", n: 50, arguments: PROGRAM };
+  const out = {
+    scenario: argv[0], url: "", keyFile: "", otherKeyFile: "", httpUrl: "", rpc: "", n: 50, arguments: PROGRAM, tool: "run_python",
+  };
   for (let i = 1; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--url") out.url = argv[++i];
@@ -54,6 +57,7 @@ function parseArgs(argv) {
     else if (a === "--other-key-file") out.otherKeyFile = argv[++i];
     else if (a === "--http-url") out.httpUrl = argv[++i];
     else if (a === "--rpc") out.rpc = argv[++i];
+    else if (a === "--tool") out.tool = argv[++i];
     else if (a === "--n") out.n = Number(argv[++i]);
     else if (a === "--arguments") out.arguments = JSON.parse(readFileSync(argv[++i], "utf8"));
     else throw new Error(`unknown argument ${a}`);
@@ -89,7 +93,7 @@ async function callNamed(client, name, args, meta) {
 
 async function callScenario(args) {
   const { client, tools } = await connect(args.url);
-  const result = await call(client, undefined, args.arguments);
+  const result = await callNamed(client, args.tool, args.arguments);
   await client.close();
   return { tools, result };
 }
@@ -157,15 +161,16 @@ async function session(args, account) {
   const plan = args.arguments;
   if (!plan.steps) throw new Error("session needs --arguments with a plan {open, steps}");
   const other = args.otherKeyFile ? privateKeyToAccount(readKeyFile(args.otherKeyFile)) : null;
+  const tool = plan.tool ?? "run_python";
   const { client, tools } = await connect(args.url);
   const open = await paidCall(client, "open_session", plan.open ?? {}, account);
   const id = open.result.structuredContent?.session_id;
   if (!id || open.result.isError) return { tools, open };
   const steps = [];
-  for (const step of plan.steps) steps.push(await paidCall(client, "run_python", { ...step, session_id: id }, account));
-  const foreign = other ? await paidCall(client, "run_python", { ...plan.steps[0], session_id: id }, other) : undefined;
+  for (const step of plan.steps) steps.push(await paidCall(client, tool, { ...step, session_id: id }, account));
+  const foreign = other ? await paidCall(client, tool, { ...plan.steps[0], session_id: id }, other) : undefined;
   const close = await callNamed(client, "close_session", { session_id: id });
-  const after = await callNamed(client, "run_python", { code: "x", session_id: id });
+  const after = await callNamed(client, tool, { code: "x", session_id: id });
   await client.close();
   return { tools, open, steps, foreign, close, after };
 }

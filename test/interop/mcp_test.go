@@ -14,6 +14,7 @@ const mcpTimeout = 150 * time.Second
 // mcpTool is a tool as the official MCP client lists it.
 type mcpTool struct {
 	Name         string         `json:"name"`
+	Description  string         `json:"description"`
 	InputSchema  map[string]any `json:"inputSchema"`
 	OutputSchema map[string]any `json:"outputSchema"`
 	Annotations  map[string]any `json:"annotations"`
@@ -56,20 +57,29 @@ func runMCP(t *testing.T, scenario, url string, extra ...string) mcpOutcome {
 	return out
 }
 
-// checkTools checks the tool list as the official client parsed it: run_python, and
-// the session tools (sessions are on by default).
+// checkTools checks the tool list as the official client parsed it: a run tool per
+// language (node runs javascript, typescript and bash by default), each described as
+// its language, and the session tools (sessions are on by default).
 func checkTools(t *testing.T, tools []mcpTool) {
 	t.Helper()
 	var names []string
 	for _, tool := range tools {
 		names = append(names, tool.Name)
 	}
-	if strings.Join(names, ",") != "close_session,open_session,run_python" {
-		t.Fatalf("tools %v, want close_session, open_session and run_python", names)
+	want := "close_session,open_session,run_bash,run_javascript,run_python,run_typescript"
+	if strings.Join(names, ",") != want {
+		t.Fatalf("tools %v, want %s", names, want)
 	}
-	a := runPython(tools).Annotations
-	if a["readOnlyHint"] != false || a["destructiveHint"] != false || a["idempotentHint"] != false || a["openWorldHint"] != false {
-		t.Errorf("annotations %v", a)
+	for name, says := range map[string]string{"run_python": "Python 3.11", "run_javascript": "JavaScript program on Node.js 24",
+		"run_typescript": "TypeScript program, transpiled", "run_bash": "Bash script"} {
+		tool := toolNamed(tools, name)
+		if !strings.Contains(tool.Description, says) {
+			t.Errorf("%s's description %q does not say %q", name, tool.Description, says)
+		}
+		a := tool.Annotations
+		if a["readOnlyHint"] != false || a["destructiveHint"] != false || a["idempotentHint"] != false || a["openWorldHint"] != false {
+			t.Errorf("%s's annotations %v", name, a)
+		}
 	}
 	for _, tool := range tools {
 		if tool.InputSchema["type"] != "object" || tool.OutputSchema["type"] != "object" {
@@ -78,8 +88,18 @@ func checkTools(t *testing.T, tools []mcpTool) {
 	}
 }
 
-// runPython is run_python among tools, as checkTools found them.
-func runPython(tools []mcpTool) mcpTool { return tools[2] }
+// toolNamed is the tool of that name among tools (a zero tool when there is none).
+func toolNamed(tools []mcpTool, name string) mcpTool {
+	for _, tool := range tools {
+		if tool.Name == name {
+			return tool
+		}
+	}
+	return mcpTool{}
+}
+
+// runPython is run_python among tools.
+func runPython(tools []mcpTool) mcpTool { return toolNamed(tools, "run_python") }
 
 // checkRun checks a delivered run of mcp.mjs's program.
 func checkRun(t *testing.T, r mcpResult) {

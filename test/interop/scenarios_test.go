@@ -70,11 +70,13 @@ type payResult struct {
 
 // runBody is the JSON answer of POST /v1/code: a run, or an error.
 type runBody struct {
-	Stdout   *string `json:"stdout"`
-	Stderr   string  `json:"stderr"`
-	ExitCode int     `json:"exit_code"`
-	Status   string  `json:"status"`
-	Error    string  `json:"error"`
+	Lang        string  `json:"lang"`
+	Environment string  `json:"environment"`
+	Stdout      *string `json:"stdout"`
+	Stderr      string  `json:"stderr"`
+	ExitCode    int     `json:"exit_code"`
+	Status      string  `json:"status"`
+	Error       string  `json:"error"`
 }
 
 // String shows what a failure message needs.
@@ -138,9 +140,15 @@ type runAnswer struct {
 // it is answered 200 with the run want accepts, and settled: a successful PAYMENT-RESPONSE
 // naming the one transfer of the price from the payer to the payee, mined.
 func paidRun(t *testing.T, c *chain, url, keyFile, code string, want runAnswer) payResult {
+	return paidRunOf(t, c, url, keyFile, want, "--code", code)
+}
+
+// paidRunOf is paidRun of the request client.mjs's pay scenario makes of its arguments
+// (--code SRC, or --body JSON for a request of another shape).
+func paidRunOf(t *testing.T, c *chain, url, keyFile string, want runAnswer, request ...string) payResult {
 	before := snapshot(t, c)
 	var r payResult
-	runClient(t, &r, "pay", url, keyFile, "--code", code)
+	runClient(t, &r, "pay", url, keyFile, request...)
 	if r.Status != http.StatusOK || !want.ok(r.Body) {
 		t.Fatalf("paid call: status %d, body %v; want 200 with %s", r.Status, r.Body, want.desc)
 	}
