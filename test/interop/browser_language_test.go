@@ -99,6 +99,7 @@ func TestBrowserLanguages(t *testing.T) {
 			if a.Status != "ok" || !strings.HasPrefix(a.Stdout, c.stdout) {
 				t.Errorf("%s's example: %+v, want ok and stdout starting %q", c.title, a, c.stdout)
 			}
+			p.phoneShot(t, c.lang)
 		})
 	}
 	t.Run("back-to-python", func(t *testing.T) {
