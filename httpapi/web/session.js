@@ -3,17 +3,18 @@
 // language and environment and every run after it is a call in that session
 // (POST /v1/sessions/{id}/code), so that globals, imports and /tmp carry
 // over; turning the switch off, changing the language or the environment or
-// leaving the page ends it (DELETE), which frees the server's capacity at once rather than at
-// the idle timeout. page.js sends the requests (and pays for them, the open
-// and each call alike); this file says where each run goes and keeps the
-// session's line on the page. What a server sends goes in as text, never as
-// markup.
+// leaving the page ends it (DELETE), which frees the server's capacity at
+// once rather than at the idle timeout. page.js sends the requests (and pays
+// for them, the open and each call alike); this file says where each run
+// goes and keeps the session's line on the page. What a server sends goes in
+// as text, never as markup.
 "use strict";
 
 /**
  * sandboxdSession makes the page's session keeper. $ finds an element by id;
- * languages is the language switch (language.js). A step is one request: { kind: "run" | "open" | "call", url, body }, and an
- * open carries the call waiting for it in then.
+ * languages is the language switch (language.js). A step is one request:
+ * { kind: "run" | "open" | "call", url, body }, and an open carries the call
+ * waiting for it in then.
  */
 function sandboxdSession($, languages) {
   /** ID is the shape of a session id: "ses_" and 128 bits in hex. */
@@ -60,8 +61,8 @@ function sandboxdSession($, languages) {
         ". Its state is gone; the next run opens a new session.");
       return;
     }
-    line("", "Session " + short(live.id) + " · " + languages.title(live.language) + " in " + live.environment + " · " + live.calls + (live.calls === 1 ? " run" : " runs") +
-      " · expires in " + left(live.expires - now) + " (" + clock(live.expires) + ") unless you run again");
+    line("", "Session " + short(live.id) + " · " + languages.title(live.language) + " in " + live.environment + " · " +
+      live.calls + (live.calls === 1 ? " run" : " runs") + " · expires in " + left(live.expires - now) + " (" + clock(live.expires) + ") unless you run again");
   }
 
   /** end forgets the live session and says why; the next run opens a new one. */
