@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -290,4 +291,41 @@ func TestOpenAPILanguages(t *testing.T) {
 	doc = do(t, srv.Handler(), "GET", "/v1/openapi.json", "").Body.String()
 	wantIn(t, "the OpenAPI with node", doc, `"enum":["python","javascript","bash","python3","js","node","sh"]`,
 		"javascript (node); bash (python, node)")
+}
+
+// TestOpenAPILanguagesExtension: the document's x-languages lists each
+// language some environment runs, in the order messages name them, with
+// the environments that run it and the one it runs in without
+// environment (its home when that runs it, else the first by name): what
+// the try-it page builds its language switch from.
+func TestOpenAPILanguagesExtension(t *testing.T) {
+	type entry struct {
+		Language     string   `json:"language"`
+		Environments []string `json:"environments"`
+		Default      string   `json:"default_environment"`
+	}
+	read := func(srv *Server) []entry {
+		var doc struct {
+			Languages []entry `json:"x-languages"`
+		}
+		if err := json.Unmarshal(do(t, srv.Handler(), "GET", "/v1/openapi.json", "").Body.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Languages
+	}
+	srv := newTestServer(&fakeRunner{}, &fakeGate{})
+	if got, want := read(srv), []entry{{"python", []string{"python"}, "python"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("today: x-languages %+v, want %+v", got, want)
+	}
+	srv.Environments = nodeCatalog()
+	want := []entry{{"python", []string{"python", "data"}, "python"}, {"javascript", []string{"node"}, "node"},
+		{"bash", []string{"python", "node"}, "python"}}
+	if got := read(srv); !reflect.DeepEqual(got, want) {
+		t.Errorf("with node: x-languages %+v, want %+v", got, want)
+	}
+	srv.Environments[0].Languages = []string{sandboxd.LanguagePython} // bash's home no longer runs it
+	want[0].Environments, want[2] = []string{"python", "data"}, entry{"bash", []string{"node"}, "node"}
+	if got := read(srv); !reflect.DeepEqual(got, want) {
+		t.Errorf("bash in node alone: x-languages %+v, want %+v", got, want)
+	}
 }

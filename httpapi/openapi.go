@@ -84,9 +84,28 @@ func (s *Server) openAPI() map[string]any {
 			"version":     s.Version.Version,
 			"description": "Run a short Python program in a fresh, isolated container; paid per call over x402 when payments are on.",
 		},
-		"paths":      paths,
-		"components": map[string]any{"schemas": schemas},
+		"paths":       paths,
+		"components":  map[string]any{"schemas": schemas},
+		"x-languages": s.languagesExtension(),
 	}
+}
+
+// languagesExtension is the document's x-languages: each language some
+// enabled environment runs, in the order messages name them, with the
+// environments that run it (in the catalog's order) and the one a request
+// that names none runs it in (Resolve's rule 3). It says in data what the
+// language field's description says in words; the try-it page builds its
+// language switch and environment chooser from it. It is not in the
+// schemas themselves: strict JSON Schema validators refuse an unknown
+// keyword, and the schemas travel in MCP tools and in x402 terms.
+func (s *Server) languagesExtension() []map[string]any {
+	c := s.catalog()
+	out := []map[string]any{}
+	for _, lang := range c.Languages() {
+		_, home, _ := c.Resolve(lang, "")
+		out = append(out, map[string]any{"language": lang, "environments": c.EnvironmentsOf(lang), "default_environment": home})
+	}
+	return out
 }
 
 // codeOperation is POST /v1/code, with every answer and the x402 headers.

@@ -13,7 +13,7 @@ import (
 // pageFiles are the try-it page's assets: HTML, CSS and JavaScript written
 // by hand, with no build step, served from the binary.
 //
-//go:embed web/index.html web/page.css web/page.js web/session.js
+//go:embed web/index.html web/page.css web/page.js web/session.js web/language.js
 var pageFiles embed.FS
 
 // pageCSP is the page's Content-Security-Policy: scripts, styles and calls
@@ -32,6 +32,8 @@ var pageRoutes = map[string]struct{ file, contentType string }{
 	"/page.js":  {"web/page.js", "text/javascript; charset=utf-8"},
 	// session.js keeps the "keep state between runs" session; page.js uses it.
 	"/session.js": {"web/session.js", "text/javascript; charset=utf-8"},
+	// language.js keeps the language switch and the environment chooser.
+	"/language.js": {"web/language.js", "text/javascript; charset=utf-8"},
 }
 
 // registerPage adds the try-it page's routes to r: GET and HEAD of /, of

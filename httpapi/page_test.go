@@ -15,7 +15,7 @@ func TestPageServedWithStrictHeaders(t *testing.T) {
 	s := newTestServer(&fakeRunner{}, &fakeGate{})
 	s.Page = true
 	for path, ctype := range map[string]string{"/": "text/html", "/page.js": "text/javascript",
-		"/session.js": "text/javascript", "/page.css": "text/css"} {
+		"/session.js": "text/javascript", "/language.js": "text/javascript", "/page.css": "text/css"} {
 		rec := do(t, s.Handler(), "GET", path, "")
 		h := rec.Header()
 		if rec.Code != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), ctype) {
@@ -42,7 +42,7 @@ func TestPageServedWithStrictHeaders(t *testing.T) {
 // TestPageOff: with Page off, / is the API's 404.
 func TestPageOff(t *testing.T) {
 	s := newTestServer(&fakeRunner{}, &fakeGate{})
-	for _, path := range []string{"/", "/page.js", "/session.js", "/page.css"} {
+	for _, path := range []string{"/", "/page.js", "/session.js", "/language.js", "/page.css"} {
 		if rec := do(t, s.Handler(), "GET", path, ""); rec.Code != http.StatusNotFound {
 			t.Errorf("GET %s with the page off: %d, want 404", path, rec.Code)
 		}
@@ -85,7 +85,7 @@ func TestPageAssetsNeedNoUnsafeInline(t *testing.T) {
 			t.Errorf("script %s is not loaded from this origin", tag)
 		}
 	}
-	for _, name := range []string{"page.js", "session.js"} {
+	for _, name := range []string{"page.js", "session.js", "language.js"} {
 		js, _ := pageFiles.ReadFile("web/" + name)
 		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
 			if strings.Contains(string(js), sink) {

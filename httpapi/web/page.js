@@ -1,6 +1,7 @@
-// page.js runs the try-it page of sandboxd: it posts the program to
-// POST /v1/code (or, with "keep state between runs" on, to the session that
-// session.js keeps) and shows the answer; when the server asks for payment
+// page.js runs the try-it page of sandboxd: it posts the program, in the
+// language of the switch that language.js keeps, to POST /v1/code (or, with
+// "keep state between runs" on, to the session that session.js keeps) and
+// shows the answer; when the server asks for payment
 // (x402 v2, HTTP 402) it shows the terms, has the visitor's own wallet
 // (EIP-1193, found through EIP-6963) sign an EIP-3009 authorization for
 // exactly those terms, and retries with PAYMENT-SIGNATURE. Everything a
@@ -48,8 +49,11 @@
   /** state is what a paid run needs between the 402 and the signature: step is the request to pay for (session.js). */
   const state = { running: false, quote: null, step: null, wallets: [], imageURLs: [] };
 
+  /** languages keeps the language switch and the environment chooser (language.js). */
+  const languages = sandboxdLanguages($, onChoice);
+
   /** session keeps the session of "keep state between runs" (session.js). */
-  const session = sandboxdSession($);
+  const session = sandboxdSession($, languages);
 
   // ---- the editor ----
 
@@ -183,7 +187,7 @@
   function showValue(v) {
     const none = v === null || v === undefined;
     $("value").className = "out" + (none ? " none" : "");
-    setText("value", none ? "no value (the last statement is not an expression, or it is None)" : String(v));
+    setText("value", none ? "no value (the last statement is not an expression, or its value is None or undefined; Bash has none)" : String(v));
     $("value-box").hidden = false;
   }
 
@@ -250,7 +254,7 @@
 
   async function run() {
     if (state.running) return;
-    const body = { language: "python", code: $("code").value };
+    const body = { language: languages.language(), code: $("code").value };
     if ($("stdin").value !== "") body.stdin = $("stdin").value;
     if ($("env").value) body.environment = $("env").value;
     hidePay();
@@ -565,34 +569,37 @@
 
   // ---- call it from code ----
 
-  function fillSnippets() {
+  /** fillSnippets shows the calls of a program in lang, in env unless that is the language's own. */
+  function fillSnippets(lang, env) {
     const origin = location.origin;
+    const k = languages.snippet(lang);
+    const where = env && env !== languages.home(lang) ? ",\"environment\":" + JSON.stringify(env) : "";
     setText("snip-curl", "curl -s " + origin + "/v1/code \\\n  -H 'Content-Type: application/json' \\\n" +
-      "  -d '{\"language\":\"python\",\"code\":\"print(6*7)\"}'");
-    setText("snip-session", "curl -s -X POST " + origin + "/v1/sessions\n" +
+      "  -d '{\"language\":" + JSON.stringify(lang) + where + ",\"code\":" + JSON.stringify(k.run) + "}'");
+    setText("snip-session", "curl -s " + origin + "/v1/sessions -d '{\"language\":" + JSON.stringify(lang) + where + "}'\n" +
       "# {\"session_id\":\"ses_…\", …}: then, as often as you like,\n" +
       "curl -s " + origin + "/v1/sessions/ses_…/code \\\n  -H 'Content-Type: application/json' \\\n" +
-      "  -d '{\"code\":\"x = 41\\nx + 1\"}'\n" +
-      "# … \"result\":\"42\" …; end it with curl -s -X DELETE " + origin + "/v1/sessions/ses_…");
-    setText("snip-call", "sandboxd call --key-file payer.key --url " + origin + "/v1/code -c 'print(6*7)'");
+      "  -d '{\"code\":\"" + k.state + "\"}'\n" +
+      "# … " + k.shows + " …; end it with curl -s -X DELETE " + origin + "/v1/sessions/ses_…");
+    setText("snip-call", "sandboxd call --key-file payer.key --url " + origin + "/v1/code" +
+      (lang === "python" ? "" : " --language " + lang) + " -c '" + k.run + "'");
+    setText("snip-tool", "run_" + lang);
     setText("snip-mcp", JSON.stringify({ mcpServers: { sandboxd: { type: "http", url: origin + "/mcp" } } }, null, 2));
   }
 
-  /** fillEnvironments offers the environments the OpenAPI document lists, when there are several. */
-  async function fillEnvironments() {
+  /** onChoice follows a language or environment chosen: the snippets, and the session (another closes it). */
+  function onChoice(lang, env) {
+    fillSnippets(lang, env);
+    session.moved(lang, env);
+  }
+
+  /** readDocument gives the language switch the OpenAPI document: the languages and environments run here. */
+  async function readDocument() {
     try {
       const res = await fetch("/v1/openapi.json", { cache: "no-store", credentials: "omit" });
-      const env = (await res.json()).components.schemas.CodeRequest.properties.environment;
-      if (!Array.isArray(env.enum) || env.enum.length < 2) return;
-      for (const name of env.enum) {
-        const opt = document.createElement("option");
-        opt.value = opt.textContent = String(name);
-        opt.selected = name === env.default;
-        $("env").append(opt);
-      }
-      $("env-field").hidden = false;
+      languages.fill(await res.json());
     } catch {
-      // no document: the default environment alone
+      // no document: Python alone, in the server's default environment
     }
   }
 
@@ -624,9 +631,10 @@
   }
 
   function start() {
-    fillSnippets();
-    fillEnvironments();
+    fillSnippets("python", "");
+    readDocument();
     showBuilding();
+    $("env").addEventListener("change", () => onChoice(languages.language(), $("env").value));
     $("code").addEventListener("keydown", onCodeKey);
     $("run").addEventListener("click", run);
     $("pay-wallet").addEventListener("click", pay);

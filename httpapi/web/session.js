@@ -1,25 +1,26 @@
 // session.js keeps the try-it page's session. With "keep state between
 // runs" on, the first run opens a session (POST /v1/sessions) in the chosen
-// environment and every run after it is a call in that session
+// language and environment and every run after it is a call in that session
 // (POST /v1/sessions/{id}/code), so that globals, imports and /tmp carry
-// over; turning the switch off, changing the environment or leaving the page
-// ends it (DELETE), which frees the server's capacity at once rather than at
-// the idle timeout. page.js sends the requests (and pays for them, the open
-// and each call alike); this file says where each run goes and keeps the
-// session's line on the page. What a server sends goes in as text, never as
-// markup.
+// over; turning the switch off, changing the language or the environment or
+// leaving the page ends it (DELETE), which frees the server's capacity at
+// once rather than at the idle timeout. page.js sends the requests (and pays
+// for them, the open and each call alike); this file says where each run
+// goes and keeps the session's line on the page. What a server sends goes in
+// as text, never as markup.
 "use strict";
 
 /**
- * sandboxdSession makes the page's session keeper. $ finds an element by id.
- * A step is one request: { kind: "run" | "open" | "call", url, body }, and an
- * open carries the call waiting for it in then.
+ * sandboxdSession makes the page's session keeper. $ finds an element by id;
+ * languages is the language switch (language.js). A step is one request:
+ * { kind: "run" | "open" | "call", url, body }, and an open carries the call
+ * waiting for it in then.
  */
-function sandboxdSession($) {
+function sandboxdSession($, languages) {
   /** ID is the shape of a session id: "ses_" and 128 bits in hex. */
   const ID = /^ses_[0-9a-f]{32}$/;
 
-  /** live is the open session, { id, environment, expires (ms since the epoch), calls, idle }, or null. */
+  /** live is the open session, { id, language, environment, expires (ms since the epoch), calls, idle }, or null. */
   let live = null;
   let tick = 0;
 
@@ -60,8 +61,8 @@ function sandboxdSession($) {
         ". Its state is gone; the next run opens a new session.");
       return;
     }
-    line("", "Session " + short(live.id) + " in " + live.environment + " · " + live.calls + (live.calls === 1 ? " run" : " runs") +
-      " · expires in " + left(live.expires - now) + " (" + clock(live.expires) + ") unless you run again");
+    line("", "Session " + short(live.id) + " · " + languages.title(live.language) + " in " + live.environment + " · " +
+      live.calls + (live.calls === 1 ? " run" : " runs") + " · expires in " + left(live.expires - now) + " (" + clock(live.expires) + ") unless you run again");
   }
 
   /** end forgets the live session and says why; the next run opens a new one. */
@@ -78,7 +79,7 @@ function sandboxdSession($) {
     const call = { code: body.code };
     if (body.stdin !== undefined) call.stdin = body.stdin;
     if (live) return { kind: "call", url: callURL(live.id), body: call };
-    const open = {};
+    const open = { language: body.language };
     if (body.environment) open.environment = body.environment;
     return { kind: "open", url: "/v1/sessions", body: open, then: call };
   }
@@ -87,7 +88,7 @@ function sandboxdSession($) {
   function opened(data, step) {
     if (!data || typeof data.session_id !== "string" || !ID.test(data.session_id)) throw new Error("the server answered no session id");
     const expires = Date.parse(data.expires_at);
-    live = { id: data.session_id, environment: String(data.environment || ""), calls: 0,
+    live = { id: data.session_id, language: String(data.language || ""), environment: String(data.environment || ""), calls: 0,
       expires: Number.isFinite(expires) ? expires : Date.now() + 60_000, idle: Number(data.idle_timeout_s) || 0 };
     clearInterval(tick);
     tick = setInterval(show, 1000);
@@ -142,26 +143,27 @@ function sandboxdSession($) {
 
   function onSwitch() {
     if (on()) {
-      line("", "On: the next run opens a session" + ($("env").value ? " in " + $("env").value : "") +
-        "; its globals, imports and /tmp stay from run to run.");
+      line("", "On: the next run opens a session (" + languages.title(languages.language()) +
+        ($("env").value ? " in " + $("env").value : "") + "); its state and /tmp stay from run to run.");
       return;
     }
     if (live) close("The session {id} is closed. Each run starts afresh.");
     else line("", "");
   }
 
-  function onEnvironment() {
-    if (live && $("env").value && $("env").value !== live.environment) {
-      close("The session {id} in " + live.environment + " is closed; the next run opens one in " + $("env").value + ".");
+  /** moved closes the live session when the page's language or environment is no longer its own: it holds one. */
+  function moved(lang, env) {
+    if (live && (lang !== live.language || (env && env !== live.environment))) {
+      close("The " + languages.title(live.language) + " session {id} in " + live.environment + " is closed; the next run opens a " +
+        languages.title(lang) + " session" + (env ? " in " + env : "") + ".");
     }
   }
 
-  /** start wires the switch, the environment and the page's end. */
+  /** start wires the switch and the page's end. */
   function start() {
     $("keep").addEventListener("change", onSwitch);
-    $("env").addEventListener("change", onEnvironment);
     window.addEventListener("pagehide", () => close(""));
   }
 
-  return { start, target, opened, called, lost, refused };
+  return { start, target, opened, called, lost, refused, moved };
 }

@@ -24,8 +24,9 @@ import (
 
 // TestBrowserPaid pays for runs from the try-it page with a wallet injected into the
 // browser, against sandboxd settling on an anvil chain: one run paid and settled, a
-// refused signature that sends and charges nothing, and a wallet on another chain that
-// is asked to switch.
+// JavaScript run (chosen on the language switch) paid and settled alike, a refused
+// signature that sends and charges nothing, and a wallet on another chain that is asked
+// to switch.
 func TestBrowserPaid(t *testing.T) {
 	mustInterop(t)
 	c, env := startMode(t, "onchain", nil)
@@ -59,6 +60,20 @@ func TestBrowserPaid(t *testing.T) {
 		p.expectSent(t, 1)
 		official := signPayments(t, svc.URL+"/v1/code", "--key-file", writeKey(t, "payer.key", payer.key))[0]
 		comparePayloads(t, p.lastPayment(), official.Value)
+	})
+	t.Run("javascript", func(t *testing.T) {
+		p := openPage(t, svc.URL, walletScript(t, "0x14a34", false), exposeSigner(t, payer.key))
+		p.waitSwitch(t)
+		p.choose(t, "JavaScript")
+		before := snapshot(t, c)
+		p.askTerms(t)
+		a := p.pay(t, "paid-javascript")
+		if a.Status != "ok" || !strings.HasPrefix(a.Stdout, "Hello, world!\nNode.js v24.") || !strings.Contains(a.Settled, "Paid, settled on chain") {
+			t.Fatalf("answer %+v, want the JavaScript example's output and the settlement", a)
+		}
+		waitFor(5*time.Second, func() bool { return c.balance(t, payee.address) == before.payee+price })
+		expectMoved(t, c, before, payer.address)
+		p.expectSent(t, 1)
 	})
 	t.Run("rejected", func(t *testing.T) {
 		p := openPage(t, svc.URL, walletScript(t, "0x14a34", true), exposeSigner(t, payer.key))

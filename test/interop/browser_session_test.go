@@ -78,7 +78,7 @@ func TestBrowserSession(t *testing.T) {
 	if a.Status != "ok" || !strings.HasPrefix(v.Result, "no value") || !strings.Contains(v.Line, "1 run") {
 		t.Fatalf("first call: %+v %+v, want ok, no value and a session of 1 run", a, v)
 	}
-	if !regexp.MustCompile(`^Session ses_[0-9a-f]{8}… in python · 1 run · expires in [0-9]+:[0-5][0-9] \(`).MatchString(v.Line) {
+	if !regexp.MustCompile(`^Session ses_[0-9a-f]{8}… · Python in python · 1 run · expires in [0-9]+:[0-5][0-9] \(`).MatchString(v.Line) {
 		t.Errorf("the session line %q: want its id shortened, its environment, its runs and its expiry", v.Line)
 	}
 	a, v = p.runInSession(t, "x + 1", "session-42")
