@@ -174,10 +174,12 @@ function compile(src, session) {
 
 // evaluate runs a call's code and returns {value}, or a promise of it
 // when the code awaits: a value that is itself a promise stays one, as
-// the REPL shows it.
+// the REPL shows it. Only a session call breaks on SIGINT (its interrupt):
+// breakOnSigint starts and joins a watchdog thread at each run (2.5-8 ms
+// of a one-shot's hello world), and a one-shot's SIGINT is Node's own.
 function evaluate(src, session) {
   const { script, wrapped } = compile(src, session);
-  const v = script.runInThisContext({ breakOnSigint: true });
+  const v = script.runInThisContext({ breakOnSigint: session });
   return wrapped ? v.then((r) => ({ value: r?.value })) : { value: v };
 }
 
