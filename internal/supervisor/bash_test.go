@@ -85,6 +85,23 @@ func TestBashOneShotFilesAndUsage(t *testing.T) {
 	}
 }
 
+func TestBashOneShotAfterWarmNodeCountsOnlyItsOwn(t *testing.T) {
+	// The warm node stub, killed for Bash and not waited for, took some
+	// 100 ms of CPU and 40 MB to warm up: none of it is the program's.
+	st := mustNodeStub(t)
+	bash := withBash(t)
+	h := mustHostWith(t, func(s *Supervisor) {
+		s.Stubs["javascript"] = st
+		bash(s)
+	}, "javascript", "bash")
+	h.send(program{token: token(0), lang: "bash", code: "echo hello"})
+	h.exit()
+	a, ok := parseAnswer(t, h.out.bytes(), token(0), false)
+	if !ok || a.output != "hello\n" || a.report.CPUMS > 30 || a.report.MaxRSSKB > 20<<10 {
+		t.Errorf("answer %+v (%v), stderr %q", a, ok, h.errs.bytes())
+	}
+}
+
 func TestBashOneShotReadsItsCodeInBlocks(t *testing.T) {
 	// A megabyte of code is read in blocks: 40 ms of CPU here, where a
 	// read of a byte a system call (read -d "") took 450, billed as the

@@ -42,6 +42,17 @@ for (const [m, d] of [['acorn/dist/acorn', 'acorn'], ['acorn-walk/dist/walk', 'a
 // the source tree's, with a data limit of data bytes (0: none).
 func mustNode(t *testing.T, data int64) *host {
 	t.Helper()
+	st := mustNodeStub(t)
+	return mustHostWith(t, func(s *Supervisor) {
+		s.Stubs["javascript"], s.Stubs["typescript"] = st, st
+		s.Limits.Data = data
+	}, "javascript", "typescript")
+}
+
+// mustNodeStub returns the source tree's JavaScript stub, run by the
+// host's node.
+func mustNodeStub(t *testing.T) Stub {
+	t.Helper()
 	if _, err := os.Stat("/usr/bin/node"); err != nil {
 		t.Skip("no /usr/bin/node here")
 	}
@@ -53,10 +64,7 @@ func mustNode(t *testing.T, data int64) *host {
 	if dir := nodeModules(t); dir != "" {
 		st.Env = append(st.Env, "NODE_PATH="+dir)
 	}
-	return mustHostWith(t, func(s *Supervisor) {
-		s.Stubs["javascript"], s.Stubs["typescript"] = st, st
-		s.Limits.Data = data
-	}, "javascript", "typescript")
+	return st
 }
 
 // runNode runs one program on the JavaScript stub and returns its answer,
@@ -129,6 +137,9 @@ func TestNodeOneShot(t *testing.T) {
 		{name: "output before exit", code: "process.stdout.write('x'.repeat(1 << 20))\nprocess.exit(0)",
 			out: strings.Repeat("x", 1<<20)},
 		{name: "signal", code: "process.kill(process.pid, 'SIGTERM')\nsetTimeout(() => {}, 5000)", status: 128 + 15},
+		// As under `node main.js`: SIGINT kills, even in a loop (no break of vm's).
+		{name: "SIGINT", code: "console.log('spin')\nprocess.kill(process.pid, 'SIGINT')\nfor (;;) {}", out: "spin\n",
+			status: 128 + 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -17,7 +17,7 @@ func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late
 	}
 	p := warm
 	if p != nil && s.Stubs[p.lang].Name != stub.Name {
-		p.kill()
+		p.abandon()
 		p, late = nil, true
 	}
 	// Written before the program starts; a failure (a full /tmp) is told

@@ -160,6 +160,20 @@ func (p *proc) kill() {
 	p.close()
 }
 
+// abandon sends the stub and its process group SIGKILL and closes the
+// supervisor's ends without waiting for the stub's end: the kernel frees
+// a warm node's memory meanwhile (3.6-11 ms of a Bash one-shot's hand-over
+// when waited for). The reaper collects the stub as a watched process,
+// whose usage no call counts; its process group's others are children of
+// the stub, reparented only once it has died, and were no call's either:
+// none is abandoned with a call's program in it.
+func (p *proc) abandon() {
+	if p.end == nil {
+		unix.Kill(-p.pid, unix.SIGKILL)
+	}
+	p.close()
+}
+
 // signal sends sig to the stub's process group.
 func (p *proc) signal(sig unix.Signal) error {
 	if err := unix.Kill(-p.pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
