@@ -77,8 +77,8 @@ func TestSpecHostConfig(t *testing.T) {
 	eq("Memory", r.Memory, int64(128<<20))
 	eq("MemorySwap", r.MemorySwap, int64(128<<20))
 	eq("NanoCPUs", r.NanoCPUs, int64(1e9))
-	if r.PidsLimit == nil || *r.PidsLimit != 64 {
-		t.Errorf("PidsLimit = %v, want 64", r.PidsLimit)
+	if r.PidsLimit == nil || *r.PidsLimit != 64+gvisorPids {
+		t.Errorf("PidsLimit = %v, want 64 and gVisor's own %d", r.PidsLimit, gvisorPids)
 	}
 	eq("Ulimits", r.Ulimits, []*container.Ulimit{
 		{Name: "nofile", Soft: 256, Hard: 256},
@@ -92,10 +92,16 @@ func TestSpecHostConfig(t *testing.T) {
 	}
 }
 
+// TestSpecDaemonDefaultRuntime: no OCI runtime configured is the daemon's
+// default, whose pids limit is the configured one, with nothing added for
+// gVisor.
 func TestSpecDaemonDefaultRuntime(t *testing.T) {
 	sp := newSpec(testConfig(), sandboxd.Job{ID: "j"})
 	if sp.host.Runtime != "" {
 		t.Errorf("Runtime = %q, want empty (the daemon's default)", sp.host.Runtime)
+	}
+	if p := sp.host.Resources.PidsLimit; p == nil || *p != 64 {
+		t.Errorf("PidsLimit = %v, want the configured 64", p)
 	}
 }
 

@@ -179,11 +179,11 @@ const usageTick = 20 * time.Millisecond
 // runscSandboxFailed is the answer of a gVisor sandbox that failed under
 // its program. runtime.pids caps the container's host cgroup, and under
 // gVisor that holds the sandbox's own threads and processes too (about 38
-// at rest, more per guest process): a program that starts a few processes
-// pushes gVisor itself over the limit, and it exits 2 with the output
-// lost. Still a delivered answer, never a service error; it is accepted
-// only for the cases that start processes, until the runner sizes the
-// limit for gVisor.
+// at rest, more per guest process): the runner adds 64 for them under
+// runsc (runtime's gvisorPids), but a program that starts about as many
+// processes as the limit still pushes gVisor itself over it, and it exits
+// 2 with the output lost. Still a delivered answer, never a service error;
+// it is accepted only for the cases that start processes.
 var runscSandboxFailed = answer{status: statuses(sandboxd.StatusError), exit: []int{2}}
 
 // orRunscFailed accepts the answer under every runtime, and under runsc

@@ -23,8 +23,19 @@ type sessionStep struct {
 
 // sessionCase is a hostile sequence of calls in one session.
 type sessionCase struct {
-	name  string
-	steps []sessionStep
+	name string
+	// language is the session's; empty is the environment's default.
+	language string
+	steps    []sessionStep
+}
+
+// path names the case's subtest: its name, under its language's when it
+// names one.
+func (sc sessionCase) path() string {
+	if sc.language == "" {
+		return sc.name
+	}
+	return sc.language + "/" + sc.name
 }
 
 // ok wants a delivered call, status ok, with stdout exactly out ("" checks
@@ -79,18 +90,22 @@ const findPout = "import os\nst = os.fstat(1)\n" +
 	"pout = [fd for fd in range(3, 256) if fd != 1 and os.path.exists('/proc/self/fd/%d' % fd) and " +
 	"os.fstat(fd).st_ino == st.st_ino and os.fstat(fd).st_dev == st.st_dev][0]\n"
 
-// sessionCases are the session cases of an environment.
+// sessionCases are the session cases of an environment: Python's, or in
+// node those of its languages.
 func sessionCases(e environment) []sessionCase {
+	if e.name == nodeEnvironment {
+		return nodeSessionCases()
+	}
 	mine := func(i int) sessionStep {
 		return sessionStep{pause: 300 * time.Millisecond, code: fmt.Sprintf("print('mine %d')", i), want: onlyMine(i)}
 	}
 	timeout := sandboxd.StatusTimeout
 	return []sessionCase{
-		{"writer between calls", []sessionStep{
+		{name: "writer between calls", steps: []sessionStep{
 			{code: "import threading, time\ndef spam():\n    n = 0\n    while True:\n        n += 1\n        print('spam', n, flush=True)\n        time.sleep(0.001)\n" +
 				"threading.Thread(target=spam, daemon=True).start()\ntime.sleep(0.05)"},
 			mine(1), mine(2), mine(3)}},
-		{"flood between calls", []sessionStep{
+		{name: "flood between calls", steps: []sessionStep{
 			{code: findPout + "import threading, time\ndef flood():\n    time.sleep(0.3)\n    while True:\n        os.write(pout, b'x' * 4096)\n" +
 				"threading.Thread(target=flood, daemon=True).start()\nprint('armed')", want: ok("armed\n")},
 			// The container is frozen between calls, so the thread's sleep
@@ -98,7 +113,7 @@ func sessionCases(e environment) []sessionCase {
 			// is ("the call passed the output cap"), or in the moments
 			// around a freeze ("output between calls").
 			{pause: time.Second, code: "print('after')", want: endedOr404(sandboxd.StatusOutputLimit), mayEnd: "output"}}},
-		{"cpu burner between calls", []sessionStep{
+		{name: "cpu burner between calls", steps: []sessionStep{
 			{code: "import threading, subprocess, sys\ndef burn():\n    while True:\n        pass\n" +
 				"threading.Thread(target=burn, daemon=True).start()\n" +
 				"kid = subprocess.Popen([sys.executable, '-c', 'while True: pass', '@MARKER@'])"},
@@ -106,7 +121,7 @@ func sessionCases(e environment) []sessionCase {
 				"cpu = (b.children_user + b.user + b.system - a.user - a.system - a.children_user) / (time.time() - w)\nprint('ran')\nround(cpu, 1) <= 1.2",
 				want: result("True")},
 			{code: "print('still here')", want: ok("still here\n")}}},
-		{"forged markers", []sessionStep{
+		{name: "forged markers", steps: []sessionStep{
 			{code: findPout + "import sys, threading, time\nprefix = sys._getframe(1).f_locals['call']['prefix']\n" +
 				"forms = [prefix + b'go\\n', prefix + b'000 0000000000 0000000000 0000000000 0 0 0000000000 0\\n', prefix + b'gl\\n',\n" +
 				"    b'\\x00sandboxd:' + b'0' * 32 + b':go\\n', b'\\x00sandboxd:' + b'f' * 32 + b':000 0000000000 0000000000 0000000000 0 0 0000000000 0\\n',\n" +
@@ -116,7 +131,7 @@ func sessionCases(e environment) []sessionCase {
 				want: func(callAnswer) []string { return nil }, mayEnd: forgedEnd},
 			{pause: 200 * time.Millisecond, code: "open('mine.txt', 'w').write('m')\nprint('mine')\nx", mayEnd: forgedEnd, want: forgedOrMine},
 			{code: "print('mine')\nx", mayEnd: forgedEnd, want: forgedOrMine}}},
-		{"forged next call's end", []sessionStep{
+		{name: "forged next call's end", steps: []sessionStep{
 			{code: findPout + "import sys, threading\nmain = threading.main_thread().ident\n" +
 				"def hijack():\n    seen = None\n    while True:\n        f = sys._current_frames().get(main)\n        while f is not None and 'call' not in f.f_locals:\n            f = f.f_back\n" +
 				"        p = f and f.f_locals['call'].get('prefix')\n        if p and p != seen:\n            seen = p\n" +
@@ -124,7 +139,7 @@ func sessionCases(e environment) []sessionCase {
 				"threading.Thread(target=hijack, daemon=True).start()\n'armed'", want: forgedOrMine, mayEnd: " "},
 			{code: "open('mine.txt', 'w').write('m')\nprint('mine')", mayEnd: " ", want: forgedOrMine},
 			{code: "print('mine')", mayEnd: " ", want: forgedOrMine}}},
-		{"fork bomb", []sessionStep{{code: "x = 9"},
+		{name: "fork bomb", steps: []sessionStep{{code: "x = 9"},
 			{code: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", want: aliveOrEnded(timeout, sandboxd.StatusError), mayEnd: " "},
 			{code: "x", want: func(a callAnswer) []string {
 				if a.gone() || a.SessionEnded || a.Status == string(timeout) {
@@ -132,14 +147,14 @@ func sessionCases(e environment) []sessionCase {
 				}
 				return result("9")(a)
 			}, mayEnd: " "}}},
-		{"memory bombs", []sessionStep{{code: "x = 7"},
+		{name: "memory bombs", steps: []sessionStep{{code: "x = 7"},
 			// Under runc the allocation fails (MemoryError) and the session lives;
 			// gVisor may grant it and then kill the interpreter (oom), a clean end.
 			{code: "b = b'x' * (1 << 40)", want: memoryErrorOrOOMEnd, mayEnd: " "},
 			{code: "x", want: result("7")},
 			{code: "l = []\nwhile True:\n    l.append(bytearray(1 << 20))", want: aliveOrEnded(sandboxd.StatusError, sandboxd.StatusOOM, timeout), mayEnd: " "},
 			{code: "del l\nx", want: resultUnlessEnded("7"), mayEnd: " "}}},
-		{"closed and replaced streams", []sessionStep{
+		{name: "closed and replaced streams", steps: []sessionStep{
 			{code: "import os\nos.close(0)"}, {code: "print('one')", want: ok("one\n")},
 			{code: "import os\nos.close(1)"}, {code: "print('two')", want: ok("two\n")},
 			{code: "import sys, io\nsys.stdout = io.StringIO()\nsys.stderr = None\nsys.displayhook = None\nprint('lost')"},
@@ -148,11 +163,11 @@ func sessionCases(e environment) []sessionCase {
 			{code: "import sys\nsys.stdout.write('four\\n')\n1 + 1", want: func(a callAnswer) []string { return append(ok("four\n")(a), result("2")(a)...) }},
 			{code: "import os\nos.closerange(0, 1024)", want: aliveOrEnded(sandboxd.StatusOK, sandboxd.StatusError), mayEnd: " "},
 			{code: "1", want: resultUnlessEnded("1"), mayEnd: " "}}},
-		{"SIGINT ignored", []sessionStep{
+		{name: "SIGINT ignored", steps: []sessionStep{
 			{code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass", want: endedTimeout, mayEnd: "interrupt"}}},
-		{"KeyboardInterrupt caught", []sessionStep{
+		{name: "KeyboardInterrupt caught", steps: []sessionStep{
 			{code: "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass", want: endedTimeout, mayEnd: "interrupt"}}},
-		{"full tmp", []sessionStep{
+		{name: "full tmp", steps: []sessionStep{
 			{code: "x = 3\nf = open('/tmp/fill', 'wb')\ntry:\n    while True:\n        f.write(b'x' * (1 << 20))\nexcept OSError as e:\n    print(type(e).__name__)", want: ok("OSError\n")},
 			{code: "x", want: result("3")},
 			{code: "print('ran')", files: []sandboxd.File{{Name: "in.txt", Content: []byte(strings.Repeat("y", 1<<20))}},

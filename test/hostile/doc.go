@@ -9,7 +9,10 @@
 // extensions reading wild memory, BLAS threads, matplotlib's caches on a
 // read-only root, pandas pointed at the system's files; and in both, the
 // files out (too large, too many, links, special files, bad names) and
-// the files in.
+// the files in. In node (issue 44) the same ideas, and the stubs' own
+// (Node's heap and workers, microtask loops, forged markers, the
+// supervisor's token), run as JavaScript, TypeScript and Bash, one-shot
+// and in sessions, in one pooled variant per OCI runtime.
 //
 // The package has only tests. They run only with SANDBOXD_INTEGRATION=1 or
 // CI=true (so `go test ./...` creates no container), and then fail when

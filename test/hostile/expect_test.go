@@ -38,7 +38,9 @@ type answer struct {
 // hostileCase is one hostile program and the answers it must get.
 type hostileCase struct {
 	name string
-	code string
+	// language is the language of code; empty is python.
+	language string
+	code     string
 	// imports, when set, runs before code and before the program's start
 	// is stamped (see timedRun): the imports a warm data container has
 	// made already, which the timing promises do not count.
@@ -58,6 +60,15 @@ type hostileCase struct {
 	// per lists the answers a runtime that legitimately differs may give,
 	// any one of them.
 	per map[string][]answer
+}
+
+// path names the case's subtest: its name, under its language's but for
+// python's (the names are shared where the idea is the same).
+func (c hostileCase) path() string {
+	if c.language == "" {
+		return c.name
+	}
+	return c.language + "/" + c.name
 }
 
 // timeout is the wall-clock limit the case runs with in the environment.

@@ -23,9 +23,13 @@ const parallelRuns = 4
 // can be searched for survivors.
 const markerPlaceholder = "@MARKER@"
 
-// allCases is the whole table of an environment: every case in both, and
-// in data the cases that attack what it adds.
+// allCases is the whole table of an environment: every case in both
+// Python environments, in data the cases that attack what it adds, and in
+// node the tables of the languages it runs.
 func allCases(e environment) []hostileCase {
+	if e.name == nodeEnvironment {
+		return nodeCases(e)
+	}
 	all := slices.Concat(resourceCases(e), processCases(e), kernelCases(), procCases())
 	if e.name == sandboxd.DataEnvironment {
 		all = append(all, dataCases(e)...)
@@ -114,7 +118,7 @@ func runVariants(t *testing.T, vs []variant, cases func(environment) []hostileCa
 					defer wg.Done()
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					t.Run(c.name, func(t *testing.T) { runCase(t, rs, c) })
+					t.Run(c.path(), func(t *testing.T) { runCase(t, rs, c) })
 				}()
 			}
 			wg.Wait()
@@ -130,7 +134,7 @@ func runVariants(t *testing.T, vs []variant, cases func(environment) []hostileCa
 func runCase(t *testing.T, rs *runners, c hostileCase) {
 	v := rs.v
 	d := rs.get(t, c.timeout(v.env))
-	marker := fmt.Sprintf("%s-%s", v.instance(), c.name)
+	marker := fmt.Sprintf("%s-%s", v.instance(), strings.ReplaceAll(c.path(), "/", "-"))
 	if v.env.preloads && v.pool > 0 {
 		// A warm container may still be preloading (a new runner's, or
 		// a refill's): a hello world takes one first, so the case meets
@@ -153,7 +157,7 @@ func runCase(t *testing.T, rs *runners, c hostileCase) {
 	settle(t, d)
 	assertNoContainer(t, runtime.LabelJob, marker)
 	assertNoSurvivor(t, marker)
-	assertHelloWorld(t, d, marker+"-hello")
+	assertHelloWorld(t, d, marker+"-hello", v.env.language())
 	settle(t, d)
 	assertNoContainer(t, runtime.LabelJob, marker+"-hello")
 	assertNoContainer(t, runtime.LabelJob, marker+"-warm-up")

@@ -34,12 +34,14 @@ const (
 )
 
 // sessionEnv is the service's environment for the session cases under oci:
-// both environments, small warm pools, the short limits.
+// every environment, small warm pools, the short limits (node's python's).
 func sessionEnv(oci string, extra ...string) []string {
 	return append([]string{"SANDBOX_RUNTIME_OCI_RUNTIME=" + oci,
 		"SANDBOX_RUNTIME_POOL_SIZE=1", "SANDBOX_ENVIRONMENTS_DATA_POOL_SIZE=1",
 		"SANDBOX_RUNTIME_TIMEOUT=" + sessionPythonTimeout.String(),
 		"SANDBOX_ENVIRONMENTS_DATA_TIMEOUT=" + sessionDataTimeout.String(),
+		"SANDBOX_ENVIRONMENTS_NODE_IMAGE=" + testenv.NodeImage(), "SANDBOX_ENVIRONMENTS_NODE_POOL_SIZE=1",
+		"SANDBOX_ENVIRONMENTS_NODE_TIMEOUT=" + sessionPythonTimeout.String(),
 		// Every case calls from loopback, one client: the free per-client
 		// cap would count them all as one.
 		"SANDBOX_SESSIONS_MAX=8", "SANDBOX_SESSIONS_MAX_PER_CLIENT=0"}, extra...)
@@ -54,10 +56,10 @@ func mustSessionService(t *testing.T, name string, env []string) *servicetest.Se
 		Instance: fmt.Sprintf("hostile-sess-%d-%s", os.Getpid(), name), Env: env})
 }
 
-// TestHostileSessions runs every session case in both environments under
-// runc and runsc (one service per OCI runtime), at most parallelRuns at
-// once, then the long session (1,000 calls in python under runc, 200
-// elsewhere) alone, checking the service's goroutines and descriptors
+// TestHostileSessions runs every session case in every environment (in
+// node, its languages' own cases) under runc and runsc (one service per
+// OCI runtime), at most parallelRuns at once, then the long session (1,000
+// calls in python under runc, 200 in data and under runsc) alone, checking the service's goroutines and descriptors
 // before and after. Capacity and ids are TestHostileSessionLimits'.
 func TestHostileSessions(t *testing.T) {
 	for _, oci := range ociRuntimes {
@@ -70,14 +72,14 @@ func TestHostileSessions(t *testing.T) {
 			base := scrape(t, svc)
 			sem := make(chan struct{}, parallelRuns)
 			var wg sync.WaitGroup
-			for _, env := range []environment{pythonEnv, dataEnv} {
+			for _, env := range []environment{pythonEnv, dataEnv, nodeEnv} {
 				for _, sc := range sessionCases(env) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						sem <- struct{}{}
 						defer func() { <-sem }()
-						t.Run(env.name+"/"+sc.name, func(t *testing.T) { runSessionCase(t, c, env, oci, sc) })
+						t.Run(env.name+"/"+sc.path(), func(t *testing.T) { runSessionCase(t, c, env, oci, sc) })
 					}()
 				}
 			}
@@ -98,8 +100,8 @@ func TestHostileSessions(t *testing.T) {
 // answer checked, closes it (or finds it ended), and checks that nothing
 // it started survives on the host.
 func runSessionCase(t *testing.T, c *sessionClient, env environment, oci string, sc sessionCase) {
-	marker := fmt.Sprintf("hostile-sess-%d-%s-%s-%s", os.Getpid(), oci, env.name, sc.name)
-	s := c.open(t, env.name)
+	marker := fmt.Sprintf("hostile-sess-%d-%s-%s-%s", os.Getpid(), oci, env.name, strings.ReplaceAll(sc.path(), "/", "-"))
+	s := c.openIn(t, env.name, sc.language)
 	ended := false
 	for i, st := range sc.steps {
 		time.Sleep(st.pause)
@@ -202,10 +204,21 @@ func (c *sessionClient) do(tb testing.TB, method, path string, body any) (int, [
 	return resp.StatusCode, out
 }
 
-// open opens a session in env; it must be 201.
+// open opens a session in env, in its default language; it must be 201.
 func (c *sessionClient) open(tb testing.TB, env string) *liveSession {
 	tb.Helper()
-	code, body := c.do(tb, "POST", "/v1/sessions", map[string]string{"environment": env})
+	return c.openIn(tb, env, "")
+}
+
+// openIn opens a session in env in the language ("" is env's default); it
+// must be 201.
+func (c *sessionClient) openIn(tb testing.TB, env, language string) *liveSession {
+	tb.Helper()
+	req := map[string]string{"environment": env}
+	if language != "" {
+		req["language"] = language
+	}
+	code, body := c.do(tb, "POST", "/v1/sessions", req)
 	var o httpapi.SessionResponse
 	if err := json.Unmarshal(body, &o); err != nil || code != http.StatusCreated || o.SessionID == "" {
 		tb.Fatalf("open %s: HTTP %d %s", env, code, body)

@@ -43,6 +43,9 @@ type environment struct {
 	// shortTimeout, and a pooled runner's first container is used by a
 	// hello world before the case (see runCase).
 	preloads bool
+	// languages are the languages it runs (config.yaml's languages), its
+	// default first; none is python alone.
+	languages []string
 }
 
 // The two environments: python is the seed's, data is issue 20's (512 MiB,
@@ -52,7 +55,33 @@ var (
 		memory: 128 << 20, tmpfs: 16 << 20, timeout: 5 * time.Second}
 	dataEnv = environment{name: sandboxd.DataEnvironment, image: testenv.DataImage(),
 		memory: 512 << 20, tmpfs: 64 << 20, timeout: 10 * time.Second, preloads: true}
+	// nodeEnv is issue 44's: JavaScript, TypeScript and Bash in the node
+	// image, 256 MiB, 5 s, 16 MiB of /tmp.
+	nodeEnv = environment{name: nodeEnvironment, image: testenv.NodeImage(),
+		memory: 256 << 20, tmpfs: 16 << 20, timeout: 5 * time.Second,
+		languages: []string{sandboxd.LanguageJavaScript, sandboxd.LanguageTypeScript, sandboxd.LanguageBash}}
 )
+
+// nodeEnvironment is the name of config.yaml's environment for JavaScript,
+// TypeScript and Bash.
+const nodeEnvironment = "node"
+
+// language is the environment's default language: the one its hello world
+// and warm-up are written in.
+func (e environment) language() string {
+	if len(e.languages) == 0 {
+		return sandboxd.LanguagePython
+	}
+	return e.languages[0]
+}
+
+// helloWorld is a program in each language that prints "hello, world".
+var helloWorld = map[string]string{
+	sandboxd.LanguagePython:     "print('hello, world')\n",
+	sandboxd.LanguageJavaScript: "console.log('hello, world')\n",
+	sandboxd.LanguageTypeScript: "console.log('hello, world')\n",
+	sandboxd.LanguageBash:       "echo 'hello, world'\n",
+}
 
 // The wall-clock limits besides an environment's own timeout: a shorter
 // one for programs that must be killed, so the suite stays fast, and a long
@@ -80,8 +109,10 @@ type variant struct {
 }
 
 // variants are, in python, every OCI runtime with the pool off and on; in
-// data, every OCI runtime with the pool on (the service's default), which
-// keeps the suite within minutes on two cores. A fresh data container runs
+// data and node, every OCI runtime with the pool on (the service's
+// default), which keeps the suite within minutes on two cores. The pool's
+// path is the same for every language, which python's variants prove
+// (docs/design/runtimes.md, section 11). A fresh data container runs
 // the same code as a fresh python one, which python's fresh variants prove
 // under both runtimes; what data adds to it, the preload before the
 // program, is runtime's TestDeadlineLeavesOutThePreload. Without the pool,
@@ -101,8 +132,12 @@ func variants() []variant {
 		vs = append(vs, variant{env: pythonEnv, oci: oci, suite: "hostile", timed: true},
 			variant{env: pythonEnv, oci: oci, pool: 2, suite: "hostile", timed: true})
 	}
-	return append(vs, variant{env: dataEnv, oci: "runc", pool: 2, suite: "hostile", timed: true},
+	vs = append(vs, variant{env: dataEnv, oci: "runc", pool: 2, suite: "hostile", timed: true},
 		variant{env: dataEnv, oci: "runsc", pool: 2, suite: "hostile", timed: true, cases: limitCases})
+	for _, oci := range ociRuntimes {
+		vs = append(vs, variant{env: nodeEnv, oci: oci, pool: 2, suite: "hostile", timed: true})
+	}
+	return vs
 }
 
 // name names the variant's subtest: environment, OCI runtime, pool.
@@ -135,6 +170,7 @@ func baseConfig(v variant, timeout time.Duration) runtime.Config {
 		MaxFiles:       maxFiles,
 		MaxFilesBytes:  maxFilesBytes,
 		Instance:       v.instance(),
+		Languages:      v.env.languages,
 	}
 }
 
@@ -225,14 +261,17 @@ func (r *runners) close(tb testing.TB) {
 	}
 }
 
-// mustRun runs the job's code and fails the test on an error: every hostile program
-// must end in a delivered answer, never in a failure of the service.
+// mustRun runs the job's code (in Python unless the job names a language)
+// and fails the test on an error: every hostile program must end in a
+// delivered answer, never in a failure of the service.
 func mustRun(tb testing.TB, d *runtime.Docker, job sandboxd.Job) (sandboxd.Result, time.Duration) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	job.Language = sandboxd.LanguagePython
+	if job.Language == "" {
+		job.Language = sandboxd.LanguagePython
+	}
 	res, err := d.Run(ctx, job)
 	elapsed := time.Since(start)
 	if err != nil {
@@ -264,10 +303,11 @@ func assertNoContainer(tb testing.TB, key, value string) {
 	}
 }
 
-// assertHelloWorld fails the test unless a plain program still answers.
-func assertHelloWorld(tb testing.TB, d *runtime.Docker, jobID string) {
+// assertHelloWorld fails the test unless a plain program in the language
+// still answers.
+func assertHelloWorld(tb testing.TB, d *runtime.Docker, jobID, language string) {
 	tb.Helper()
-	res, _ := mustRun(tb, d, sandboxd.Job{ID: jobID, Code: "print('hello, world')\n"})
+	res, _ := mustRun(tb, d, sandboxd.Job{ID: jobID, Language: language, Code: helloWorld[language]})
 	if res.Status != sandboxd.StatusOK || res.Stdout != "hello, world\n" || res.Stderr != "" {
 		tb.Errorf("hello world afterwards: status %q exit %d stdout %q stderr %q",
 			res.Status, res.ExitCode, res.Stdout, res.Stderr)

@@ -19,6 +19,20 @@ const stampPrefix = "@hostile-start "
 const startStamp = "import sys as _s, time as _t; _s.stderr.write('" + stampPrefix +
 	"%.6f\\n' % _t.time()); _s.stderr.flush(); del _s, _t\n"
 
+// startStamps are startStamp in each language, keyed by hostileCase's
+// language ("" is python). JavaScript's stderr is synchronous on a pipe
+// (the stub's own writer), as Bash's printf is.
+var startStamps = map[string]string{
+	"":                          startStamp,
+	sandboxd.LanguagePython:     startStamp,
+	sandboxd.LanguageJavaScript: jsStartStamp,
+	sandboxd.LanguageTypeScript: jsStartStamp,
+	sandboxd.LanguageBash:       "printf '" + stampPrefix + "%s\\n' \"$EPOCHREALTIME\" >&2\n",
+}
+
+// jsStartStamp is startStamp in JavaScript (and TypeScript).
+const jsStartStamp = "process.stderr.write('" + stampPrefix + "' + (Date.now() / 1000).toFixed(6) + '\\n');\n"
+
 // markPrefix starts the lines markDef's mark() writes.
 const markPrefix = "@hostile-mark "
 
@@ -57,9 +71,9 @@ type runTimes struct {
 func timedRun(tb testing.TB, d *runtime.Docker, jobID string, c hostileCase, code string, stamp bool) (sandboxd.Result, runTimes) {
 	tb.Helper()
 	if stamp {
-		code = startStamp + code
+		code = startStamps[c.language] + code
 	}
-	res, elapsed := mustRun(tb, d, sandboxd.Job{ID: jobID, Code: c.imports + code, Files: c.files})
+	res, elapsed := mustRun(tb, d, sandboxd.Job{ID: jobID, Language: c.language, Code: c.imports + code, Files: c.files})
 	answered := time.Now()
 	r := runTimes{latency: res.Duration, elapsed: elapsed}
 	var kept []string
