@@ -71,17 +71,21 @@ func (s *Server) buildingHealth(b *sandboxd.Building, now time.Time) healthRespo
 }
 
 // refuseBuilding returns the refusal of a run in environment while its
-// image is being built, as the shared health answer says, else nil. It
-// comes before the payment gate: a caller is not asked to pay for a run
+// image is being built, as the last shared health answer says, else nil.
+// It comes before the payment gate: a caller is not asked to pay for a run
 // that cannot start (the default environment never builds while serving).
-// The shared answer lives engineTTL, so runs may be refused for up to that
-// long after the image appeared.
+// It never waits for a health probe (but the service's first): a stale
+// answer is used and refreshed in the background (recentHealth), since a
+// probe costs several Engine API calls (10-12 ms measured) and every run
+// outside the default environment asks. So runs may be refused for about
+// engineTTL and a probe after the image appeared; one that starts while
+// the image is missing fails as the service's own failure, unpaid.
 func (s *Server) refuseBuilding(ctx context.Context, environment string) error {
 	if environment == "" || environment == sandboxd.DefaultEnvironment {
 		return nil
 	}
 	var b *sandboxd.Building
-	if err := s.checkHealth(ctx); errors.As(err, &b) {
+	if err := s.recentHealth(ctx); errors.As(err, &b) {
 		if r := b.Refusal(environment); r != nil {
 			return r
 		}

@@ -82,6 +82,24 @@ func (c *shared[T]) get(ctx context.Context, probe func(context.Context) (T, err
 	}
 }
 
+// recent returns the last answer however old, and, when it is stale,
+// starts one probe in the background to refresh it; only before the first
+// answer does it wait (as get). For what may lag the engine by a probe
+// (whether an image is being built), so that no call waits for one.
+func (c *shared[T]) recent(ctx context.Context, probe func(context.Context) (T, error)) (T, error) {
+	c.mu.Lock()
+	if c.at.IsZero() {
+		c.mu.Unlock()
+		return c.get(ctx, probe)
+	}
+	val, err, stale := c.val, c.err, time.Since(c.at) >= engineTTL && c.done == nil
+	c.mu.Unlock()
+	if stale {
+		go func() { _, _ = c.get(context.WithoutCancel(ctx), probe) }() // kept for the next call
+	}
+	return val, err
+}
+
 // engineCache holds the shared answers about the engine.
 type engineCache struct {
 	health shared[struct{}]
@@ -90,10 +108,20 @@ type engineCache struct {
 
 // checkHealth is the runner's health, shared (see shared).
 func (s *Server) checkHealth(ctx context.Context) error {
-	_, err := s.engine.health.get(ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, s.Runner.Health(ctx)
-	})
+	_, err := s.engine.health.get(ctx, s.probeHealth)
 	return err
+}
+
+// recentHealth is the runner's last health, refreshed in the background
+// once stale (shared.recent).
+func (s *Server) recentHealth(ctx context.Context) error {
+	_, err := s.engine.health.recent(ctx, s.probeHealth)
+	return err
+}
+
+// probeHealth asks the runner for its health.
+func (s *Server) probeHealth(ctx context.Context) (struct{}, error) {
+	return struct{}{}, s.Runner.Health(ctx)
 }
 
 // runnerInfo is the runner's info, shared (see shared).
