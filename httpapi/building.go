@@ -74,21 +74,35 @@ func (s *Server) buildingHealth(b *sandboxd.Building, now time.Time) healthRespo
 // image is being built, as the last shared health answer says, else nil.
 // It comes before the payment gate: a caller is not asked to pay for a run
 // that cannot start (the default environment never builds while serving).
-// It never waits for a health probe (but the service's first): a stale
-// answer is used and refreshed in the background (recentHealth), since a
-// probe costs several Engine API calls (10-12 ms measured) and every run
-// outside the default environment asks. So runs may be refused for about
-// engineTTL and a probe after the image appeared; one that starts while
-// the image is missing fails as the service's own failure, unpaid.
+// A run never waits for a health probe while the last answer says its
+// environment can run (a stale one is refreshed in the background:
+// recentHealth), since a probe costs several Engine API calls (10-12 ms
+// measured) and every run outside the default environment asks; an answer
+// that says it is building is checked again (checkHealth: at most
+// engineTTL old) before the refusal. So runs may be refused for up to
+// engineTTL after the image appeared; one that starts while the image is
+// missing fails as the service's own failure, unpaid.
 func (s *Server) refuseBuilding(ctx context.Context, environment string) error {
 	if environment == "" || environment == sandboxd.DefaultEnvironment {
 		return nil
 	}
+	if buildRefusal(s.recentHealth(ctx), environment) == nil {
+		return nil
+	}
+	// It was building: that ends, so ask again (a probe at most engineTTL
+	// old) before refusing.
+	if r := buildRefusal(s.checkHealth(ctx), environment); r != nil {
+		return r
+	}
+	return nil
+}
+
+// buildRefusal is the refusal a health answer holds for environment's
+// runs while its image is being built, or nil.
+func buildRefusal(health error, environment string) *sandboxd.Error {
 	var b *sandboxd.Building
-	if err := s.recentHealth(ctx); errors.As(err, &b) {
-		if r := b.Refusal(environment); r != nil {
-			return r
-		}
+	if errors.As(health, &b) {
+		return b.Refusal(environment)
 	}
 	return nil
 }
