@@ -121,7 +121,7 @@ func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
 func TestCrashLeftoversAreRemovedAtNextStart(t *testing.T) {
 	testenv.RequireIntegration(t)
 	instance := uniqueInstance(t)
-	s := startService(t, instance, noPool, noData, "SANDBOX_RUNTIME_TIMEOUT=60s")
+	s := startService(t, instance, noPool, noData, noNode, "SANDBOX_RUNTIME_TIMEOUT=60s")
 	s.postAsync("import time; time.sleep(50)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, instance)) > 0 })
 	_ = s.Cmd.Process.Signal(syscall.SIGKILL)
