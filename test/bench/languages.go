@@ -48,14 +48,10 @@ type languagesReport struct {
 // then session steps of every language in turns. ceiling is the engine
 // ceiling measured earlier in the run, 0 to measure it here.
 func measureLanguages(ctx context.Context, o *options, ceiling float64) (languagesReport, error) {
-	r := languagesReport{ceiling: ceiling, figures: map[string]*languageFigures{}}
-	if r.ceiling == 0 {
-		progress("languages: engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
-		c, err := measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil)
-		if err != nil {
-			return r, err
-		}
-		r.ceiling = c.perSec
+	r := languagesReport{figures: map[string]*languageFigures{}}
+	var err error
+	if r.ceiling, err = ceilingOr(ctx, o, "languages", ceiling); err != nil {
+		return r, err
 	}
 	r.loadRate = 0.4 * r.ceiling
 	s, err := startService(ctx, o, []string{"SANDBOX_ENVIRONMENTS_DATA_ENABLED=false",

@@ -42,14 +42,10 @@ type pandasRound struct {
 // environments; ceiling is the engine ceiling measured earlier in the run,
 // 0 to measure it here.
 func measureSessions(ctx context.Context, o *options, ceiling float64) (sessionsReport, error) {
-	r := sessionsReport{ceiling: ceiling, failed: map[string]int64{}}
-	if r.ceiling == 0 {
-		progress("sessions: engine ceiling, the service's spec, concurrency %d, %v", o.conc, o.ceiling)
-		c, err := measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil)
-		if err != nil {
-			return r, err
-		}
-		r.ceiling = c.perSec
+	r := sessionsReport{failed: map[string]int64{}}
+	var err error
+	if r.ceiling, err = ceilingOr(ctx, o, "sessions", ceiling); err != nil {
+		return r, err
 	}
 	s, err := startService(ctx, o, []string{"SANDBOX_ENVIRONMENTS_DATA_IMAGE=" + o.dataImage})
 	if err != nil {
@@ -160,4 +156,15 @@ func waitPoolFull(ctx context.Context, s *service) error {
 		}
 	}
 	return errors.New("the warm pools were not full within a minute")
+}
+
+// ceilingOr is ceiling when the run measured it already, else the engine
+// ceiling measured now for the phase named what.
+func ceilingOr(ctx context.Context, o *options, what string, ceiling float64) (float64, error) {
+	if ceiling > 0 {
+		return ceiling, nil
+	}
+	progress("%s: engine ceiling, the service's spec, concurrency %d, %v", what, o.conc, o.ceiling)
+	c, err := measureCeiling(ctx, benchConfig(o.image), o.conc, o.ceiling, nil)
+	return c.perSec, err
 }
