@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"sandboxd"
 )
 
 // Issue 45's targets: a voucher call within voucherTarget of the free
@@ -67,7 +69,8 @@ func rowFigure(rs []payResult) string {
 		split = fmt.Sprintf("402 %.1f ms, ", ms(t.quote.pct(50))) + split
 	}
 	if len(t.server) > 0 {
-		split += fmt.Sprintf("; server %.1f ms, its payment %.1f ms", ms(t.server.pct(50)), ms(t.pay.pct(50)))
+		split += fmt.Sprintf("; server %.1f ms, its payment %.1f ms (%s)", ms(t.server.pct(50)), ms(t.pay.pct(50)),
+			phaseMedians(t.phases))
 	}
 	if len(rs) == 1 {
 		return fmt.Sprintf("%.1f ms (%s)", ms(t.wall[0]), split)
@@ -91,11 +94,28 @@ func deltaRow(row func(what, figure, target string, ok bool), what string, paid,
 // and settle).
 type callTimings struct {
 	wall, quote, answer, own, server, pay latencies
+	// phases are each Server-Timing phase's durations, by name.
+	phases map[string]latencies
+}
+
+// phaseMedians lists each phase's p50 in the order sandboxd records them
+// ("read 0.1, payment 2.0, ..."), for a reader who wants to know where a
+// row's server time went.
+func phaseMedians(phases map[string]latencies) string {
+	var parts []string
+	for _, ph := range []sandboxd.Phase{sandboxd.PhaseRead, sandboxd.PhasePayment, sandboxd.PhaseReplay,
+		sandboxd.PhaseAdmit, sandboxd.PhaseReserve, sandboxd.PhaseTake, sandboxd.PhaseTakeWait, sandboxd.PhaseStart,
+		sandboxd.PhaseHandover, sandboxd.PhaseProgram, sandboxd.PhaseDemux, sandboxd.PhaseSettle} {
+		if l := phases[string(ph)]; len(l) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", ph, ms(l.pct(50))))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // timingsOf splits each of rs.
 func timingsOf(rs []payResult) callTimings {
-	var t callTimings
+	t := callTimings{phases: map[string]latencies{}}
 	for _, r := range rs {
 		t.wall = append(t.wall, r.wall())
 		var requests time.Duration
@@ -111,8 +131,9 @@ func timingsOf(rs []payResult) callTimings {
 		t.own = append(t.own, r.wall()-requests)
 		if phases := parseServerTiming(r.Timing); phases != nil {
 			var all time.Duration
-			for _, d := range phases {
+			for name, d := range phases {
 				all += d
+				t.phases[name] = append(t.phases[name], d)
 			}
 			t.server, t.pay = append(t.server, all), append(t.pay, phases["payment"]+phases["settle"])
 		}

@@ -1,6 +1,7 @@
 package hostile
 
 import (
+	"fmt"
 	"strings"
 
 	"sandboxd"
@@ -11,6 +12,7 @@ import (
 func bashCases(e environment) []hostileCase {
 	timeout := answer{status: statuses(sandboxd.StatusTimeout), exit: []int{137}}
 	flood := answer{status: statuses(sandboxd.StatusOutputLimit), exit: []int{137}, outLen: capBytes, within: capAnswer, check: onlyXs}
+	fillTmp := answer{status: statuses(sandboxd.StatusOK), stdout: []string{fmt.Sprintf("ENOSPC %d MiB\n", e.tmpfs>>20)}}
 	forged := "\x00sandboxd:" + strings.Repeat("0", 32) + ":go\n" +
 		"\x00sandboxd:" + strings.Repeat("a", 32) + ":000 0000000000 0000000000 0000000000 0 0 0000000000 0\nafter\n"
 	return inLanguage(sandboxd.LanguageBash, []hostileCase{
@@ -78,6 +80,26 @@ func bashCases(e environment) []hostileCase {
 			// (within the deadline: see JavaScript's kill-all).
 			name: "kill-all", code: "sh -c 'sleep 1000; true' " + markerPlaceholder + " &\necho killing\nkill -9 -1\nwait $!\necho \"job $?\"\nkill -9 $$\necho not reached\n",
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{137}, stdout: []string{"killing\njob 137\n"}, check: promptly(e)},
+		},
+		{
+			// exec replaces the shell the stub started: what replaces it is
+			// the program now, answered as the shell would have been.
+			name: "exec-replaces-shell", code: "echo hi\nexec echo replaced\necho not reached\n",
+			want: answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{"hi\nreplaced\n"}, check: promptly(e)},
+		},
+		{
+			name: "exec-into-sleep", code: "exec sh -c 'sleep 1000; true' " + markerPlaceholder + "\n", killed: true,
+			want: timeout,
+		},
+		{
+			// Files of 4 MiB each (under the file size limit) until /tmp is
+			// full: all of the environment's /tmp, and no more (under runsc
+			// as Python's fill-tmp may be: at the deadline, the line printed).
+			name: "fill-tmp",
+			code: "i=0\nwhile head -c 4194304 /dev/zero >/tmp/f$i 2>/dev/null; do i=$((i + 1)); done\n" +
+				"t=0\nfor f in /tmp/f*; do t=$((t + $(wc -c <\"$f\"))); done\necho \"ENOSPC $((t >> 20)) MiB\"\n",
+			want: fillTmp,
+			per:  map[string][]answer{"runsc": {fillTmp, killedAtDeadline(fillTmp.stdout...)}},
 		},
 		{
 			name: "process-exit-3", code: "echo bye\nexit 3\necho not reached\n",

@@ -130,6 +130,27 @@ func javascriptCases(e environment) []hostileCase {
 			}},
 		},
 		{
+			// A child Node process's heap bomb: the data limit the child
+			// inherits ends it (under runsc, where that limit is not
+			// enforced, the cgroup's memory), and the parent's execSync
+			// throws: the program's error, long before the deadline.
+			name: "child-memory-bomb", slow: true,
+			code: "require('child_process').execSync(\"node -e 'const a = []; for (;;) a.push(new Array(1e5).fill(1.5))'\", " +
+				"{ stdio: 'inherit' })\nconsole.log('survived')\n",
+			want: answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), check: cpuUnder(jsHeapBombCPU)},
+			per: map[string][]answer{"runsc": append(bombUnderRunsc(e),
+				answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), check: cpuUnder(jsHeapBombCPU)})},
+		},
+		{
+			// A detached child outlives nothing: the run is answered at its
+			// end, not the child's, and the container goes with the child.
+			name: "detached-child",
+			code: "const { spawn } = require('child_process')\n" +
+				"spawn('sh', ['-c', 'sleep 1000; true', '" + markerPlaceholder + "'], { detached: true, stdio: 'ignore' }).unref()\n" +
+				"console.log('left')\n",
+			want: answer{status: statuses(sandboxd.StatusOK), exit: []int{0}, stdout: []string{"left\n"}, check: promptly(e)},
+		},
+		{
 			// The stub replaces Worker (section 5.3): a real one would
 			// abort the process; through import as through require.
 			name: "worker-threads",

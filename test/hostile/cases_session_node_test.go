@@ -69,12 +69,33 @@ func nodeSessionCases() []sessionCase {
 		{name: "forged markers", language: bash, steps: []sessionStep{
 			{code: "printf '\\0sandboxd:%s:go\\n' 00000000000000000000000000000000\necho after", want: ok("\x00sandboxd:" + strings.Repeat("0", 32) + ":go\nafter\n")},
 			{code: "echo mine", want: ok("mine\n")}}},
+		// exec replaces the session's shell: the call is answered with what
+		// replaced it, and the session ends with it; so does exit.
+		{name: "exec ends the session", language: bash, steps: []sessionStep{
+			{code: "x=1"},
+			{code: "exec echo replaced", want: endedWith(sandboxd.StatusOK, 0, "replaced\n"), mayEnd: "exit status 0"},
+			{code: "echo $x", want: endedOr404()}}},
+		{name: "exit ends the session", language: bash, steps: []sessionStep{
+			{code: "echo bye\nexit 3", want: endedWith(sandboxd.StatusError, 3, "bye\n"), mayEnd: "exit status 3"},
+			{code: "echo after", want: endedOr404()}}},
 		// A job left in the background is frozen with the session and
 		// writes nothing into a later call.
 		{name: "background leftover", language: bash, steps: []sessionStep{
 			{code: "sh -c 'while :; do echo spam; sleep 0.01; done; true' " + markerPlaceholder + " &"},
 			{pause: 300 * time.Millisecond, code: "echo mine", want: onlyMineOrSpam},
 			{pause: 300 * time.Millisecond, code: "echo mine", want: onlyMineOrSpam}}},
+	}
+}
+
+// endedWith wants a delivered call of status st, exit code and stdout out
+// that ended the session.
+func endedWith(st sandboxd.Status, code int, out string) func(callAnswer) []string {
+	return func(a callAnswer) []string {
+		if a.code != 200 || a.Status != string(st) || a.ExitCode != code || a.Stdout != out || !a.SessionEnded {
+			return []string{fmt.Sprintf("HTTP %d status %q exit %d stdout %q ended %v, want %s, exit %d, %q, the session ended",
+				a.code, a.Status, a.ExitCode, clip(a.Stdout), a.SessionEnded, st, code, out)}
+		}
+		return nil
 	}
 }
 
