@@ -35,9 +35,6 @@ func (s *Server) browserJSON(next http.Handler) http.Handler {
 	})
 }
 
-// mcpPath is the path of the MCP endpoint.
-const mcpPath = "/mcp"
-
 // runsOrPays reports whether path is one where a POST runs a program or
 // pays: the API's and MCP's.
 func runsOrPays(path string) bool { return strings.HasPrefix(path, corsPrefix) || path == mcpPath }

@@ -22,16 +22,6 @@ type buildingJSON struct {
 	ReadyInSeconds int `json:"ready_in_seconds"`
 }
 
-// healthResponse is the answer of a healthy GET /v1/health. Environments
-// and Building are there while an environment's image is being built: the
-// service is healthy (its default environment runs) and says which
-// environment is not ready yet, and when it will be.
-type healthResponse struct {
-	Status       string                  `json:"status"`
-	Environments map[string]string       `json:"environments,omitempty"`
-	Building     map[string]buildingJSON `json:"building,omitempty"`
-}
-
 // The states of an environment in healthResponse.Environments.
 const (
 	envReady    = "ready"

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"time"
 
@@ -134,4 +136,11 @@ func (s *Server) runContext(ctx context.Context) (context.Context, context.Cance
 		return context.WithTimeout(ctx, s.RunLimit)
 	}
 	return context.WithCancel(ctx)
+}
+
+// newJobID returns a short random identifier for logs and labels.
+func newJobID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

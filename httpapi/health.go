@@ -128,3 +128,13 @@ func (s *Server) probeHealth(ctx context.Context) (struct{}, error) {
 func (s *Server) runnerInfo(ctx context.Context) (sandboxd.RunnerInfo, error) {
 	return s.engine.info.get(ctx, s.Runner.Info)
 }
+
+// healthResponse is the answer of a healthy GET /v1/health. Environments
+// and Building are there while an environment's image is being built: the
+// service is healthy (its default environment runs) and says which
+// environment is not ready yet, and when it will be.
+type healthResponse struct {
+	Status       string                  `json:"status"`
+	Environments map[string]string       `json:"environments,omitempty"`
+	Building     map[string]buildingJSON `json:"building,omitempty"`
+}

@@ -220,3 +220,6 @@ func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
+
+// mcpPath is the path of the MCP endpoint.
+const mcpPath = "/mcp"

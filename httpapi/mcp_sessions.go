@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -290,10 +289,4 @@ func toolMessage(err error) string {
 			strings.ReplaceAll(msg, "POST /v1/sessions", "open_session (POST /v1/sessions over HTTP)"))
 	}
 	return msg
-}
-
-// newSessionResponse is the answer of an opened session.
-func newSessionResponse(i sandboxd.SessionInfo) SessionResponse {
-	return SessionResponse{SessionID: i.ID, Environment: i.Environment, Language: i.Language, CreatedAt: stamp(i.Created), ExpiresAt: stamp(i.Expires),
-		IdleTimeoutS: int64(i.IdleTimeout / time.Second), MaxLifetimeS: int64(i.MaxLifetime / time.Second)}
 }

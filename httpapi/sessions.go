@@ -312,3 +312,9 @@ func logPath(path string) string {
 	}
 	return sessionsPath + "/" + shortID(id) + "…" + tail
 }
+
+// newSessionResponse is the answer of an opened session.
+func newSessionResponse(i sandboxd.SessionInfo) SessionResponse {
+	return SessionResponse{SessionID: i.ID, Environment: i.Environment, Language: i.Language, CreatedAt: stamp(i.Created), ExpiresAt: stamp(i.Expires),
+		IdleTimeoutS: int64(i.IdleTimeout / time.Second), MaxLifetimeS: int64(i.MaxLifetime / time.Second)}
+}

@@ -60,7 +60,7 @@ type PoolStats struct {
 var runBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
 // phaseBuckets resolve the phases of an answer from a fraction of a
-// millisecond to half a second finely (the tail under load, issue 28), and
+// millisecond to half a second finely (the tail under load), and
 // a start of a busy engine beyond.
 var phaseBuckets = []float64{.0005, .001, .002, .003, .005, .0075, .01, .015, .02, .03, .05, .075,
 	.1, .15, .2, .3, .5, 1, 2.5, 5, 10, 30}

@@ -22,8 +22,8 @@ const poolJob = "pool"
 // the cores, even while runs wait. A start keeps a core busy (dockerd,
 // containerd, runc, the runner's Python); more of them at once than the
 // cores crowd out the programs already handed over, whose answers then
-// wait (issue 28: with up to 8 at once, the host's run queue reached 18 and
-// every answer in flight waited hundreds of milliseconds). A run that finds
+// wait (with up to 8 at once on 2 cores, the host's run queue reached 18
+// and every answer in flight waited hundreds of milliseconds). A run that finds
 // every start promised starts its own, bounded by the admission slots.
 const fillConcurrency = 2
 

@@ -16,12 +16,12 @@ import (
 // (queueDepth). A Poisson count of the arrivals during one start, the
 // earlier model, leaves out that a burst's refills queue behind each other
 // for the few start slots: it sized 5 at 40 % of the ceiling on two cores,
-// where runs still waited for starts, and 10 took the waits away (issue 28,
-// BENCHMARKS.md).
+// where runs still waited for starts, and 10 took the waits away
+// (BENCHMARKS.md).
 const (
 	// poolMissRate is how often a run may find the pool empty: it then
 	// waits for a start in flight, the slowest 1 % of the answers under
-	// load (issue 28).
+	// load.
 	poolMissRate = 0.001
 	// poolRateWindow is the time constant of the arrival rate's moving
 	// average: a burst raises the pool within a second or two, and an idle
@@ -44,7 +44,7 @@ const (
 	// host, 314 containers started for 240 answers, and each start and
 	// removal costs the host as much CPU as an answer. One that refilled
 	// only to the fallen target met the next burst with 11 idle of 17, and
-	// its runs waited for starts (issue 28, BENCHMARKS.md). An idle
+	// its runs waited for starts (BENCHMARKS.md). An idle
 	// container costs only its memory (~6 MiB).
 	poolHoldFor = 30 * time.Second
 )

@@ -1,6 +1,6 @@
 package runtime
 
-// One cap on all a run sends (issue 24): the per-stream caps count only
+// One cap on all a run sends: the per-stream caps count only
 // output, so without it a program that reads its token could print forged
 // end markers, each followed by a files section of filesBound that no cap
 // counts, and move gigabytes through dockerd and the service, outside its

@@ -115,7 +115,7 @@ func (s *Session) overSent() bool {
 
 // deliver hands p, read from stream (0 stdout, 1 stderr), to the call under
 // way, up to the byte where its part of the stream ends; the rest, and all
-// of it between calls, is drained. Issue 24's cap on all a run sends
+// of it between calls, is drained. The cap on all a run sends (sent.go)
 // bounds each call as it bounds a run: every byte from the call's ack on,
 // the output, the markers, the files section, the value and whatever
 // follows one stream's end while the other's is still to come (a program

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"time"
 )
@@ -48,38 +46,4 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	resp.Docker, resp.DockerAPI, resp.Image, resp.OCIRuntime = info.Engine, info.EngineAPI, info.Image, info.OCIRuntime
 	resp.Building = buildingByEnvironment(info.Building, time.Now())
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// resourceURL is the public URL of path, the route r called, as quoted in
-// payment terms, sent to the facilitator and listed by a bazaar: so the
-// caller must not choose it, and path is the route's template, never a
-// path that holds a capability (a session's id). PublicURL, when set, names
-// the service alone. Else it is built from the request's Host, and from
-// X-Forwarded-Proto and X-Forwarded-Host only when the peer is a trusted
-// proxy (anyone else could write them).
-func (s *Server) resourceURL(r *http.Request, path string) string {
-	if s.PublicURL != "" {
-		return s.PublicURL + path
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	host := r.Host
-	if s.fromTrustedProxy(r) {
-		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
-			scheme = p
-		}
-		if h := r.Header.Get("X-Forwarded-Host"); h != "" {
-			host = h
-		}
-	}
-	return scheme + "://" + host + path
-}
-
-// newJobID returns a short random identifier for logs and labels.
-func newJobID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
