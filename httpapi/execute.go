@@ -10,10 +10,10 @@ import (
 	"sandboxd"
 )
 
-// outcome is a delivered and settled run: the program's result, its
+// settledRun is a delivered and settled run: the program's result, its
 // answer as rendered before the settlement (a CodeResponse), and the
 // settlement's report (nil when nothing was charged).
-type outcome struct {
+type settledRun struct {
 	Result     sandboxd.Result
 	Answer     rendered
 	Settlement *sandboxd.Settlement
@@ -35,9 +35,9 @@ type outcome struct {
 // retry of a request already answered is an error carrying its Replay
 // (replayOf), before any slot is taken, or after it when Reserve lost a
 // race to the first.
-func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.PaymentRequest) (outcome, error) {
+func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.PaymentRequest) (settledRun, error) {
 	if err := s.refuseBuilding(ctx, job.Environment); err != nil {
-		return outcome{}, err
+		return settledRun{}, err
 	}
 	pay = forAnswer(pay, sandboxd.AnswerRun, "", job)
 	phases := sandboxd.PhasesFrom(ctx)
@@ -45,12 +45,12 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 	auth, err := checkPayment(ctx, s.Gate, pay)
 	began = phases.Since(sandboxd.PhasePayment, began)
 	if err != nil {
-		return outcome{}, err
+		return settledRun{}, err
 	}
 	release, err := s.Admitter.Admit(ctx)
 	phases.Since(sandboxd.PhaseAdmit, began)
 	if err != nil {
-		return outcome{}, err
+		return settledRun{}, err
 	}
 	// Until now the job waited holding its body's room in the body budget
 	// (body.go), so waiting jobs' files stay within it; a run admitted is
@@ -66,11 +66,11 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 		return res, err
 	}, func(res sandboxd.Result) (int, any) { return http.StatusOK, newCodeResponse(job, res) })
 	if err != nil {
-		return outcome{}, err
+		return settledRun{}, err
 	}
 	s.Log.Info("run delivered", "job", job.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds())
-	return outcome{Result: res, Answer: answer, Settlement: settled}, nil
+	return settledRun{Result: res, Answer: answer, Settlement: settled}, nil
 }
 
 // deliver is the paid half of every flow (a run, a session's opening or

@@ -43,7 +43,7 @@ func (s *Server) sessionLanguage(info sandboxd.SessionInfo, language *string) er
 	}
 	if lang != info.Language {
 		return sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
-			`session %s… runs %s; leave "language" out, or open another session for %s`, shortID(info.ID), info.Language, lang)
+			`session %s… runs %s; leave "language" out, or open another session for %s`, shortSessionID(info.ID), info.Language, lang)
 	}
 	return nil
 }

@@ -228,7 +228,7 @@ func (s *Server) callInSession(ctx context.Context, req *mcp.CallToolRequest, la
 	}
 	if info.Language != lang {
 		return s.toolError(tool, sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
-			"session %s… runs %s; call %s with it", shortID(id), info.Language, runToolName(info.Language))), nil
+			"session %s… runs %s; call %s with it", shortSessionID(id), info.Language, runToolName(info.Language))), nil
 	}
 	job, err := s.newSessionJob(info, args)
 	if err != nil {

@@ -80,7 +80,7 @@ func (s *Server) openSession(ctx context.Context, lang, env string, pay sandboxd
 		return sandboxd.Result{Status: sandboxd.StatusOK}, err
 	}, func(sandboxd.Result) (int, any) { return http.StatusCreated, newSessionResponse(info) })
 	if err != nil && info.ID != "" && sandboxd.ErrorCode(err) == sandboxd.CodePending {
-		s.Log.Warn("session opened; its settlement is pending", "session", shortID(info.ID), "environment", env, "owner", auth.Payer())
+		s.Log.Warn("session opened; its settlement is pending", "session", shortSessionID(info.ID), "environment", env, "owner", auth.Payer())
 		return openedSession{Info: info}, err
 	}
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *Server) openSession(ctx context.Context, lang, env string, pay sandboxd
 		}
 		return openedSession{}, err
 	}
-	s.Log.Info("session opened", "session", shortID(info.ID), "environment", env, "language", lang, "owner", auth.Payer())
+	s.Log.Info("session opened", "session", shortSessionID(info.ID), "environment", env, "language", lang, "owner", auth.Payer())
 	return openedSession{Info: info, Answer: answer, Settlement: settled}, nil
 }
 
@@ -101,7 +101,7 @@ func (s *Server) closeUnsettled(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), closeUnpaidTimeout)
 	defer cancel()
 	if err := s.Sessions.Close(ctx, id); err != nil && sandboxd.ErrorCode(err) != sandboxd.CodeNotFound {
-		s.Log.Warn("could not close a session whose opening was not settled", "session", shortID(id), "err", err)
+		s.Log.Warn("could not close a session whose opening was not settled", "session", shortSessionID(id), "err", err)
 	}
 }
 
@@ -143,13 +143,13 @@ func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, p
 	}, func(sandboxd.Result) (int, any) { return http.StatusOK, newSessionCodeResponse(job, res) })
 	if err != nil {
 		if delivered && !res.Ended {
-			s.Log.Warn("session call not settled; ending the session", "session", shortID(id), "job", job.ID,
+			s.Log.Warn("session call not settled; ending the session", "session", shortSessionID(id), "job", job.ID,
 				"code", sandboxd.ErrorCode(err))
 			s.closeUnsettled(id)
 		}
 		return sessionOutcome{}, err
 	}
-	s.Log.Info("session call delivered", "session", shortID(id), "job", job.ID, "status", res.Status,
+	s.Log.Info("session call delivered", "session", shortSessionID(id), "job", job.ID, "status", res.Status,
 		"exit_code", res.ExitCode, "duration_ms", res.Duration.Milliseconds(), "session_ended", res.Ended)
 	return sessionOutcome{Result: res, Answer: answer, Settlement: settled}, nil
 }

@@ -291,8 +291,8 @@ func (s *Server) handleCloseSession(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// shortID is a session id as the logs show it: its first 8 characters.
-func shortID(id string) string {
+// shortSessionID is a session id as the logs show it: its first 8 characters.
+func shortSessionID(id string) string {
 	if len(id) > 8 {
 		return id[:8]
 	}
@@ -310,7 +310,7 @@ func logPath(path string) string {
 	if tail != "" {
 		tail = "/" + tail
 	}
-	return sessionsPath + "/" + shortID(id) + "…" + tail
+	return sessionsPath + "/" + shortSessionID(id) + "…" + tail
 }
 
 // newSessionResponse is the answer of an opened session.
