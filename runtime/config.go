@@ -1,11 +1,10 @@
 package runtime
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
+	"sandboxd/internal/configcheck"
 	"sandboxd/internal/units"
 )
 
@@ -89,46 +88,37 @@ const defaultInstance = "default"
 // program, few enough that no run can hoard the daemon's or kernel's tables.
 const nofileLimit = 256
 
-// Size units of the ranges below.
-const (
-	kib = int64(1) << 10
-	mib = int64(1) << 20
-	gib = int64(1) << 30
-)
-
 // Validate checks every field against its allowed range and returns one
 // message per problem, each naming its config key (runtime.*), the field
 // and what is allowed. A zero limit means "unlimited" to Docker, so every
 // limit has a lower bound.
-func (c Config) Validate() error {
-	var errs []error
-	check := func(ok bool, key, field, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf("runtime.%s: %s (%s)", key, fmt.Sprintf(format, args...), field))
-		}
-	}
-	check(c.Image != "", "image", "Image", "is empty; name the image built by `make image` (sandbox-python:3.11)")
-	check(oneOf(c.OCIRuntime, "", "runc", "runsc", "crun"), "oci_runtime", "OCIRuntime", "%q is not one of runc, runsc, crun", c.OCIRuntime)
-	check(c.Timeout >= 100*time.Millisecond && c.Timeout <= 5*time.Minute, "timeout", "Timeout", "%v is outside 100ms..5m", c.Timeout)
-	check(inRange(int64(c.MemoryBytes), 16*mib, 64*gib), "memory", "MemoryBytes", "%d bytes is outside 16MiB..64GiB", c.MemoryBytes)
-	check(inRange(int64(c.NanoCPUs), 5e7, 64e9), "cpus", "NanoCPUs", "%v is outside 0.05..64", float64(c.NanoCPUs)/1e9)
-	check(inRange(c.PidsLimit, 8, 32768), "pids", "PidsLimit", "%d is outside 8..32768", c.PidsLimit)
-	check(inRange(int64(c.TmpfsBytes), mib, 4*gib), "tmpfs", "TmpfsBytes", "%d bytes is outside 1MiB..4GiB", c.TmpfsBytes)
-	check(inRange(int64(c.MaxOutputBytes), kib, 16*mib), "max_output_bytes", "MaxOutputBytes", "%d is outside 1 KiB..16 MiB", c.MaxOutputBytes)
-	check(inRange(int64(c.MaxFiles), 0, 1024), "max_files", "MaxFiles", "%d is outside 0..1024", c.MaxFiles)
-	check(inRange(int64(c.MaxFilesBytes), 0, 64*mib), "max_files_bytes", "MaxFilesBytes", "%d is outside 0..64 MiB", c.MaxFilesBytes)
-	check(c.MaxFilesBytes <= c.TmpfsBytes, "max_files_bytes", "MaxFilesBytes",
-		"%d is over runtime.tmpfs (%d): /tmp must hold the files in", c.MaxFilesBytes, c.TmpfsBytes)
-	check(inRange(int64(c.PoolSize), 0, 256), "pool_size", "PoolSize", "%d is outside 0..256", c.PoolSize)
-	check(inRange(int64(c.PoolMax), 0, 256), "pool_max", "PoolMax", "%d is outside 0..256", c.PoolMax)
-	check(c.PoolMax == 0 || c.PoolMax >= c.PoolSize, "pool_max", "PoolMax",
-		"%d is below runtime.pool_size (%d): set it to pool_size or more, or 0 for a pool of a fixed size", c.PoolMax, c.PoolSize)
-	check(validInstance(c.Instance), "instance", "Instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", c.Instance)
-	return errors.Join(errs...)
-}
+func (c Config) Validate() error { return c.ValidateNamed(nil) }
 
-// inRange reports whether lo <= n <= hi.
-func inRange(n, lo, hi int64) bool { return n >= lo && n <= hi }
+// ValidateNamed is Validate with each key named by name (nil: runtime.*):
+// for the runtime an environment builds from its own keys and runtime.*'s,
+// each problem under the key that set the value.
+func (c Config) ValidateNamed(name func(key string) string) error {
+	p := configcheck.Problems{Prefix: "runtime.", Name: name}
+	inRange := configcheck.InRange[int64]
+	p.CheckField(c.Image != "", "image", "Image", "is empty; name the image built by `make image` (sandbox-python:3.11)")
+	p.CheckField(oneOf(c.OCIRuntime, "", "runc", "runsc", "crun"), "oci_runtime", "OCIRuntime", "%q is not one of runc, runsc, crun", c.OCIRuntime)
+	p.CheckField(c.Timeout >= 100*time.Millisecond && c.Timeout <= 5*time.Minute, "timeout", "Timeout", "%v is outside 100ms..5m", c.Timeout)
+	p.CheckField(inRange(int64(c.MemoryBytes), 16*configcheck.MiB, 64*configcheck.GiB), "memory", "MemoryBytes", "%d bytes is outside 16MiB..64GiB", c.MemoryBytes)
+	p.CheckField(inRange(int64(c.NanoCPUs), 5e7, 64e9), "cpus", "NanoCPUs", "%v is outside 0.05..64", float64(c.NanoCPUs)/1e9)
+	p.CheckField(inRange(c.PidsLimit, 8, 32768), "pids", "PidsLimit", "%d is outside 8..32768", c.PidsLimit)
+	p.CheckField(inRange(int64(c.TmpfsBytes), configcheck.MiB, 4*configcheck.GiB), "tmpfs", "TmpfsBytes", "%d bytes is outside 1MiB..4GiB", c.TmpfsBytes)
+	p.CheckField(inRange(int64(c.MaxOutputBytes), configcheck.KiB, 16*configcheck.MiB), "max_output_bytes", "MaxOutputBytes", "%d is outside 1 KiB..16 MiB", c.MaxOutputBytes)
+	p.CheckField(inRange(int64(c.MaxFiles), 0, 1024), "max_files", "MaxFiles", "%d is outside 0..1024", c.MaxFiles)
+	p.CheckField(inRange(int64(c.MaxFilesBytes), 0, 64*configcheck.MiB), "max_files_bytes", "MaxFilesBytes", "%d is outside 0..64 MiB", c.MaxFilesBytes)
+	p.CheckField(c.MaxFilesBytes <= c.TmpfsBytes, "max_files_bytes", "MaxFilesBytes",
+		"%d is over %s (%d): /tmp must hold the files in", c.MaxFilesBytes, p.Key("tmpfs"), c.TmpfsBytes)
+	p.CheckField(inRange(int64(c.PoolSize), 0, 256), "pool_size", "PoolSize", "%d is outside 0..256", c.PoolSize)
+	p.CheckField(inRange(int64(c.PoolMax), 0, 256), "pool_max", "PoolMax", "%d is outside 0..256", c.PoolMax)
+	p.CheckField(c.PoolMax == 0 || c.PoolMax >= c.PoolSize, "pool_max", "PoolMax",
+		"%d is below %s (%d): set it to pool_size or more, or 0 for a pool of a fixed size", c.PoolMax, p.Key("pool_size"), c.PoolSize)
+	p.CheckField(validInstance(c.Instance), "instance", "Instance", "%q must be 1..63 letters, digits, '-', '_' or '.'", c.Instance)
+	return p.Err()
+}
 
 // oneOf reports whether s is one of allowed.
 func oneOf(s string, allowed ...string) bool {

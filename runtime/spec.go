@@ -3,6 +3,7 @@ package runtime
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"sandboxd/internal/configcheck"
 	"strconv"
 
 	"github.com/docker/docker/api/types/container"
@@ -143,7 +144,7 @@ const dataLimitEnv = "SANDBOX_DATA_LIMIT"
 // 411 MiB of it anonymous, at the MemoryError), and on a loaded host the
 // kernel reclaimed and refaulted those pages until the 10 s deadline (CI
 // runs with a CPU hog, 2026-12-02) instead of the MemoryError.
-const dataHeadroom = 128 * mib
+const dataHeadroom = 128 * configcheck.MiB
 
 // dataLimit is the RLIMIT_DATA the runner sets on itself, soft and hard,
 // before its program runs (so every process of the program inherits it),

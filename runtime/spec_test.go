@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"regexp"
+	"sandboxd/internal/configcheck"
 	"slices"
 	"strings"
 	"testing"
@@ -189,14 +190,14 @@ func TestInflightRefusesAfterClose(t *testing.T) {
 
 func TestDataLimitLeavesHeadroom(t *testing.T) {
 	for _, c := range []struct{ memory, want int64 }{
-		{16 * mib, 12 * mib},   // a quarter of a small limit
-		{128 * mib, 96 * mib},  // the default: 32 MiB below
-		{512 * mib, 384 * mib}, // the data environment: 128 MiB below, room for its libraries and their page cache
-		{1 * gib, 896 * mib},   // never more than dataHeadroom below
-		{64 * gib, 64*gib - 128*mib},
+		{16 * configcheck.MiB, 12 * configcheck.MiB},   // a quarter of a small limit
+		{128 * configcheck.MiB, 96 * configcheck.MiB},  // the default: 32 MiB below
+		{512 * configcheck.MiB, 384 * configcheck.MiB}, // the data environment: 128 MiB below, room for its libraries and their page cache
+		{1 * configcheck.GiB, 896 * configcheck.MiB},   // never more than dataHeadroom below
+		{64 * configcheck.GiB, 64*configcheck.GiB - 128*configcheck.MiB},
 	} {
 		if got := dataLimit(c.memory); got != c.want {
-			t.Errorf("dataLimit(%d MiB) = %d MiB, want %d MiB", c.memory/mib, got/mib, c.want/mib)
+			t.Errorf("dataLimit(%d MiB) = %d MiB, want %d MiB", c.memory/configcheck.MiB, got/configcheck.MiB, c.want/configcheck.MiB)
 		}
 	}
 }

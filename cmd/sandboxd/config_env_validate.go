@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"sandboxd/internal/configcheck"
 	"slices"
 	"strings"
 
@@ -46,16 +47,25 @@ func (c Config) environmentErrors(name string, e EnvironmentConfig) []error {
 	for _, err := range configErrors(c.Runtime.Config.Validate()) {
 		base[err.Error()] = true
 	}
+	// The same checks of the same values, in the same order: the i-th
+	// problem under runtime.* is the i-th under the environment's keys.
+	rc := c.runtimeConfig(e)
+	asRuntime := configErrors(rc.Validate())
+	own := map[string]bool{}
+	for _, k := range environmentKeys() {
+		own[k] = true
+	}
+	asEnvironment := configErrors(rc.ValidateNamed(func(key string) string {
+		if own[key] {
+			return "environments." + name + "." + key
+		}
+		return "runtime." + key
+	}))
 	var errs []error
-	for _, err := range configErrors(c.runtimeConfig(e).Validate()) {
-		msg := err.Error()
-		if base[msg] {
-			continue
+	for i, err := range asEnvironment {
+		if !base[asRuntime[i].Error()] {
+			errs = append(errs, err)
 		}
-		for _, k := range environmentKeys() {
-			msg = strings.ReplaceAll(msg, "runtime."+k, "environments."+name+"."+k)
-		}
-		errs = append(errs, fmt.Errorf("%s", msg))
 	}
 	return errs
 }
@@ -78,14 +88,14 @@ func (c Config) poolMemoryError() error {
 			continue
 		}
 		total += int64(e.PoolSize) * int64(e.MemoryBytes)
-		parts = append(parts, fmt.Sprintf("%s: %d warm containers × %d MiB", name, e.PoolSize, e.MemoryBytes/mib))
+		parts = append(parts, fmt.Sprintf("%s: %d warm containers × %d MiB", name, e.PoolSize, e.MemoryBytes/configcheck.MiB))
 	}
 	if total <= host/poolMemoryShare {
 		return nil
 	}
 	return fmt.Errorf("config: environments.<name>.pool_size: the least warm pools (%s; python's from runtime.pool_size and runtime.memory "+
 		"unless environments.python sets them) need %d MiB at their memory limits, more than 1/%d of this host's memory (%d MiB): "+
-		"lower a pool_size or a memory", strings.Join(parts, ", "), total/mib, poolMemoryShare, host/mib)
+		"lower a pool_size or a memory", strings.Join(parts, ", "), total/configcheck.MiB, poolMemoryShare, host/configcheck.MiB)
 }
 
 // bodyFraming bounds what a request body holds besides the code, stdin and

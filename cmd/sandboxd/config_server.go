@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"sandboxd/internal/configcheck"
 	"strings"
 	"time"
 )
@@ -12,26 +13,21 @@ import (
 // how the service names itself: the body rate, the per-client caps, the
 // public URL and the trusted proxies.
 func (s ServerConfig) clientErrors() []error {
-	var errs []error
-	check := func(ok bool, key, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf("config: %s: "+format, append([]any{key}, args...)...))
-		}
-	}
-	check(s.MinBodyRate == 0 || inRange(s.MinBodyRate, 64, 64*mib), "server.min_body_rate",
+	p := configcheck.Problems{Prefix: "config: "}
+	p.Check(s.MinBodyRate == 0 || configcheck.InRange(s.MinBodyRate, 64, 64*configcheck.MiB), "server.min_body_rate",
 		"%d is outside 64..64MiB bytes a second (or 0 for no rate)", s.MinBodyRate)
-	check(s.BodyGrace >= 0 && s.BodyGrace <= time.Minute, "server.body_grace", "%v is outside 0s..60s", s.BodyGrace)
-	check(inRange(s.MaxConnsPerClient, 0, 1<<20), "server.max_conns_per_client", "%d is outside 0..1048576 (0 = no cap)", s.MaxConnsPerClient)
-	check(inRange(s.MaxBodiesPerClient, 0, 1<<20), "server.max_bodies_per_client", "%d is outside 0..1048576 (0 = no cap)", s.MaxBodiesPerClient)
-	check(s.MaxConnsPerClient == 0 || s.MaxBodiesPerClient <= s.MaxConnsPerClient, "server.max_bodies_per_client",
+	p.Check(s.BodyGrace >= 0 && s.BodyGrace <= time.Minute, "server.body_grace", "%v is outside 0s..60s", s.BodyGrace)
+	p.Check(configcheck.InRange(s.MaxConnsPerClient, 0, 1<<20), "server.max_conns_per_client", "%d is outside 0..1048576 (0 = no cap)", s.MaxConnsPerClient)
+	p.Check(configcheck.InRange(s.MaxBodiesPerClient, 0, 1<<20), "server.max_bodies_per_client", "%d is outside 0..1048576 (0 = no cap)", s.MaxBodiesPerClient)
+	p.Check(s.MaxConnsPerClient == 0 || s.MaxBodiesPerClient <= s.MaxConnsPerClient, "server.max_bodies_per_client",
 		"%d is over server.max_conns_per_client (%d): each body being sent holds a connection", s.MaxBodiesPerClient, s.MaxConnsPerClient)
 	if _, err := publicURL(s.PublicURL); err != nil {
-		errs = append(errs, fmt.Errorf("config: server.public_url: %w", err))
+		p.Add(fmt.Errorf("config: server.public_url: %w", err))
 	}
 	if _, err := trustedProxies(s.TrustedProxies); err != nil {
-		errs = append(errs, fmt.Errorf("config: server.trusted_proxies: %w", err))
+		p.Add(fmt.Errorf("config: server.trusted_proxies: %w", err))
 	}
-	return errs
+	return p.Errs()
 }
 
 // publicURL is server.public_url without its trailing slash: "" or an

@@ -2,10 +2,10 @@ package main
 
 import (
 	"cmp"
-	"fmt"
 	"time"
 
 	"sandboxd/httpapi"
+	"sandboxd/internal/configcheck"
 	"sandboxd/internal/units"
 	"sandboxd/sessions"
 	"sandboxd/x402"
@@ -47,35 +47,30 @@ const sessionMemoryShare = poolMemoryShare
 
 // validateSessions checks the sessions.* keys, each once.
 func (c Config) validateSessions() []error {
-	var errs []error
-	check := func(ok bool, key, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf("config: %s: "+format, append([]any{key}, args...)...))
-		}
-	}
+	p := configcheck.Problems{Prefix: "config: "}
 	s := c.Sessions
-	check(s.Max >= 1 && s.Max <= 1024, "sessions.max", "%d is outside 1..1024", s.Max)
-	check(s.MaxPerPayer >= 0 && s.MaxPerPayer <= s.Max, "sessions.max_per_payer", "%d is outside 0 (no cap)..sessions.max (%d)", s.MaxPerPayer, s.Max)
+	p.Check(s.Max >= 1 && s.Max <= 1024, "sessions.max", "%d is outside 1..1024", s.Max)
+	p.Check(s.MaxPerPayer >= 0 && s.MaxPerPayer <= s.Max, "sessions.max_per_payer", "%d is outside 0 (no cap)..sessions.max (%d)", s.MaxPerPayer, s.Max)
 	// Above sessions.max it caps nothing more: no error, so that lowering max
 	// alone never stops a start.
-	check(s.MaxPerClient >= 0 && s.MaxPerClient <= 1024, "sessions.max_per_client", "%d is outside 0 (no cap)..1024", s.MaxPerClient)
-	check(s.IdleTimeout >= time.Second && s.IdleTimeout <= 24*time.Hour, "sessions.idle_timeout", "%v is outside 1s..24h", s.IdleTimeout)
-	check(s.MaxLifetime >= s.IdleTimeout && s.MaxLifetime <= 24*time.Hour, "sessions.max_lifetime",
+	p.Check(s.MaxPerClient >= 0 && s.MaxPerClient <= 1024, "sessions.max_per_client", "%d is outside 0 (no cap)..1024", s.MaxPerClient)
+	p.Check(s.IdleTimeout >= time.Second && s.IdleTimeout <= 24*time.Hour, "sessions.idle_timeout", "%v is outside 1s..24h", s.IdleTimeout)
+	p.Check(s.MaxLifetime >= s.IdleTimeout && s.MaxLifetime <= 24*time.Hour, "sessions.max_lifetime",
 		"%v is outside sessions.idle_timeout (%v)..24h", s.MaxLifetime, s.IdleTimeout)
-	check(s.QueueWait >= 0 && s.QueueWait <= time.Minute, "sessions.queue_wait", "%v is outside 0s..60s", s.QueueWait)
+	p.Check(s.QueueWait >= 0 && s.QueueWait <= time.Minute, "sessions.queue_wait", "%v is outside 0s..60s", s.QueueWait)
 	if s.OpenPrice != "" {
 		_, err := x402.ParsePrice(s.OpenPrice)
-		check(err == nil, "sessions.open_price", "%q is not \"\" (payments.price) or a price in asset units such as \"0.01\": %v", s.OpenPrice, err)
+		p.Check(err == nil, "sessions.open_price", "%q is not \"\" (payments.price) or a price in asset units such as \"0.01\": %v", s.OpenPrice, err)
 	}
 	largest := c.largestSessionMemory()
-	check(s.Memory == 0 || int64(s.Memory) >= largest, "sessions.memory",
-		"%d MiB cannot hold one session of the largest environment (%d MiB); set 0 for the default", int64(s.Memory)/mib, largest/mib)
+	p.Check(s.Memory == 0 || int64(s.Memory) >= largest, "sessions.memory",
+		"%d MiB cannot hold one session of the largest environment (%d MiB); set 0 for the default", int64(s.Memory)/configcheck.MiB, largest/configcheck.MiB)
 	if host := hostMemory(); host > 0 && s.Memory > 0 {
-		check(int64(s.Memory) <= host/sessionMemoryShare, "sessions.memory",
+		p.Check(int64(s.Memory) <= host/sessionMemoryShare, "sessions.memory",
 			"%d MiB is more than 1/%d of this host's memory (%d MiB), the sessions' share beside the warm pools'",
-			int64(s.Memory)/mib, sessionMemoryShare, host/mib)
+			int64(s.Memory)/configcheck.MiB, sessionMemoryShare, host/configcheck.MiB)
 	}
-	return errs
+	return p.Errs()
 }
 
 // largestSessionMemory is the largest memory limit of the environments

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
+	"sandboxd/internal/configcheck"
 	"slices"
 	"strings"
 	"time"
 )
-
-// kib and mib are the size units of the ranges below.
-const kib, mib = 1 << 10, 1 << 20
 
 // Validate checks every value once and returns one message per problem,
 // each naming the key and what is allowed: the server keys and the
@@ -21,47 +18,42 @@ const kib, mib = 1 << 10, 1 << 20
 // payments.Config.Validate, retries.Config.Validate; payments only when
 // on), and here the checks across sections.
 func (c Config) Validate() error {
-	var errs []error
-	check := func(ok bool, key, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf("config: %s: "+format, append([]any{key}, args...)...))
-		}
-	}
+	p := configcheck.Problems{Prefix: "config: "}
 	s, rt := c.Server, c.Runtime
 	_, _, err := net.SplitHostPort(s.Addr)
-	check(err == nil, "server.addr", "%q is not host:port (for example :8080 or 127.0.0.1:8080)", s.Addr)
-	check(inRange(s.MaxBodyBytes, kib, 64*mib), "server.max_body_bytes", "%d is outside 1 KiB..64 MiB", s.MaxBodyBytes)
-	check(s.ShutdownTimeout >= 0 && s.ShutdownTimeout <= 10*time.Minute, "server.shutdown_timeout", "%v is outside 0s..10m", s.ShutdownTimeout)
-	check(validMetricsAddr(s.MetricsAddr), "server.metrics_addr",
+	p.Check(err == nil, "server.addr", "%q is not host:port (for example :8080 or 127.0.0.1:8080)", s.Addr)
+	p.Check(configcheck.InRange(s.MaxBodyBytes, configcheck.KiB, 64*configcheck.MiB), "server.max_body_bytes", "%d is outside 1 KiB..64 MiB", s.MaxBodyBytes)
+	p.Check(s.ShutdownTimeout >= 0 && s.ShutdownTimeout <= 10*time.Minute, "server.shutdown_timeout", "%v is outside 0s..10m", s.ShutdownTimeout)
+	p.Check(validMetricsAddr(s.MetricsAddr), "server.metrics_addr",
 		"%q is not empty (off) or host:port with a host that is not every interface; /metrics shows revenue: keep it on loopback or a private address", s.MetricsAddr)
-	check(s.MetricsAddr == "" || s.MetricsAddr != s.Addr || strings.HasSuffix(s.Addr, ":0"), "server.metrics_addr", "%q is server.addr; /metrics must not be on the public listener", s.MetricsAddr)
-	check(slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
+	p.Check(s.MetricsAddr == "" || s.MetricsAddr != s.Addr || strings.HasSuffix(s.Addr, ":0"), "server.metrics_addr", "%q is server.addr; /metrics must not be on the public listener", s.MetricsAddr)
+	p.Check(slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel), "server.log_level", "%q is not one of debug, info, warn, error", s.LogLevel)
 	for _, o := range s.CORSOrigins {
-		check(validOrigin(o), "server.cors_origins", "%q is not \"*\" or an origin such as https://docs.example.com (scheme and host, no path); \"auto\" stands alone", o)
+		p.Check(validOrigin(o), "server.cors_origins", "%q is not \"*\" or an origin such as https://docs.example.com (scheme and host, no path); \"auto\" stands alone", o)
 	}
 
-	errs = append(errs, s.clientErrors()...)
+	p.Add(s.clientErrors()...)
 
-	errs = append(errs, configErrors(rt.Config.Validate())...)
+	p.Add(configErrors(rt.Config.Validate())...)
 	// runtime accepts "" as the daemon's default; the file must name one.
-	check(rt.OCIRuntime != "", "runtime.oci_runtime", "is empty; name one of runc, runsc, crun")
-	check(inRange(rt.MaxCodeBytes, 1, s.MaxBodyBytes), "runtime.max_code_bytes",
+	p.Check(rt.OCIRuntime != "", "runtime.oci_runtime", "is empty; name one of runc, runsc, crun")
+	p.Check(configcheck.InRange(rt.MaxCodeBytes, 1, s.MaxBodyBytes), "runtime.max_code_bytes",
 		"%d is outside 1..server.max_body_bytes (%d): the code travels inside the body", rt.MaxCodeBytes, s.MaxBodyBytes)
-	check(inRange(rt.MaxStdinBytes, 0, s.MaxBodyBytes), "runtime.max_stdin_bytes",
+	p.Check(configcheck.InRange(rt.MaxStdinBytes, 0, s.MaxBodyBytes), "runtime.max_stdin_bytes",
 		"%d is outside 0..server.max_body_bytes (%d): stdin travels inside the body", rt.MaxStdinBytes, s.MaxBodyBytes)
-	check(inRange(rt.MaxConcurrency, 1, 1024), "runtime.max_concurrency", "%d is outside 1..1024", rt.MaxConcurrency)
-	check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
+	p.Check(configcheck.InRange(rt.MaxConcurrency, 1, 1024), "runtime.max_concurrency", "%d is outside 1..1024", rt.MaxConcurrency)
+	p.Check(rt.QueueWait >= 0 && rt.QueueWait <= time.Minute, "runtime.queue_wait", "%v is outside 0s..60s", rt.QueueWait)
 	if err := c.bodyError(); err != nil {
-		errs = append(errs, err)
+		p.Add(err)
 	}
-	errs = append(errs, c.validateEnvironments()...)
-	errs = append(errs, c.validateSessions()...)
-	errs = append(errs, c.fleetErrors()...)
+	p.Add(c.validateEnvironments()...)
+	p.Add(c.validateSessions()...)
+	p.Add(c.fleetErrors()...)
 	if c.Payments.Enabled {
-		errs = append(errs, configErrors(c.paymentsConfig().Validate(c.runBounds()))...)
+		p.Add(configErrors(c.paymentsConfig().Validate(c.runBounds()))...)
 	}
-	errs = append(errs, c.retriesErrors()...)
-	return errors.Join(errs...)
+	p.Add(c.retriesErrors()...)
+	return p.Err()
 }
 
 // configErrors splits the joined errors of a section's Validate into one
@@ -96,9 +88,6 @@ func validMetricsAddr(a string) bool {
 	ip, err := netip.ParseAddr(host) // reads a zone ("::%lo") too
 	return err != nil || !ip.WithZone("").Unmap().IsUnspecified()
 }
-
-// inRange reports whether lo <= n <= hi.
-func inRange[N ~int64](n, lo, hi N) bool { return n >= lo && n <= hi }
 
 // validOrigin reports whether o is "*" or a browser origin: http or https,
 // a host, an optional port, and nothing else.
