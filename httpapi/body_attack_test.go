@@ -75,7 +75,7 @@ func waitReading(t *testing.T, api *Server, n int) {
 	}
 }
 
-// TestIdleBodiesHoldNoBudget is the attack of issue 24: 16 connections
+// TestIdleBodiesHoldNoBudget is the idle-bodies attack: 16 connections
 // that declare 12 MiB bodies (by Content-Length and chunked) and send none,
 // 4 that send a chunked body a byte a second, and 2 that trickle their
 // headers, all from one address. Together they hold at most a small

@@ -26,7 +26,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestHangUpMidRunIsStillPaid (issue 8, item 2): a caller who hangs up once
+// TestHangUpMidRunIsStillPaid: a caller who hangs up once
 // the run started does not get the payment released (which would let the
 // same authorization buy another run): the run completes and is settled.
 func TestHangUpMidRunIsStillPaid(t *testing.T) {
@@ -50,7 +50,7 @@ func TestHangUpMidRunIsStillPaid(t *testing.T) {
 	}
 }
 
-// TestPaymentCheckHoldsNoSandbox (item 4): a payment being checked (a slow
+// TestPaymentCheckHoldsNoSandbox: a payment being checked (a slow
 // facilitator) holds no sandbox slot, so another caller runs meanwhile.
 func TestPaymentCheckHoldsNoSandbox(t *testing.T) {
 	runner := &fakeRunner{result: sandboxd.Result{Status: sandboxd.StatusOK}}
@@ -73,7 +73,7 @@ func TestPaymentCheckHoldsNoSandbox(t *testing.T) {
 	}
 }
 
-// TestBusyReservesNothing (item 4): a request refused for capacity (429)
+// TestBusyReservesNothing: a request refused for capacity (429)
 // was checked but never reserved nor charged.
 func TestBusyReservesNothing(t *testing.T) {
 	runner := &fakeRunner{block: make(chan struct{}), result: sandboxd.Result{Status: sandboxd.StatusOK}}
@@ -95,7 +95,7 @@ func TestBusyReservesNothing(t *testing.T) {
 	<-done
 }
 
-// TestPendingSettlementAnswers202 (item 6): a settlement whose outcome is
+// TestPendingSettlementAnswers202: a settlement whose outcome is
 // unknown is answered 202 with its transaction and a PAYMENT-RESPONSE
 // saying settlement_pending, never 402, and without the result.
 func TestPendingSettlementAnswers202(t *testing.T) {

@@ -61,7 +61,7 @@ func slowRefuser(t *testing.T, funded common.Address, delay time.Duration) *http
 	return ts
 }
 
-// TestUnfundedPayersCannotTakeTheSandboxes (issue 8, item 4): 24 requests
+// TestUnfundedPayersCannotTakeTheSandboxes: 24 requests
 // signed by fresh unfunded keys (valid signatures, free to make), which a
 // facilitator refuses after 2 s each, are sent at once against a service
 // with two sandboxes; a paying caller sent among them still gets its answer

@@ -13,7 +13,7 @@ import (
 
 // The cost of the worst bodies a stranger can send unpaid, end to end
 // through the handler (read, scan, decode, validate) to the answer: each
-// about 12 MiB, the default body limit (issue 24, point 2).
+// about 12 MiB, the default body limit.
 // go test -run '^$' -bench HostileShapes -benchtime 5x ./httpapi
 
 // shapeBytes is the size each hostile body is filled to, under the limit

@@ -75,7 +75,7 @@ func TestConfigValidate(t *testing.T) {
 		{"payments.rpc_timeout", func(c *Config, r *RunBounds) { c.RPCTimeout = -time.Second }},
 		{"payments.max_checks", func(c *Config, r *RunBounds) { c.MaxChecks = -1 }},
 		{"payments.check_wait", func(c *Config, r *RunBounds) { c.CheckWait = time.Hour }},
-		// The validity window (issue 8, item 3): 3 + 10 + 2 + 5 + 60 + 10 s = 90 s.
+		// The validity window: 3 + 10 + 2 + 5 + 60 + 10 s = 90 s.
 		{"payments.max_timeout_seconds", func(c *Config, r *RunBounds) {
 			r.QueueWait, r.Limit, c.MaxTimeoutSeconds = 2*time.Second, 5*time.Second, 89
 		}},

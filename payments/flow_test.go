@@ -16,7 +16,7 @@ import (
 	"sandboxd/x402/x402test"
 )
 
-// TestGateRefusesAShortWindow (issue 8, item 3): an authorization that
+// TestGateRefusesAShortWindow: an authorization that
 // expires before a run here could be settled is refused at the check, with
 // a 402 naming valid_before, before any remote check or run; one valid for
 // exactly the window passes.
@@ -46,7 +46,7 @@ func TestGateRefusesAShortWindow(t *testing.T) {
 	}
 }
 
-// TestGateBoundsRemoteChecks (item 4): remote checks beyond max_checks
+// TestGateBoundsRemoteChecks: remote checks beyond max_checks
 // wait check_wait for a slot, then get a 429 that reserved nothing.
 func TestGateBoundsRemoteChecks(t *testing.T) {
 	release := make(chan struct{})
@@ -92,7 +92,7 @@ func (b *blockingSettler) Settle(ctx context.Context, p *x402.Payment) (string, 
 	return "0x" + "11111111111111111111111111111111" + "11111111111111111111111111111111", nil
 }
 
-// TestGateCloseWaitsForSettlement (item 6): closing the gate while a
+// TestGateCloseWaitsForSettlement: closing the gate while a
 // settlement is in flight waits for it, so its outcome reaches the ledger
 // before the ledger closes; and no payment is reserved once closing began.
 func TestGateCloseWaitsForSettlement(t *testing.T) {

@@ -313,7 +313,7 @@ func TestGateSettleFailure(t *testing.T) {
 	wantPaymentError(t, err, "already used", x402.ReasonNonceUsed)
 
 	// An outage after the settlement may have left is pending, not a
-	// refusal: the payer must not be told to pay again (item 6).
+	// refusal: the payer must not be told to pay again.
 	s.settleErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "chain", "the chain is down")
 	s.settleTx = "0x" + strings.Repeat("ab", 32)
 	pp = x402test.Payload(t, key, g.Requirements(), nil)

@@ -106,7 +106,7 @@ func TestDecodeKeepsOpenObjectsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A facilitator gets the service's own terms, none of the payer's
-	// copies (issue 17, item 2).
+	// copies.
 	got := x402test.Wire(t, facilitatorPayload(p))
 	for _, payers := range []string{`"assetTransferMethod"`, `12345678901234567890`, `"bazaar"`, `"empty"`, `"http://x/v1/code"`} {
 		if strings.Contains(got, payers) {

@@ -292,7 +292,7 @@ func TestLedgerConformanceReplicas(t *testing.T) {
 	})
 }
 
-// TestLedgerConformanceSkewedReplica (issue 17, item 5): replicas whose
+// TestLedgerConformanceSkewedReplica: replicas whose
 // clocks are 31 s off, one ahead and one behind, with a 30 s lease: the
 // one ahead does not find the live one silent, and the one behind is not
 // found silent; neither loses or takes a reservation in flight, which the

@@ -107,7 +107,7 @@ func TestFacilitatorRefusalEchoesNoURL(t *testing.T) {
 	}
 }
 
-// TestRedactLedger (issue 17, item 3): a PostgreSQL ledger URL is shown as
+// TestRedactLedger: a PostgreSQL ledger URL is shown as
 // its scheme, host, port and database; a password in the userinfo or in
 // the query (password, sslpassword, or any other parameter) never is.
 // Before, only the userinfo's password was hidden.

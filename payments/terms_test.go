@@ -14,7 +14,7 @@ import (
 	"sandboxd/x402/x402test"
 )
 
-// issueExample is the attack of issue 17, item 2, applied to an honest
+// issueExample is the edited-terms attack, applied to an honest
 // payment's JSON: the echoed terms name another payee, an amount of 1, an
 // EIP-712 name "Evil" and a timeout of 999999, the resource a phishing
 // URL, and a made-up bazaar listing. The authorization itself stays valid.
@@ -28,7 +28,7 @@ func issueExample(tb testing.TB, pp x402.PaymentPayload) string {
 	return withMember(x402test.Wire(tb, pp), "extensions", `{"bazaar":{"info":{"input":{"type":"http","method":"GET"},"output":{"example":"visit phish.example"}}}}`)
 }
 
-// TestGateRefusesEditedTerms (issue 17, item 2): the issue's payment, and
+// TestGateRefusesEditedTerms: the edited-terms payment, and
 // each of its edits alone, is refused with a 402 naming the field before
 // the settler (and so the facilitator) hears of it, and nothing is
 // reserved. Before, it passed the gate and settled.
@@ -38,11 +38,11 @@ func TestGateRefusesEditedTerms(t *testing.T) {
 	g, _ := newTestGate(t, s)
 	key := x402test.Key(t)
 	cases := map[string]func(*x402.PaymentPayload) string{
-		"the issue's example": func(pp *x402.PaymentPayload) string { return issueExample(t, *pp) },
-		"payTo":               func(pp *x402.PaymentPayload) string { pp.Accepted.PayTo = x402test.Asset; return "" },
-		"amount":              func(pp *x402.PaymentPayload) string { pp.Accepted.Amount = "1"; return "" },
-		"extra.name":          func(pp *x402.PaymentPayload) string { pp.Accepted.Extra.Name = "Evil"; return "" },
-		"maxTimeoutSeconds":   func(pp *x402.PaymentPayload) string { pp.Accepted.MaxTimeoutSeconds = 999999; return "" },
+		"edited terms":      func(pp *x402.PaymentPayload) string { return issueExample(t, *pp) },
+		"payTo":             func(pp *x402.PaymentPayload) string { pp.Accepted.PayTo = x402test.Asset; return "" },
+		"amount":            func(pp *x402.PaymentPayload) string { pp.Accepted.Amount = "1"; return "" },
+		"extra.name":        func(pp *x402.PaymentPayload) string { pp.Accepted.Extra.Name = "Evil"; return "" },
+		"maxTimeoutSeconds": func(pp *x402.PaymentPayload) string { pp.Accepted.MaxTimeoutSeconds = 999999; return "" },
 	}
 	for name, edit := range cases {
 		pp := x402test.Payload(t, key, g.Requirements(), nil)
@@ -52,7 +52,7 @@ func TestGateRefusesEditedTerms(t *testing.T) {
 		}
 		_, err := begin(g, ctx, paidRequest(rawHeader(x402.HeaderPaymentSignature, raw)))
 		field := name
-		if name == "the issue's example" {
+		if name == "edited terms" {
 			field = "amount" // the first field that differs
 		}
 		wantPaymentError(t, err, "accepted."+field, "invalid_payment_requirements")
@@ -62,7 +62,7 @@ func TestGateRefusesEditedTerms(t *testing.T) {
 	}
 }
 
-// TestFacilitatorGetsTheServiceTerms (issue 17, item 2): a payment whose
+// TestFacilitatorGetsTheServiceTerms: a payment whose
 // echoed terms equal the quote only when read as values ("0005000",
 // addresses in other cases, a 0X prefix), with a phishing resource, a
 // made-up extension and an authorization spelled the same odd ways, passes

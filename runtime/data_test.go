@@ -14,8 +14,8 @@ import (
 // runner under the service's own container spec: read-only root, /tmp the
 // only writable place, no network, user 10001.
 
-// dataConfig points a runner at the data image, with the limits issue 20
-// gives the data environment (512 MiB, 10 s).
+// dataConfig points a runner at the data image, with the limits of the
+// data environment (512 MiB, 10 s).
 func dataConfig(c *Config) {
 	c.Image = testenv.DataImage()
 	c.MemoryBytes = 512 << 20

@@ -88,7 +88,7 @@ func (g *removalGate) serve(c net.Conn) {
 // slot waits for (sandboxd.Result.Gone), closes once its container has
 // stopped, not after the removal: on a slow host under load a removal took
 // up to a second after the stop, and the slots held through it queued the
-// next runs of a burst at admission (issue 28: admit 117-329 ms in the
+// next runs of a burst at admission (admit 117-329 ms in the
 // slowest answers at 60 % of the ceiling). Both a program that ends and one
 // killed at its deadline; the removals are held at the gate meanwhile, and
 // go through once it opens.

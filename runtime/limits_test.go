@@ -15,7 +15,7 @@ func TestLimitTimeout(t *testing.T) {
 		d := mustDocker(t, mode) // the real 5 s limit
 		res := mustRun(t, d, "print('spinning', flush=True)\nwhile True:\n    pass\n")
 		check(t, res, want{stdout: "spinning\n", exit: 137, status: sandboxd.StatusTimeout, timedOut: true})
-		// The promise (issue 16): a deadline kill is answered within half a
+		// The promise: a deadline kill is answered within half a
 		// second of the deadline. Duration runs from the hand-over to the
 		// complete answer, so it leaves out the time spent getting a
 		// container, which on a loaded host is the host's cost, not ours.
@@ -64,7 +64,7 @@ func TestLimitOutput(t *testing.T) {
 					t.Errorf("status %q truncated %v timed_out %v exit %d, want output_limit, true, false, 137",
 						res.Status, res.Truncated, res.TimedOut, res.ExitCode)
 				}
-				// The promise (issue 16): an output-cap kill is answered
+				// The promise: an output-cap kill is answered
 				// within a second of the program's start (of the hand-over).
 				if res.Duration > time.Second {
 					t.Errorf("Duration = %s, want at most 1s", res.Duration)

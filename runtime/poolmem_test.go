@@ -122,7 +122,7 @@ func setFillConcurrency(t *testing.T, n int) {
 	t.Cleanup(func() { fillConcurrencyMost = was })
 }
 
-// TestPoolStartsNoMoreThanTheCores (issue 28): however many runs wait, the
+// TestPoolStartsNoMoreThanTheCores: however many runs wait, the
 // pool starts no more containers at once than the cores, so the starts
 // never crowd out the programs that run (each run that finds every start
 // promised starts its own, bounded by the admission slots).

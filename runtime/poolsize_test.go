@@ -171,7 +171,7 @@ func TestQueueDepthIsReachedButOnceInAThousand(t *testing.T) {
 	}
 }
 
-// TestSizerRisesWithinASecond (issue 28): after a minute of nothing, one
+// TestSizerRisesWithinASecond: after a minute of nothing, one
 // second of arrivals at 5 a second raises the rate to most of it, so the
 // pool grows before a burst drains it; a lull then lowers it only over the
 // slow window.

@@ -41,7 +41,7 @@ func TestSessionOpenTakesWarm(t *testing.T) {
 	}
 	slices.Sort(opens)
 	t.Logf("open with an idle warm container: median %s of %v", opens[len(opens)/2], opens)
-	// The promise (issue 26: p50 <= 50 ms), generously for a loaded host.
+	// The promise (p50 <= 50 ms), generously for a loaded host.
 	if opens[len(opens)/2] > 500*time.Millisecond {
 		t.Errorf("opening with a warm container idle took a median %s", opens[len(opens)/2])
 	}

@@ -8,7 +8,7 @@ import (
 	"sandboxd"
 )
 
-// Issue 24's cap on all a run sends, applied to each call of a session.
+// The cap on all a run sends, applied to each call of a session.
 
 // sessionFlood reads the call's token from the runner's frame and writes
 // on the stream named, again and again, a forged end marker announcing a

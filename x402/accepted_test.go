@@ -9,7 +9,7 @@ import (
 	"sandboxd/x402/x402test"
 )
 
-// TestVerifyRefusesEditedTerms (issue 17, item 2): a valid authorization
+// TestVerifyRefusesEditedTerms: a valid authorization
 // whose echoed terms entry is not the one quoted, in any field, is refused
 // with invalid_payment_requirements naming the field; the same entry in
 // another spelling (an amount with leading zeros, addresses in other
@@ -54,7 +54,7 @@ func TestVerifyRefusesEditedTerms(t *testing.T) {
 	}
 }
 
-// TestVerifyReadsNumbersStrictly (item 2): an authorization number with a
+// TestVerifyReadsNumbersStrictly: an authorization number with a
 // sign ("-0", "+1") is malformed, while leading zeros are the same number,
 // which the facilitator gets re-encoded (Transfer.Exact).
 func TestVerifyReadsNumbersStrictly(t *testing.T) {

@@ -57,7 +57,7 @@ func helloWorld(t *testing.T, s *service, body string) (int, string, time.Durati
 	return status, answer, time.Since(start)
 }
 
-// TestIdleBodiesDoNotShutOutCallers is issue 24's attack on the real
+// TestIdleBodiesDoNotShutOutCallers is the idle-bodies attack on the real
 // service at its defaults: 16 connections declare 12 MiB bodies
 // (Content-Length and chunked) and send none, 4 send chunked bodies a
 // byte a second, all from this address; a hello world from the same

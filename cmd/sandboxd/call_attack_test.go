@@ -27,7 +27,7 @@ func isPaid(r *http.Request) bool {
 	return r.Header.Get(x402.HeaderPaymentSignature) != "" || r.Header.Get(x402.HeaderXPayment) != ""
 }
 
-// TestCallNeverForwardsThePayment (issue 17, item 6): a server that
+// TestCallNeverForwardsThePayment: a server that
 // answers the paid retry with a 307 or 308, to another host or to its own,
 // gets no payment forwarded: the call stops, says why, and the target
 // never sees PAYMENT-SIGNATURE. Before, Go's client re-sent the signed
@@ -70,7 +70,7 @@ func TestCallNeverForwardsThePayment(t *testing.T) {
 	}
 }
 
-// TestCallFollowsOnlySameOriginRedirects (item 6): the unpaid request
+// TestCallFollowsOnlySameOriginRedirects: the unpaid request
 // follows a redirect within its origin, and refuses one to another origin,
 // saying so, before that origin is reached.
 func TestCallFollowsOnlySameOriginRedirects(t *testing.T) {
@@ -107,7 +107,7 @@ func TestCallFollowsOnlySameOriginRedirects(t *testing.T) {
 	}
 }
 
-// TestCallCannotForgeAPaidLine (issue 17, item 7): a body that is not JSON
+// TestCallCannotForgeAPaidLine: a body that is not JSON
 // cannot start a line of its own (its newlines are escaped), and bidi and
 // other format characters (Unicode Cf) are escaped wherever the server's
 // text is printed: the body, JSON or not, and the refusal message. Before,

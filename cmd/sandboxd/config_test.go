@@ -121,7 +121,7 @@ func TestConfigValidation(t *testing.T) {
 		{"metrics on every interface, IPv6 spelled out", "server:\n  metrics_addr: \"[::0]:9090\"\n", "server.metrics_addr"},
 		{"metrics on every interface, IPv4-mapped", "server:\n  metrics_addr: \"[::ffff:0.0.0.0]:9090\"\n", "server.metrics_addr"},
 		{"metrics on every interface, no host", "server:\n  metrics_addr: \":9090\"\n", "server.metrics_addr"},
-		{"metrics on every interface, with a zone (issue 17, item 4)", "server:\n  metrics_addr: \"[::%lo]:9090\"\n", "server.metrics_addr"},
+		{"metrics on every interface, with a zone", "server:\n  metrics_addr: \"[::%lo]:9090\"\n", "server.metrics_addr"},
 		{"metrics on the public listener", "server:\n  addr: \"127.0.0.1:8080\"\n  metrics_addr: \"127.0.0.1:8080\"\n", "server.metrics_addr"},
 		{"metrics off", "server:\n  metrics_addr: \"\"\n", ""},
 		{"payments lease too short", "payments:\n  enabled: true\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\n  lease: 1s\n", "payments.lease"},

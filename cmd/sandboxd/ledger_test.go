@@ -110,7 +110,7 @@ func TestLedgerCommandErrors(t *testing.T) {
 	if code := run([]string{"ledger", "stats", "--config", cfg}, &out, &errb); code != 1 || strings.Contains(errb.String(), "sekrit") {
 		t.Fatalf("unreachable database: exit %d %s", code, errb.String())
 	}
-	// Issue 17, item 3: a password in the query is no less secret.
+	// A password in the query is no less secret.
 	errb.Reset()
 	cfg = writeConfig(t, "payments:\n  ledger: \"postgres://127.0.0.1:1/db?connect_timeout=2&password=hunter2&sslpassword=s3cret\"\n")
 	if code := run([]string{"ledger", "stats", "--config", cfg}, &out, &errb); code != 1 ||

@@ -51,7 +51,7 @@ func TestServeMetrics(t *testing.T) {
 			t.Errorf("series %s missing", name)
 		}
 	}
-	// Payments are off: a free run is no payment (issue 17, item 9).
+	// Payments are off: a free run is no payment.
 	for _, m := range families["sandboxd_payments_total"].GetMetric() {
 		if v := m.GetCounter().GetValue(); v != 0 {
 			t.Errorf("payments off, yet sandboxd_payments_total%v = %v", m.GetLabel(), v)

@@ -12,7 +12,7 @@ import (
 	"sandboxd/payments"
 )
 
-// TestMetricsListenerRefusesEveryInterface (issue 17, item 4): whatever
+// TestMetricsListenerRefusesEveryInterface: whatever
 // spelling gets past the configuration check ([::%lo] fails net.ParseIP,
 // a host name may resolve to 0.0.0.0), the metrics listener that ends up
 // bound to every interface is closed and the start refused; a loopback one
@@ -36,7 +36,7 @@ func TestMetricsListenerRefusesEveryInterface(t *testing.T) {
 	ln.Close()
 }
 
-// TestFreeModeCountsNoPayments (issue 17, item 9): with payments off, free
+// TestFreeModeCountsNoPayments: with payments off, free
 // runs go through the instrumented free gate (check, reserve, settle) and
 // /metrics shows no sandboxd_payments_total series above zero. Before,
 // every free run counted as reserved and settled.

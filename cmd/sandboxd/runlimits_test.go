@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestWriteDeadlineCoversAPaidRequest (issue 8, item 6): the HTTP write
+// TestWriteDeadlineCoversAPaidRequest: the HTTP write
 // deadline covers reading the body, the queue wait, the payment check, the
 // run and the settlement, whatever they are set to; before, it was the run
 // timeout plus 2 minutes, so a settle_timeout of 5 minutes charged the payer
@@ -38,7 +38,7 @@ payments:
 	}
 }
 
-// TestWindowMustFitMaxTimeout (item 3): a configuration whose
+// TestWindowMustFitMaxTimeout: a configuration whose
 // max_timeout_seconds cannot cover the validity window a payment needs is
 // refused at start, naming the keys.
 func TestWindowMustFitMaxTimeout(t *testing.T) {
@@ -59,7 +59,7 @@ payments:
 	}
 }
 
-// TestWindowCoversTheRunLimit (issue 17, item 8): the validity window holds
+// TestWindowCoversTheRunLimit: the validity window holds
 // the run as long as it may go on before it is abandoned (runtime.timeout
 // plus the run's overhead, the limit of the detached run), not only
 // runtime.timeout; the window and the write deadline come from the same

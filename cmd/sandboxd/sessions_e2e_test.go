@@ -13,7 +13,7 @@ import (
 	"sandboxd/internal/testenv"
 )
 
-// TestSessionOverTheBinary (issue 26): through the real binary and Docker,
+// TestSessionOverTheBinary: through the real binary and Docker,
 // a session is opened, three calls build on each other (a variable, an
 // import, a file in /tmp) with their result values, its state is read,
 // it is ended (204), and its id then answers 404. The logs never hold

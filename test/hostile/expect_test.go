@@ -95,7 +95,7 @@ func (c hostileCase) answersFor(oci string) []answer {
 // statuses is a shorthand for a list of accepted statuses.
 func statuses(s ...sandboxd.Status) []sandboxd.Status { return s }
 
-// The timing promises of issue 16 (item 3), from the program's start to its
+// The timing promises, from the program's start to its
 // answer, which the suite asserts on a loaded host: a run killed at the
 // deadline is answered within killAnswer of it; a run killed at the output
 // cap within capAnswer of its start, a memory bomb within oomAnswer. Under
@@ -109,7 +109,7 @@ const (
 )
 
 // promise scales a timing promise for the OCI runtime: gVisor's kills and
-// its start of a program take longer, and the issue allows it twice the time.
+// its start of a program take longer, and the promise allows it twice the time.
 func promise(oci string, d time.Duration) time.Duration {
 	if oci == "runsc" {
 		return runscFactor * d

@@ -94,7 +94,7 @@ func withinAnd(more func(sandboxd.Result) []string) func(sandboxd.Result) []stri
 	}
 }
 
-// filesWithin lists where the files out break the contract of issue 20
+// filesWithin lists where the files out break the files-out contract
 // whatever the program did: at most max_files with content and
 // max_files_bytes of it in all, in strict name order, each name one a file
 // in could have (relative, no empty, "." or ".." part, no control

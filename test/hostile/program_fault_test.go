@@ -11,7 +11,7 @@ import (
 )
 
 // TestProgramFaults proves that nothing a program does to its own run turns
-// it into the service's failure (issue 16, item 5): a service failure
+// it into the service's failure: a service failure
 // releases the caller's payment, and a released payment could be replayed
 // for a free run. Each program below exits, signals or stops itself or its
 // runner, breaks its standard streams, forges the runner's protocol,

@@ -19,7 +19,7 @@ import (
 	"sandboxd/internal/testenv"
 )
 
-// Sessions under attack (issue 26, "Safety"): each case is a sequence of
+// Sessions under attack : each case is a sequence of
 // calls in one session, through the real service over HTTP, as a user
 // meets it, in both environments under runc and runsc. Every answer must
 // be a right one or a clean end of the session: never a 5xx, never output

@@ -38,7 +38,7 @@ type environment struct {
 	// for a container still preloading up to the program's limit plus 10
 	// s, then counts the limit from the runner's late ack; past that wait
 	// the run is the service's failure. gVisor's preload outlasted 12 s
-	// on this busy host (BENCHMARKS.md, issue 20), so the programs that
+	// on this busy host (BENCHMARKS.md), so the programs that
 	// must be killed get the environment's own timeout here, not
 	// shortTimeout, and a pooled runner's first container is used by a
 	// hello world before the case (see runCase).
@@ -48,14 +48,14 @@ type environment struct {
 	languages []string
 }
 
-// The two environments: python is the seed's, data is issue 20's (512 MiB,
+// The two environments: python is the seed's, data is the pandas one (512 MiB,
 // 10 s, 64 MiB of /tmp). Both keep pids 64 and one CPU.
 var (
 	pythonEnv = environment{name: sandboxd.DefaultEnvironment, image: testenv.Image(),
 		memory: 128 << 20, tmpfs: 16 << 20, timeout: 5 * time.Second}
 	dataEnv = environment{name: sandboxd.DataEnvironment, image: testenv.DataImage(),
 		memory: 512 << 20, tmpfs: 64 << 20, timeout: 10 * time.Second, preloads: true}
-	// nodeEnv is issue 44's: JavaScript, TypeScript and Bash in the node
+	// nodeEnv runs JavaScript, TypeScript and Bash in the node
 	// image, 256 MiB, 5 s, 16 MiB of /tmp.
 	nodeEnv = environment{name: nodeEnvironment, image: testenv.NodeImage(),
 		memory: 256 << 20, tmpfs: 16 << 20, timeout: 5 * time.Second,

@@ -56,7 +56,7 @@ type runTimes struct {
 }
 
 // timedRun runs the case's imports and code and measures its answer's latency from the program's
-// start, as the promises of issue 16 count it: "on a slow machine, getting
+// start, as the timing promises count it: "on a slow machine, getting
 // a container costs what it costs", and so, on a loaded one, does the
 // runner's waking up to read the program. With stamp, the program writes
 // its start time first (startStamp), and the latency is from then to Run's

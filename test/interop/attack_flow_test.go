@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The hostile payer's attacks on the payment flow (issue 8, items 2, 3 and 4), in both
+// The hostile payer's attacks on the payment flow, in both
 // settlement modes, with payments signed by the official client (sign.mjs).
 
 // refusalDelay is how long the slow proxy holds a refusal: a facilitator or RPC node under
@@ -92,7 +92,7 @@ func paidPost(t *testing.T, url string, h signed, code string, timeout time.Dura
 	return res.StatusCode, rb, res.Header
 }
 
-// testHangUpThenReplay (item 2): a payer sends a valid payment, hangs up while its program
+// testHangUpThenReplay: a payer sends a valid payment, hangs up while its program
 // runs, and sends the same payment again. The run it left is completed and settled (the
 // payee is paid without the replay), and the replay is refused: one authorization, one
 // run, exactly one transfer.
@@ -114,7 +114,7 @@ func testHangUpThenReplay(t *testing.T, c *chain, url, keyFile string) {
 	expectMoved(t, c, before, payer.address)
 }
 
-// testShortWindow (item 3): the official client signs an authorization valid 8 s ahead
+// testShortWindow: the official client signs an authorization valid 8 s ahead
 // (the old check wanted 6 s), for a program of 4.5 s: it is refused with a 402 naming
 // valid_before, before it runs, and nothing is sent on chain.
 func testShortWindow(t *testing.T, c *chain, url, keyFile string) {
@@ -138,7 +138,7 @@ func testShortWindow(t *testing.T, c *chain, url, keyFile string) {
 	expectUnmoved(t, c, before)
 }
 
-// testUnfundedFlood (item 4): 24 payments signed by fresh unfunded keys are sent at once,
+// testUnfundedFlood: 24 payments signed by fresh unfunded keys are sent at once,
 // each refused slowly by the facilitator or the chain; a paying caller sent among them
 // gets its answer in normal time, never a 429; only its payment moves.
 func testUnfundedFlood(t *testing.T, c *chain, url, keyFile string) {

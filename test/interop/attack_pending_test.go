@@ -14,7 +14,7 @@ import (
 // stallDelay holds the settlement's outcome well past payments.settle_timeout (3 s here).
 const stallDelay = 10 * time.Second
 
-// TestSettlementPendingOnchain (issue 8, item 6): the receipts of settlement transactions
+// TestSettlementPendingOnchain: the receipts of settlement transactions
 // do not come back in time (a stalled RPC node); the transaction was sent and mined.
 func TestSettlementPendingOnchain(t *testing.T) {
 	mustInterop(t)
@@ -26,7 +26,7 @@ func TestSettlementPendingOnchain(t *testing.T) {
 	testSettlementPending(t, c, "pending-onchain", env, payledger.StatusSettled)
 }
 
-// TestSettlementPendingFacilitator (item 6): the facilitator's /settle answers after
+// TestSettlementPendingFacilitator: the facilitator's /settle answers after
 // payments.settle_timeout; it settles anyway.
 func TestSettlementPendingFacilitator(t *testing.T) {
 	mustInterop(t)
@@ -66,7 +66,7 @@ func testSettlementPending(t *testing.T, c *chain, name string, modeEnv []string
 	if resolved == payledger.StatusSettled && !strings.EqualFold(sr.Transaction, hash) {
 		t.Errorf("PAYMENT-RESPONSE names transaction %q, the transfer is in %s", sr.Transaction, hash)
 	}
-	// The same payment with the same request is its retry (issue 46): the stored pending
+	// The same payment with the same request is its retry: the stored pending
 	// answer again (or, once the resolver settled it, the answer), never a second run.
 	if status, body, hdr := paidPost(t, url, h, "print(6*7)", 30*time.Second); hdr.Get("Idempotent-Replayed") != "true" ||
 		(status != http.StatusAccepted && status != http.StatusOK) {

@@ -14,7 +14,7 @@ import (
 	payledger "sandboxd/payments/ledger"
 )
 
-// TestShutdownFinishesSettlement (issue 8, item 6): SIGTERM arrives while a paid call's
+// TestShutdownFinishesSettlement: SIGTERM arrives while a paid call's
 // settlement is in flight (its receipt comes 4 s late) and the shutdown grace is 1 s. The
 // service neither closes the ledger and the chain client under the settlement nor the
 // payer's connection: the payer gets its answer with a successful PAYMENT-RESPONSE, and

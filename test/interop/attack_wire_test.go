@@ -37,7 +37,7 @@ type clientSigned struct {
 	Headers map[string]string          `json:"headers"`
 }
 
-// testDecoyPayload is issue 8's first attack: the payer's real payment B with a second
+// testDecoyPayload is the decoy attack: the payer's real payment B with a second
 // "payload" key (a decoy A signed by a throwaway key) that Go's decoder would read in
 // place of B while a JavaScript facilitator reads B. Each variant must be a 400 that
 // settles nothing; B's owner then pays with B.

@@ -62,7 +62,7 @@ func TestChannelHostile(t *testing.T) {
 }
 
 // testChannelReplay: the voucher that bought an answer, sent again byte for byte with the
-// same request, gets that answer back (issue 46): its original PAYMENT-RESPONSE,
+// same request, gets that answer back: its original PAYMENT-RESPONSE,
 // Idempotent-Replayed, nothing run or charged; with another request it gets the corrective
 // 402: the bare code in PAYMENT-REQUIRED's error, the charged total that already counts it,
 // no PAYMENT-RESPONSE, nothing run. So does the deposit that opened the channel (its
@@ -140,7 +140,7 @@ func testChannelDepositReused(t *testing.T, c *chain, svc *service) {
 		t.Errorf("the channel holds %s and the payer %d after the reuse; want %d and %d", st.Balance, c.balance(t, third.address), 2*price, held)
 	}
 	// Another request: a new client knowing only the chain signs the first voucher again,
-	// which with the first's request would be its retry (issue 46), answered from the store.
+	// which with the first's request would be its retry, answered from the store.
 	next := payByChannel(t, c, writeKey(t, "third.key", third.key), 1, codeCall(svc.URL, "print(42)"))
 	if _, more := checkCharged(t, next.Results, charged); more != price {
 		t.Errorf("the next call was charged %d", more)

@@ -27,7 +27,7 @@ func runSandboxd(t *testing.T, args ...string) (int, string) {
 	return 0, string(out)
 }
 
-// TestCLISessionPaid (issue 26): `sandboxd session open`, two `sandboxd call --session`
+// TestCLISessionPaid: `sandboxd session open`, two `sandboxd call --session`
 // calls that build on each other, `session show` and `session close`, against the real
 // service settling on anvil: the opening and each call are paid once (one transfer each,
 // from the payer), show and close pay nothing, and the closed session is refused.

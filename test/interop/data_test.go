@@ -49,7 +49,7 @@ type fileOut struct {
 }
 
 // dataAnswer is the answer of POST /v1/code (and an MCP run's structuredContent) with
-// the fields of issue 20. FilesTruncated is a pointer so that a missing field shows.
+// the data environment's fields. FilesTruncated is a pointer so that a missing field shows.
 type dataAnswer struct {
 	Environment    string    `json:"environment"`
 	Stdout         string    `json:"stdout"`

@@ -83,7 +83,7 @@ func ledgerSessions(t *testing.T, f *fleet) string {
 	return string(out)
 }
 
-// testFleetSessions (issue 27): a session opened through replica 0 is called through
+// testFleetSessions: a session opened through replica 0 is called through
 // replicas 1 and 2 in turn and keeps its state; each call is paid with the official
 // client and settled once, by replica 0, which holds the session. One payment sent to
 // the three replicas at once buys one run, whose answer every copy gets. The registry
@@ -165,7 +165,7 @@ func testFleetSessions(t *testing.T, c *chain, f *fleet, keyFile string) {
 	}
 }
 
-// testFleetSessionKill (issue 27): replica 0, which holds a session, is SIGKILLed.
+// testFleetSessionKill: replica 0, which holds a session, is SIGKILLed.
 // Once its lease runs out a call for the session through replica 1 or 2 is a 404 that
 // says its host is gone, and nothing is charged; when replica 0 comes back, its
 // containers (the session's among them) are reaped, and a call through it is the same 404.

@@ -148,7 +148,7 @@ func runFleetScenarios(t *testing.T, c *chain, f *fleet) {
 }
 
 // testFleetSamePayment: one payment sent to the three replicas at once (four
-// copies each) gets one run and one transfer; every other copy its answer (issue 46).
+// copies each) gets one run and one transfer; every other copy its answer.
 func testFleetSamePayment(t *testing.T, c *chain, f *fleet, keyFile string) {
 	before := snapshot(t, c)
 	var r concurrentResult

@@ -109,7 +109,7 @@ func checkSession(t *testing.T, out mcpSessionOutcome) string {
 	return id
 }
 
-// TestMCPSession (issue 26): the official MCP client, free, opens a session in data with
+// TestMCPSession: the official MCP client, free, opens a session in data with
 // open_session, runs three calls in it that build on each other (a variable, an import,
 // a file in /tmp) and a fourth that draws a chart from that state (an image block),
 // closes it with close_session, and is then refused the closed session. Every answer's
@@ -121,7 +121,7 @@ func TestMCPSession(t *testing.T) {
 	checkSession(t, runMCPSession(t, svc.URL+"/mcp"))
 }
 
-// TestMCPSessionPaid (issue 26): the same session paid on anvil, each tool call paid by
+// TestMCPSessionPaid: the same session paid on anvil, each tool call paid by
 // the official x402 client from the terms of its unpaid call: the opening at the open
 // price (its own mcp:// resource), each call at data's price. Every paid call settles
 // exactly once (its settlement in _meta, one transfer each, from the payer); another

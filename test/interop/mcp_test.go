@@ -135,7 +135,7 @@ func TestMCPOfficialClient(t *testing.T) {
 // built by the official @x402/evm client scheme in _meta["x402/payment"], and gets the
 // run with the settlement in _meta["x402/payment-response"]; exactly one transfer
 // moves. The same payment sent again with the same arguments gets the same result back
-// (issue 46); over HTTP afterwards, another request, it is refused.
+// as a retry; over HTTP afterwards, another request, it is refused.
 func TestMCPPaid(t *testing.T) {
 	mustInterop(t)
 	c, env := startMode(t, "onchain", nil)
@@ -203,7 +203,7 @@ func canonicalJSON(v any) (string, error) {
 }
 
 // checkMCPReplayed checks that a paid MCP result's payload sent again with the same
-// arguments got the same result back (issue 46): the same structuredContent and settle
+// arguments got the same result back: the same structuredContent and settle
 // report, and _meta["sandboxd/replayed"].
 func checkMCPReplayed(t *testing.T, paid, replayed mcpResult) {
 	t.Helper()

@@ -40,7 +40,7 @@ var faultPrograms = []faultProgram{
 	},
 }
 
-// TestPaidProgramFault (issue 16, item 5): a program that attacks its own run is still the
+// TestPaidProgramFault: a program that attacks its own run is still the
 // service's delivered answer when paid. With the official x402 client on anvil, each
 // program in faultPrograms is paid, answered 200 with its run and settled on chain, and a
 // replay of its payment with another request gets 402 and moves nothing: a program cannot

@@ -103,7 +103,7 @@ func testRetryCall(t *testing.T, c *chain, p *servicetest.DropProxy, d *dropper,
 	expectMoved(t, c, before, payer.address)
 }
 
-// TestRetryChannel (issue 46): the official batch-settlement client pays a deposit, then a
+// TestRetryChannel: the official batch-settlement client pays a deposit, then a
 // voucher whose answer is lost on the way; the same voucher sent again gets that answer
 // back byte for byte with its original PAYMENT-RESPONSE (not a corrective 402), and the
 // voucher after it is charged on top of two calls, not three: the retry was charged nothing,

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestRetryFleet (issue 46): two replicas on one PostgreSQL ledger, settling on chain. A
+// TestRetryFleet: two replicas on one PostgreSQL ledger, settling on chain. A
 // paid answer lost on the way from replica 0 is asked again of replica 1: by the same
 // payment, and then by its payment id in a new payment of the payer, each gets the answer
 // replica 0 gave, paid once. A session call held by replica 0, lost and retried through

@@ -147,7 +147,7 @@ func stdoutOfText(t *testing.T, text string) string {
 	return a.Stdout
 }
 
-// TestRetryOnchain: issue 46 end to end with sandboxd settling on chain with its relayer.
+// TestRetryOnchain: safe retries end to end with sandboxd settling on chain with its relayer.
 func TestRetryOnchain(t *testing.T) { testRetries(t, "onchain", true) }
 
 // TestRetryFacilitator: the same through the official facilitator; the cases that do not

@@ -176,7 +176,7 @@ func paidRunOf(t *testing.T, c *chain, url, keyFile string, want runAnswer, requ
 
 // testReplay sends the header of the paid call again, byte for byte, with print(6*7) to
 // url: when that is the request it paid for (same), the answer comes back from the store
-// (issue 46: 200, Idempotent-Replayed, the original PAYMENT-RESPONSE, nothing run); with
+// (200, Idempotent-Replayed, the original PAYMENT-RESPONSE, nothing run); with
 // another request, and always when it is not the one paid for, it is refused (402). Nothing
 // moves either way.
 func testReplay(t *testing.T, c *chain, url string, paid payResult, same bool) {
@@ -236,7 +236,7 @@ type concurrentResult struct {
 }
 
 // checkOneRun checks the answers to n copies of one payment with one request sent at
-// once (issue 46): one ran and the rest waited for it and got its answer back
+// once: one ran and the rest waited for it and got its answer back
 // (Idempotent-Replayed), each a 200 printing want with the settlement; none refused.
 func checkOneRun(t *testing.T, r concurrentResult, n int, want string) {
 	t.Helper()
@@ -257,7 +257,7 @@ func checkOneRun(t *testing.T, r concurrentResult, n int, want string) {
 }
 
 // testConcurrent sends one signed payment on ten requests at once: one run, one
-// transfer, and the other nine get its answer (issue 46).
+// transfer, and the other nine get its answer.
 func testConcurrent(t *testing.T, c *chain, url, keyFile string) {
 	before := snapshot(t, c)
 	var r concurrentResult
