@@ -28,8 +28,8 @@ func channelsTable(w io.Writer, o options, r channelsReport) {
 		"A free service and a paid one (settling on chain with its relayer, offering exact and batch-settlement) side by "+
 		"side; free and voucher calls in turns, one client; the exact calls before them, after one not counted. "+
 		"Each call's p50s split it: the 402's round trip, the answer's (each to its headers), the client's own work "+
-		"(the rest); and the answer's Server-Timing, all its phases and the payment's (payment + settle; the "+
-		"reservation, where a deposit is collected and a voucher's increment reserved, is in none). Load at the end %s.\n\n",
+		"(the rest); and the answer's Server-Timing, all its phases and the payment's (payment + settle), then each "+
+		"phase's p50 (reserve is where a deposit is collected and a voucher's increment held). Load at the end %s.\n\n",
 		o.blockTime, channelProgram, o.channelCalls, o.gap, r.load)
 	row := newTable(w)
 	for _, name := range []string{rowFree, rowExact, rowDeposit, rowVoucher, rowFreeSession, rowVoucherSession} {
