@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sandboxd/httpapi/fleethop"
 	"sync"
 	"time"
 
@@ -39,7 +40,7 @@ type Fleet struct {
 	lookups   chan struct{}
 	// looking counts each client's lookups in flight.
 	looking clientCounter
-	hops    hopsSeen
+	hops    fleethop.Seen
 }
 
 // maxLookups bounds the registry lookups in flight on one replica: a
@@ -70,7 +71,7 @@ func (f *Fleet) init() {
 }
 
 // seen is the fleet's memory of the hops taken.
-func (f *Fleet) seen() *hopsSeen {
+func (f *Fleet) seen() *fleethop.Seen {
 	return &f.hops
 }
 

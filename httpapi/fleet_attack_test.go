@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sandboxd/httpapi/fleethop"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type hopRecorder struct {
 
 func (h *hopRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	h.mu.Lock()
-	h.hops = append(h.hops, r.Header.Get(hopHeader))
+	h.hops = append(h.hops, r.Header.Get(fleethop.Header))
 	h.mu.Unlock()
 	return http.DefaultTransport.RoundTrip(r)
 }
@@ -47,8 +48,8 @@ func TestFleetHopForAnotherReplicaIsRefused(t *testing.T) {
 	if len(rec.hops) != 1 || rec.hops[0] == "" {
 		t.Fatalf("a sent hops %q, want one", rec.hops)
 	}
-	status, _, body := sendPaid(t, "POST", c.ts.URL+path, `{"code":"1"}`, http.Header{hopHeader: {rec.hops[0]}})
-	if status != http.StatusForbidden || !strings.Contains(body, hopHeader) {
+	status, _, body := sendPaid(t, "POST", c.ts.URL+path, `{"code":"1"}`, http.Header{fleethop.Header: {rec.hops[0]}})
+	if status != http.StatusForbidden || !strings.Contains(body, fleethop.Header) {
 		t.Errorf("b's hop replayed to c: %d %s; want 403", status, body)
 	}
 	if _, _, runs := c.engine.counts(); runs != 0 {

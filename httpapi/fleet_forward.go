@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/fleethop"
 	"sandboxd/internal/jsonkeys"
 )
 
@@ -96,7 +97,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, to holder, body
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(to.url)
 			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Set(hopHeader, signHop(s.Fleet.Secret, time.Now(), pr.Out.Method, pr.Out.URL.EscapedPath(), client,
+			pr.Out.Header.Set(fleethop.Header, fleethop.Sign(s.Fleet.Secret, time.Now(), pr.Out.Method, pr.Out.URL.EscapedPath(), client,
 				s.Fleet.Replica, to.replica))
 		},
 		Transport: s.Fleet.transport,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"sandboxd/httpapi/fleethop"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,8 +204,8 @@ func TestFleetHopIsNeverForwardedTwice(t *testing.T) {
 	const id = "ses_00000000000000000000000000000003"
 	reg.places[sandboxd.SessionHash(id)] = sandboxd.SessionPlace{Replica: "a", URL: a.ts.URL, Environment: "python"}
 	path := "/v1/sessions/" + id + "/code"
-	hop := signHop(testSecret, time.Now(), "POST", path, netip.MustParseAddr("203.0.113.7"), "a", "b")
-	status, _, body := sendPaid(t, "POST", b.ts.URL+path, `{"code":"1"}`, http.Header{hopHeader: {hop}})
+	hop := fleethop.Sign(testSecret, time.Now(), "POST", path, netip.MustParseAddr("203.0.113.7"), "a", "b")
+	status, _, body := sendPaid(t, "POST", b.ts.URL+path, `{"code":"1"}`, http.Header{fleethop.Header: {hop}})
 	if status != http.StatusNotFound || strings.Contains(body, "did not answer") {
 		t.Errorf("a hop for a session b does not hold: %d %s", status, body)
 	}
@@ -237,38 +238,35 @@ func TestFleetHopRefusals(t *testing.T) {
 	client := netip.MustParseAddr("198.51.100.4")
 	now := time.Now()
 	cases := map[string]string{
-		"other secret": signHop([]byte(strings.Repeat("x", 48)), now, "POST", path, client, "b", "a"),
-		"other path":   signHop(testSecret, now, "POST", "/v1/sessions", client, "b", "a"),
-		"other method": signHop(testSecret, now, "DELETE", path, client, "b", "a"),
-		"stale":        signHop(testSecret, now.Add(-2*hopSkew), "POST", path, client, "b", "a"),
-		"future":       signHop(testSecret, now.Add(2*hopSkew), "POST", path, client, "b", "a"),
+		"other secret": fleethop.Sign([]byte(strings.Repeat("x", 48)), now, "POST", path, client, "b", "a"),
+		"other path":   fleethop.Sign(testSecret, now, "POST", "/v1/sessions", client, "b", "a"),
+		"other method": fleethop.Sign(testSecret, now, "DELETE", path, client, "b", "a"),
+		"stale":        fleethop.Sign(testSecret, now.Add(-2*fleethop.Skew), "POST", path, client, "b", "a"),
+		"future":       fleethop.Sign(testSecret, now.Add(2*fleethop.Skew), "POST", path, client, "b", "a"),
 		"garbage":      "v3;;;;;;",
 		"version 1":    "v1;1;198.51.100.4;b;00",
 		"version 2":    "v2;" + strconv.FormatInt(now.Unix(), 10) + ";" + strings.Repeat("0", 32) + ";198.51.100.4;b;00",
-		"for another":  signHop(testSecret, now, "POST", path, client, "b", "c"),
-		"readdressed":  strings.Replace(signHop(testSecret, now, "POST", path, client, "b", "c"), ";b;c;", ";b;a;", 1),
-		"short nonce":  strings.Replace(signHop(testSecret, now, "POST", path, client, "b", "a"), ";", ";;", 1),
-		"other client": strings.Replace(signHop(testSecret, now, "POST", path, client, "b", "a"), "198.51.100.4", "198.51.100.5", 1),
+		"for another":  fleethop.Sign(testSecret, now, "POST", path, client, "b", "c"),
+		"readdressed":  strings.Replace(fleethop.Sign(testSecret, now, "POST", path, client, "b", "c"), ";b;c;", ";b;a;", 1),
+		"short nonce":  strings.Replace(fleethop.Sign(testSecret, now, "POST", path, client, "b", "a"), ";", ";;", 1),
+		"other client": strings.Replace(fleethop.Sign(testSecret, now, "POST", path, client, "b", "a"), "198.51.100.4", "198.51.100.5", 1),
 	}
 	for name, hop := range cases {
-		status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, http.Header{hopHeader: {hop}})
-		if status != http.StatusForbidden || !strings.Contains(body, hopHeader) {
+		status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, http.Header{fleethop.Header: {hop}})
+		if status != http.StatusForbidden || !strings.Contains(body, fleethop.Header) {
 			t.Errorf("%s: %d %s", name, status, body)
 		}
 	}
 	a.srv.Fleet.Secret = nil
-	good := signHop(testSecret, now, "POST", path, client, "b", "a")
-	if status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, http.Header{hopHeader: {good}}); status != http.StatusForbidden {
+	good := fleethop.Sign(testSecret, now, "POST", path, client, "b", "a")
+	if status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, http.Header{fleethop.Header: {good}}); status != http.StatusForbidden {
 		t.Errorf("a replica with no secret took a hop: %d %s", status, body)
 	}
 	if _, _, runs := a.engine.counts(); runs != 0 {
 		t.Errorf("%d calls ran on refused hops", runs)
 	}
-	if _, err := verifyHop(testSecret, "a", now, good, httptest.NewRequest("POST", path, nil)); err != nil {
-		t.Errorf("the good hop: %v", err)
-	}
-	if got, err := verifyHop(testSecret, "a", now, good, httptest.NewRequest("POST", path, nil)); err != nil || got.client != client {
-		t.Errorf("the hop vouches for %v, %v; want %v", got.client, err, client)
+	if got, err := fleethop.Verify(testSecret, "a", now, good, httptest.NewRequest("POST", path, nil)); err != nil || got.Client != client {
+		t.Errorf("the hop vouches for %v, %v; want %v", got.Client, err, client)
 	}
 }
 
@@ -331,8 +329,8 @@ func TestFleetForwardKeepsOneCORSAnswer(t *testing.T) {
 func TestFleetHopIsTakenOnce(t *testing.T) {
 	a := newFleetReplica(t, &fakeRegistry{places: map[string]sandboxd.SessionPlace{}}, "a")
 	path := openCodePath(t, a)
-	hop := signHop(testSecret, time.Now(), "POST", path, netip.MustParseAddr("198.51.100.4"), "b", "a")
-	pay := http.Header{hopHeader: {hop}, "Payment-Signature": {"signed-by-the-payer"}}
+	hop := fleethop.Sign(testSecret, time.Now(), "POST", path, netip.MustParseAddr("198.51.100.4"), "b", "a")
+	pay := http.Header{fleethop.Header: {hop}, "Payment-Signature": {"signed-by-the-payer"}}
 	if status, _, body := sendPaid(t, "POST", a.ts.URL+path, `{"code":"1"}`, pay); status != http.StatusOK {
 		t.Fatalf("the hop, first: %d %s", status, body)
 	}
@@ -342,18 +340,5 @@ func TestFleetHopIsTakenOnce(t *testing.T) {
 	}
 	if _, _, runs := a.engine.counts(); runs != 1 {
 		t.Errorf("a ran %d calls, want 1", runs)
-	}
-
-	var seen hopsSeen
-	now := time.Now()
-	v := verifiedHop{mac: "m", at: now}
-	if err := seen.take(v, now); err != nil {
-		t.Fatal(err)
-	}
-	if err := seen.take(v, now.Add(hopSkew)); sandboxd.ErrorCode(err) != sandboxd.CodeForbidden {
-		t.Errorf("a replay within the skew: %v", err)
-	}
-	if err := seen.take(verifiedHop{mac: "n", at: now}, now.Add(hopSkew+2*time.Second)); err != nil || len(seen.macs) != 1 {
-		t.Errorf("after the skew: %v, %d remembered, want 1", err, len(seen.macs))
 	}
 }
