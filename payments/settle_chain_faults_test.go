@@ -19,6 +19,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -72,7 +73,7 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 // ledger.
 func (c *faultChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
 	t.Helper()
-	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	l := ledgertest.OpenFile(t, filepath.Join(t.TempDir(), "ledger.db"))
 	g, s := c.gateOn(t, l, 20*time.Second)
 	return g, s, l
 }
@@ -263,7 +264,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			} else if c.proxy.clear() == 0 {
 				t.Fatalf("%s was never called", tc.method)
 			}
-			row := wantStatus(t, l, entry, tc.want)
+			row := ledgertest.WantStatus(t, l, entry, tc.want)
 
 			if tc.want == ledger.StatusSettled {
 				if err != nil || out == nil || !out.Success {
@@ -289,17 +290,17 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				if _, err := retry.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 					t.Fatalf("settling the retry: %v", err)
 				}
-				wantStatus(t, l, entry, ledger.StatusSettled)
+				ledgertest.WantStatus(t, l, entry, ledger.StatusSettled)
 			case ledger.StatusSettling:
 				// The resolver looks it up: collected or not, never twice.
 				if _, err := g.ResolvePending(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if !tc.charged {
-					wantStatus(t, l, entry, ledger.StatusReleased)
+					ledgertest.WantStatus(t, l, entry, ledger.StatusReleased)
 					break
 				}
-				if row := wantStatus(t, l, entry, ledger.StatusSettled); row.TxHash == "" {
+				if row := ledgertest.WantStatus(t, l, entry, ledger.StatusSettled); row.TxHash == "" {
 					t.Fatalf("settled row %+v lost its transaction hash", row)
 				}
 				_, err := begin(g, ctx, paidRequest(h))

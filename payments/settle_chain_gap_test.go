@@ -14,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -108,7 +109,7 @@ func gapGate(t *testing.T, c *testChain, backend chain.Backend, tune ...func(*ch
 		t.Fatal(err)
 	}
 	cfg := c.config(t)
-	g, err := newGateWith(cfg, options{Settler: s, Ledger: mustLedger(t, cfg.Ledger)})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: ledgertest.OpenFile(t, cfg.Ledger)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"sandboxd"
 	"sandboxd/internal/every"
 	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -213,7 +214,7 @@ func (c *testChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
 	t.Helper()
 	cfg := c.config(t)
 	s := c.settler(t)
-	l := mustLedger(t, cfg.Ledger)
+	l := ledgertest.OpenFile(t, cfg.Ledger)
 	g, err := newGateWith(cfg, options{Settler: s, Ledger: l})
 	if err != nil {
 		t.Fatal(err)
@@ -401,8 +402,8 @@ func TestChainRecover(t *testing.T) {
 	if rep != (RecoverReport{Settled: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v", rep)
 	}
-	wantStatus(t, l, ledger.Entry{Payer: ps[0].Transfer.Payer(), Nonce: ps[0].Transfer.NonceHex()}, ledger.StatusSettled)
-	wantStatus(t, l, ledger.Entry{Payer: ps[1].Transfer.Payer(), Nonce: ps[1].Transfer.NonceHex()}, ledger.StatusReleased)
+	ledgertest.WantStatus(t, l, ledger.Entry{Payer: ps[0].Transfer.Payer(), Nonce: ps[0].Transfer.NonceHex()}, ledger.StatusSettled)
+	ledgertest.WantStatus(t, l, ledger.Entry{Payer: ps[1].Transfer.Payer(), Nonce: ps[1].Transfer.NonceHex()}, ledger.StatusReleased)
 }
 
 func TestNewChainSettlerChecks(t *testing.T) {
