@@ -65,7 +65,7 @@ func (b *stuckBackend) NonceAt(ctx context.Context, a common.Address, n *big.Int
 func TestChainSettlerReplacesAStuckTransaction(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	backend := &stuckBackend{Backend: c.client, mined: c.client, holdFirst: true}
+	backend := &stuckBackend{Backend: c.Client, mined: c.Client, holdFirst: true}
 	g, req := gapGate(t, c, backend, func(cc *chain.Config) { cc.BumpAfter = 300 * time.Millisecond })
 	for i := range 2 {
 		if err := payOnce(t, c, g, req); err != nil {
@@ -75,7 +75,7 @@ func TestChainSettlerReplacesAStuckTransaction(t *testing.T) {
 	if backend.stuck != nil || backend.holdFirst {
 		t.Fatal("the stuck transaction was never replaced")
 	}
-	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
+	if got := c.Balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
 		t.Fatalf("payee balance %d, want 10000", got)
 	}
 }

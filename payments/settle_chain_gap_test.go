@@ -14,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/chaintest"
 	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -62,7 +63,7 @@ func (b *laggingBackend) PendingNonceAt(ctx context.Context, a common.Address) (
 func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	backend := &droppingBackend{Backend: c.client}
+	backend := &droppingBackend{Backend: c.Client}
 	backend.drop.Store(1)
 	g, req := gapGate(t, c, backend)
 	if err := payOnce(t, c, g, req); err == nil {
@@ -73,7 +74,7 @@ func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 			t.Fatalf("settlement %d after the dropped one: %v", i+1, err)
 		}
 	}
-	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
+	if got := c.Balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
 		t.Fatalf("payee balance %d, want 10000 (two settlements after the drop)", got)
 	}
 }
@@ -84,31 +85,31 @@ func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
 	t.Parallel()
 	c := newTestChain(t)
-	g, req := gapGate(t, c, &laggingBackend{Backend: c.client})
+	g, req := gapGate(t, c, &laggingBackend{Backend: c.Client})
 	for i := range 3 {
 		if err := payOnce(t, c, g, req); err != nil {
 			t.Fatalf("settlement %d: %v", i+1, err)
 		}
 	}
-	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 15000 {
+	if got := c.Balance(t, common.HexToAddress(req.PayTo)); got != 15000 {
 		t.Fatalf("payee balance %d, want 15000", got)
 	}
 }
 
 // gapGate is a gate settling on c through backend, with short timeouts.
 // tune, when given, adjusts the settler's configuration first.
-func gapGate(t *testing.T, c *testChain, backend chain.Backend, tune ...func(*chain.Config)) (*Gate, x402.Requirements) {
+func gapGate(t *testing.T, c *chaintest.Chain, backend chain.Backend, tune ...func(*chain.Config)) (*Gate, x402.Requirements) {
 	t.Helper()
-	cc := testChainConfig(c.token, big.NewInt(1337))
+	cc := testChainConfig(c.Token, big.NewInt(1337))
 	cc.SettleTimeout, cc.ReceiptPoll = 3*time.Second, 20*time.Millisecond
 	for _, f := range tune {
 		f(&cc)
 	}
-	s, err := chain.New(context.Background(), backend, c.relayer, cc)
+	s, err := chain.New(context.Background(), backend, c.Relayer, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := c.config(t)
+	cfg := onchainConfig(t, c)
 	g, err := newGateWith(cfg, options{Settler: s, Ledger: ledgertest.OpenFile(t, cfg.Ledger)})
 	if err != nil {
 		t.Fatal(err)
@@ -117,11 +118,11 @@ func gapGate(t *testing.T, c *testChain, backend chain.Backend, tune ...func(*ch
 }
 
 // payOnce pays the price once from a new funded payer through g.
-func payOnce(t *testing.T, c *testChain, g *Gate, req x402.Requirements) error {
+func payOnce(t *testing.T, c *chaintest.Chain, g *Gate, req x402.Requirements) error {
 	t.Helper()
 	ctx := context.Background()
 	payer := x402test.Key(t)
-	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
+	c.Mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
 	h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+int64(req.MaxTimeoutSeconds), 10)
 	}))
