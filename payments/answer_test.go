@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/chaintest"
 	"sandboxd/x402/x402test"
 )
 
@@ -83,7 +84,7 @@ func allocated(f func()) uint64 {
 // (maxRPCAnswer) and 64 KiB of headers. go-ethereum's client alone reads a
 // node's answer, or its error page, whole.
 func TestRPCAnswersAreBounded(t *testing.T) {
-	c := &testChain{relayer: x402test.Key(t)} // only the key and the config are used
+	c := &chaintest.Chain{Relayer: x402test.Key(t)} // only the key and the config are used
 	for _, h := range hostileRemotes {
 		t.Run(h.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 )
 
@@ -23,9 +24,9 @@ func testAnswer(id string) *ledger.AnswerRow {
 		X402Version: 2, Flow: time.Minute, Keep: 10 * time.Minute}
 }
 
-// answered is testEntry(i) claiming the answer a.
+// answered is ledgertest.Entry(i) claiming the answer a.
 func answered(i int, a *ledger.AnswerRow) ledger.Entry {
-	e := testEntry(i)
+	e := ledgertest.Entry(i)
 	e.Answer = a
 	return e
 }
@@ -65,10 +66,10 @@ func wantAnswer(tb testing.TB, l *ledger.SQL, payer, key, state string) ledger.A
 // reserves nothing; an answer over the cap keeps its size, not its bytes;
 // entries without an answer behave as before.
 func TestAnswerConformanceExact(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		l := mustLedgerConfig(t, ledger.Config{Ledger: b.location(t), Replica: "a"})
-		payer, id := testEntry(0).Payer, "pay_0123456789abcdef"
+		l := ledgertest.Open(t, ledger.Config{Ledger: b.Location(t), Replica: "a"})
+		payer, id := ledgertest.Entry(0).Payer, "pay_0123456789abcdef"
 		e := answered(1, testAnswer(id))
 		if err := l.Reserve(ctx, e); err != nil {
 			t.Fatal(err)
@@ -86,7 +87,7 @@ func TestAnswerConformanceExact(t *testing.T) {
 		if err := l.Reserve(ctx, answered(2, testAnswer(id))); !errors.Is(err, ledger.ErrAnswerTaken) {
 			t.Fatalf("Reserve with a taken id = %v, want ledger.ErrAnswerTaken", err)
 		}
-		if _, err := l.Get(ctx, payer, testEntry(2).Nonce); !errors.Is(err, sql.ErrNoRows) {
+		if _, err := l.Get(ctx, payer, ledgertest.Entry(2).Nonce); !errors.Is(err, sql.ErrNoRows) {
 			t.Fatalf("the refused payment has a row: %v", err)
 		}
 		other := answered(2, testAnswer(id))
@@ -149,7 +150,7 @@ func TestAnswerConformanceExact(t *testing.T) {
 			if err := l.Reserve(ctx, answered(11+2*i, testAnswer("pay_freed_id_00000"))); err != nil {
 				t.Fatalf("case %d: the freed id: %v", i, err)
 			}
-			if err := l.MarkReleased(ctx, payer, testEntry(11+2*i).Nonce); err != nil {
+			if err := l.MarkReleased(ctx, payer, ledgertest.Entry(11+2*i).Nonce); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -176,7 +177,7 @@ func TestAnswerConformanceExact(t *testing.T) {
 		}
 
 		// Without an answer: no row, the moves as before.
-		plain := testEntry(30)
+		plain := ledgertest.Entry(30)
 		if err := l.Reserve(ctx, plain); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +187,7 @@ func TestAnswerConformanceExact(t *testing.T) {
 		if err := l.MarkSettled(ctx, plain.Payer, plain.Nonce, "0xtx", "ok", nil); err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, l, plain, ledger.StatusSettled)
+		ledgertest.WantStatus(t, l, plain, ledger.StatusSettled)
 		if got, err := l.LookupAnswer(ctx, payer, plain.Nonce, ""); err != nil || got.ByKey != nil ||
 			got.Payment != ledger.StatusSettled {
 			t.Fatalf("LookupAnswer without an answer = %+v, %v", got, err)
@@ -198,11 +199,11 @@ func TestAnswerConformanceExact(t *testing.T) {
 // replica whose lease ran out, is not found, gives its id back to the next
 // reservation, and is deleted by the sweep; a live replica's row stays.
 func TestAnswerConformanceLiveness(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
 		const lease = 2 * time.Second
-		a, bb := twoReplicas(t, b, ledger.Config{Lease: lease})
-		payer := testEntry(0).Payer
+		a, bb := ledgertest.TwoReplicas(t, b, ledger.Config{Lease: lease})
+		payer := ledgertest.Entry(0).Payer
 
 		short := testAnswer("pay_short_lived_0001")
 		short.Flow, short.Keep = 0, time.Millisecond
@@ -216,7 +217,7 @@ func TestAnswerConformanceLiveness(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
-		if got, err := bb.LookupAnswer(ctx, payer, testEntry(1).Nonce, "pay_short_lived_0001"); err != nil ||
+		if got, err := bb.LookupAnswer(ctx, payer, ledgertest.Entry(1).Nonce, "pay_short_lived_0001"); err != nil ||
 			got.ByKey != nil || got.ByID != nil || got.Payment != ledger.StatusReserved {
 			t.Fatalf("an expired row: %+v, %v; want none (its payment reserved)", got, err)
 		}
@@ -225,10 +226,10 @@ func TestAnswerConformanceLiveness(t *testing.T) {
 		}
 
 		// a falls silent; b beats.
-		wantAnswer(t, bb, payer, testEntry(2).Nonce, ledger.AnswerRunning)
+		wantAnswer(t, bb, payer, ledgertest.Entry(2).Nonce, ledger.AnswerRunning)
 		time.Sleep(lease + 500*time.Millisecond)
-		beat(t, bb)
-		wantAnswer(t, bb, payer, testEntry(2).Nonce, "")
+		ledgertest.Beat(t, bb)
+		wantAnswer(t, bb, payer, ledgertest.Entry(2).Nonce, "")
 		rep, err := bb.SweepAnswers(ctx, 1<<30)
 		if err != nil || rep.Expired != 1 || rep.Evicted != 0 {
 			t.Fatalf("SweepAnswers = %+v, %v; want the silent replica's row deleted", rep, err)
@@ -236,8 +237,8 @@ func TestAnswerConformanceLiveness(t *testing.T) {
 		if err := bb.Reserve(ctx, answered(5, testAnswer("pay_silent_replica_1"))); err != nil {
 			t.Fatalf("a silent replica's id: %v", err)
 		}
-		wantAnswer(t, bb, payer, testEntry(3).Nonce, ledger.AnswerRunning)
-		wantAnswer(t, bb, payer, testEntry(4).Nonce, ledger.AnswerRunning)
+		wantAnswer(t, bb, payer, ledgertest.Entry(3).Nonce, ledger.AnswerRunning)
+		wantAnswer(t, bb, payer, ledgertest.Entry(4).Nonce, ledger.AnswerRunning)
 	})
 }
 
@@ -246,9 +247,9 @@ func TestAnswerConformanceLiveness(t *testing.T) {
 // reserves (one payments row, one answers row), every other gets
 // ledger.ErrAnswerTaken and reserves nothing.
 func TestAnswerConformanceReserveOnce(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		a, other := twoReplicas(t, b, ledger.Config{})
+		a, other := ledgertest.TwoReplicas(t, b, ledger.Config{})
 		ls := []*ledger.SQL{a, other}
 		const id = "pay_raced_0000000000000"
 		errs := make([]error, 100)
@@ -276,11 +277,11 @@ func TestAnswerConformanceReserveOnce(t *testing.T) {
 		if won < 0 {
 			t.Fatal("no goroutine reserved")
 		}
-		rows, err := a.List(ctx, ledger.Filter{Payer: testEntry(0).Payer})
-		if err != nil || len(rows) != 1 || rows[0].Nonce != strings.ToLower(testEntry(100+won).Nonce) {
+		rows, err := a.List(ctx, ledger.Filter{Payer: ledgertest.Entry(0).Payer})
+		if err != nil || len(rows) != 1 || rows[0].Nonce != strings.ToLower(ledgertest.Entry(100+won).Nonce) {
 			t.Fatalf("payments rows %+v, %v; want the winner's only", rows, err)
 		}
-		got, err := ls[1].LookupAnswer(ctx, testEntry(0).Payer, testEntry(100+(won+1)%100).Nonce, id)
+		got, err := ls[1].LookupAnswer(ctx, ledgertest.Entry(0).Payer, ledgertest.Entry(100+(won+1)%100).Nonce, id)
 		if err != nil || got.ByKey != nil || got.ByID == nil || got.ByID.Key != rows[0].Nonce || got.Payment != "" {
 			t.Fatalf("a loser's lookup = %+v, %v; want the winner's row by id", got, err)
 		}
@@ -292,11 +293,11 @@ func TestAnswerConformanceReserveOnce(t *testing.T) {
 // of the committed row), and deleted with a released or cleared hold; a
 // hold whose id is taken holds nothing.
 func TestAnswerConformanceChannel(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		l := mustLedgerConfig(t, ledger.Config{Ledger: b.location(t), Replica: "a"})
+		l := ledgertest.Open(t, ledger.Config{Ledger: b.Location(t), Replica: "a"})
 		c := mustAdopt(t, l, testChannel(t, 1))
-		payer := testEntry(0).Payer
+		payer := ledgertest.Entry(0).Payer
 		h := testHold("h1", 0, 1000, time.Minute)
 		h.Answer = testAnswer("pay_voucher_000000001")
 		if err := l.ReserveIncrement(ctx, c.ID, c.Charged, h); err != nil {
@@ -360,10 +361,10 @@ func TestAnswerConformanceChannel(t *testing.T) {
 // of it, keeping the rows; another payer's answer is kept. Two replicas
 // sweeping at once evict no more than one pass would.
 func TestAnswerConformanceBudget(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Now()}
-		a, bb := twoReplicas(t, b, ledger.Config{Now: clock.Now})
+		clock := ledgertest.NewClock(time.Now())
+		a, bb := ledgertest.TwoReplicas(t, b, ledger.Config{Now: clock.Now})
 		hundred := bytes.Repeat([]byte("x"), 100)
 		for i := range 10 {
 			e := answered(i, testAnswer(""))
@@ -396,7 +397,7 @@ func TestAnswerConformanceBudget(t *testing.T) {
 			t.Fatalf("sweeps %+v; want 2 rows (200 bytes) evicted in all, 900 kept", reps)
 		}
 		for i := range 10 {
-			m, body, err := a.AnswerBody(ctx, testEntry(0).Payer, testEntry(i).Nonce)
+			m, body, err := a.AnswerBody(ctx, ledgertest.Entry(0).Payer, ledgertest.Entry(i).Nonce)
 			evicted := i < 2
 			if err != nil || (body == nil) != evicted || (m.Dropped == ledger.DroppedEvicted) != evicted ||
 				m.State != ledger.AnswerReady || m.AnswerBytes != 100 {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -34,17 +35,17 @@ func BenchmarkVerify(b *testing.B) {
 // parallel variants run one writer per GOMAXPROCS, as concurrent requests
 // do. PostgreSQL runs under SANDBOXD_INTEGRATION=1.
 func BenchmarkLedgerReserveSettle(b *testing.B) {
-	for _, be := range ledgerBackends() {
-		b.Run(be.name, func(b *testing.B) {
-			l := mustLedgerConfig(b, ledger.Config{Ledger: be.location(b)})
+	for _, be := range ledgertest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			l := ledgertest.Open(b, ledger.Config{Ledger: be.Location(b)})
 			var seq atomic.Int64
 			b.ReportAllocs()
 			for b.Loop() {
 				reserveSettle(b, l, int(seq.Add(1)))
 			}
 		})
-		b.Run(be.name+"-parallel", func(b *testing.B) {
-			l := mustLedgerConfig(b, ledger.Config{Ledger: be.location(b)})
+		b.Run(be.Name+"-parallel", func(b *testing.B) {
+			l := ledgertest.Open(b, ledger.Config{Ledger: be.Location(b)})
 			var seq atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -58,7 +59,7 @@ func BenchmarkLedgerReserveSettle(b *testing.B) {
 // reserveSettle writes one paid call's rows: reserved, settling, settled.
 func reserveSettle(b *testing.B, l *ledger.SQL, i int) {
 	ctx := context.Background()
-	e := testEntry(i)
+	e := ledgertest.Entry(i)
 	if err := l.Reserve(ctx, e); err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 )
 
@@ -17,9 +18,9 @@ import (
 // writer per GOMAXPROCS, each on a channel of its own, as concurrent
 // payers do. PostgreSQL runs under SANDBOXD_INTEGRATION=1.
 func BenchmarkChannelReserveCommit(b *testing.B) {
-	for _, be := range ledgerBackends() {
-		b.Run(be.name, func(b *testing.B) {
-			l := mustLedgerConfig(b, ledger.Config{Ledger: be.location(b)})
+	for _, be := range ledgertest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			l := ledgertest.Open(b, ledger.Config{Ledger: be.Location(b)})
 			id := mustAdopt(b, l, testChannel(b, 0)).ID
 			charged := new(big.Int)
 			b.ReportAllocs()
@@ -27,8 +28,8 @@ func BenchmarkChannelReserveCommit(b *testing.B) {
 				charged = reserveCommit(b, l, id, charged)
 			}
 		})
-		b.Run(be.name+"-parallel", func(b *testing.B) {
-			l := mustLedgerConfig(b, ledger.Config{Ledger: be.location(b)})
+		b.Run(be.Name+"-parallel", func(b *testing.B) {
+			l := ledgertest.Open(b, ledger.Config{Ledger: be.Location(b)})
 			var seq atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				id := mustAdopt(b, l, testChannel(b, int(seq.Add(1)))).ID

@@ -12,6 +12,7 @@ import (
 
 	"sandboxd/payments/chain"
 	"sandboxd/payments/channels"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 )
 
@@ -35,12 +36,12 @@ func (c *countingClaimer) Sweep(context.Context, common.Address, common.Address)
 // nothing is sent; once the holder is silent, the pass takes the lease,
 // claims and sweeps, and records the pass and its operations.
 func TestClaimNowTakesTheLease(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		svc := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "svc"})
-		cli := b.sibling(t, svc, ledger.Config{Ledger: loc, Replica: "svc/ledger-claim"})
-		beat(t, svc, cli)
+		loc := b.Location(t)
+		svc := ledgertest.Open(t, ledger.Config{Ledger: loc, Replica: "svc"})
+		cli := b.Sibling(t, svc, ledger.Config{Ledger: loc, Replica: "svc/ledger-claim"})
+		ledgertest.Beat(t, svc, cli)
 		id := mustAdopt(t, svc, testChannel(t, 1)).ID
 		mustCharge(t, svc, id, 5000)
 		if held, err := svc.TakeClaimer(ctx); err != nil || !held {
@@ -52,7 +53,7 @@ func TestClaimNowTakesTheLease(t *testing.T) {
 			t.Fatalf("with a live holder: %v, %d claims; want ErrClaimerHeld and none", err, claimer.claims.Load())
 		}
 
-		if _, err := rawDB(t, b, loc).ExecContext(ctx, `UPDATE channel_claimer SET replica = 'dead'`); err != nil {
+		if _, err := ledgertest.RawDB(t, b, loc).ExecContext(ctx, `UPDATE channel_claimer SET replica = 'dead'`); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := claimOnce(ctx, cli, bg)
@@ -77,7 +78,7 @@ func TestClaimNowTakesTheLease(t *testing.T) {
 // TestClaimNowNotOffered: ClaimNow says why when the configuration offers
 // no channels, before it dials anything.
 func TestClaimNowNotOffered(t *testing.T) {
-	l := mustLedgerConfig(t, ledger.Config{Ledger: filepath.Join(t.TempDir(), "ledger.db"), Replica: "cli"})
+	l := ledgertest.Open(t, ledger.Config{Ledger: filepath.Join(t.TempDir(), "ledger.db"), Replica: "cli"})
 	for _, tc := range []struct {
 		cfg  Config
 		want string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402/channel"
 	"sandboxd/x402/x402test"
@@ -22,7 +23,7 @@ import (
 func testChannel(tb testing.TB, i int) ledger.Channel {
 	tb.Helper()
 	cfg := channel.Config{
-		Payer:              common.HexToAddress(testEntry(0).Payer),
+		Payer:              common.HexToAddress(ledgertest.Entry(0).Payer),
 		PayerAuthorizer:    common.HexToAddress("0x00000000000000000000000000000000000000Aa"),
 		Receiver:           common.HexToAddress(x402test.PayTo),
 		ReceiverAuthorizer: common.HexToAddress("0x00000000000000000000000000000000000000Bb"),
@@ -77,25 +78,15 @@ func wantCharged(tb testing.TB, l *ledger.SQL, id string, charged, calls int64) 
 	return c
 }
 
-// beat makes each replica's lease hold.
-func beat(tb testing.TB, ls ...*ledger.SQL) {
-	tb.Helper()
-	for _, l := range ls {
-		if err := l.Heartbeat(context.Background()); err != nil {
-			tb.Fatal(err)
-		}
-	}
-}
-
 // TestChannelConformanceAdopt: adopting is idempotent (the first row
 // wins), ids and addresses are stored in lower case and read back as
 // given, and the listing filters by payer and state. A deposit's payments
 // row carries its channel.
 func TestChannelConformanceAdopt(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		l := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
+		loc := b.Location(t)
+		l := ledgertest.Open(t, ledger.Config{Ledger: loc, Replica: "a"})
 		c := testChannel(t, 1)
 		c.ID = "0x" + fmt.Sprintf("%X", common.HexToHash(c.ID).Bytes())
 		got := mustAdopt(t, l, c)
@@ -132,17 +123,17 @@ func TestChannelConformanceAdopt(t *testing.T) {
 			}
 		}
 		var upper int
-		if err := rawDB(t, b, loc).QueryRowContext(ctx, `SELECT COUNT(*) FROM channels
+		if err := ledgertest.RawDB(t, b, loc).QueryRowContext(ctx, `SELECT COUNT(*) FROM channels
 WHERE channel_id <> lower(channel_id) OR payer <> lower(payer) OR token <> lower(token)`).Scan(&upper); err != nil || upper != 0 {
 			t.Errorf("%d rows hold upper case, %v", upper, err)
 		}
 
-		e := testEntry(1)
+		e := ledgertest.Entry(1)
 		e.ChannelID = c.ID
 		if err := l.Reserve(ctx, e); err != nil {
 			t.Fatal(err)
 		}
-		if got := wantStatus(t, l, e, ledger.StatusReserved); got.ChannelID != strings.ToLower(c.ID) {
+		if got := ledgertest.WantStatus(t, l, e, ledger.StatusReserved); got.ChannelID != strings.ToLower(c.ID) {
 			t.Fatalf("deposit row's channel %q, want %q", got.ChannelID, strings.ToLower(c.ID))
 		}
 		if rows, err := l.List(ctx, ledger.Filter{}); err != nil || len(rows) != 1 || rows[0].ChannelID != strings.ToLower(c.ID) {
@@ -156,12 +147,12 @@ WHERE channel_id <> lower(channel_id) OR payer <> lower(payer) OR token <> lower
 // lives no other request takes the channel, on any replica; a reservation
 // on a stale total is refused; a restart clears only its replica's holds.
 func TestChannelConformanceReserveCommit(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		a := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
-		other := b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})
-		beat(t, a, other)
+		loc := b.Location(t)
+		a := ledgertest.Open(t, ledger.Config{Ledger: loc, Replica: "a"})
+		other := b.Sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})
+		ledgertest.Beat(t, a, other)
 		id := mustAdopt(t, a, testChannel(t, 1)).ID
 		h := testHold("h1", 0, 1000, time.Minute)
 		if err := a.ReserveIncrement(ctx, id, big.NewInt(0), h); err != nil {
@@ -234,13 +225,13 @@ func TestChannelConformanceReserveCommit(t *testing.T) {
 // holder's commit then charges nothing (ErrHoldLost), and only the new
 // holder's increment counts.
 func TestChannelConformanceTakeover(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		a := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
-		other := b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})
+		loc := b.Location(t)
+		a := ledgertest.Open(t, ledger.Config{Ledger: loc, Replica: "a"})
+		other := b.Sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})
 		dead := a.As("dead", nil) // never beats: its lease is long over
-		beat(t, a, other)
+		ledgertest.Beat(t, a, other)
 		for _, tc := range []struct {
 			name  string
 			first *ledger.SQL
@@ -279,9 +270,9 @@ func TestChannelConformanceTakeover(t *testing.T) {
 // counted once. The total is the amount times the commits, one charges
 // row each, at every multiple of the amount and nowhere else.
 func TestChannelConformanceReserveOnce(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		a, other := twoReplicas(t, b, ledger.Config{})
+		a, other := ledgertest.TwoReplicas(t, b, ledger.Config{})
 		ls := []*ledger.SQL{a, other}
 		id := mustAdopt(t, a, testChannel(t, 1)).ID
 		const amount, goal = 1000, 60

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 )
 
@@ -39,10 +40,10 @@ func mustCharge(tb testing.TB, l *ledger.SQL, id string, amount int64) ledger.Ch
 // total dropped. A withdrawal that appears asks the claimer for a pass,
 // once, and so does the next one. The mirror's batches go oldest first, open and refunding only.
 func TestChannelConformanceMirror(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-		l := mustLedgerConfig(t, ledger.Config{Ledger: b.location(t), Replica: "a", Now: clock.Now})
+		clock := ledgertest.NewClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+		l := ledgertest.Open(t, ledger.Config{Ledger: b.Location(t), Replica: "a", Now: clock.Now})
 		id := mustAdopt(t, l, testChannel(t, 1)).ID
 		mustCharge(t, l, id, 1000)
 		if err := l.ReserveIncrement(ctx, id, big.NewInt(1000), testHold("held", 1000, 500, time.Minute)); err != nil {
@@ -128,10 +129,10 @@ func ids(cs []ledger.Channel) []string {
 // compared as numbers (9 < 10, though "9" > "10"); MarkClaimed only ever
 // raises the claimed total.
 func TestChannelConformanceClaimable(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-		l := mustLedgerConfig(t, ledger.Config{Ledger: b.location(t), Replica: "a", Now: clock.Now})
+		clock := ledgertest.NewClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+		l := ledgertest.Open(t, ledger.Config{Ledger: b.Location(t), Replica: "a", Now: clock.Now})
 		older, newer, even := mustAdopt(t, l, testChannel(t, 1)).ID, mustAdopt(t, l, testChannel(t, 2)).ID, testChannel(t, 3)
 		mustCharge(t, l, older, 10)
 		clock.Add(time.Second)
@@ -167,12 +168,12 @@ func TestChannelConformanceClaimable(t *testing.T) {
 // longer charge); while it runs no increment is reserved; it ends open or
 // closed with the mirror written; a closed channel reopens.
 func TestChannelConformanceRefund(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		l := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
-		other := b.sibling(t, l, ledger.Config{Ledger: loc, Replica: "b"})
-		beat(t, l, other)
+		loc := b.Location(t)
+		l := ledgertest.Open(t, ledger.Config{Ledger: loc, Replica: "a"})
+		other := b.Sibling(t, l, ledger.Config{Ledger: loc, Replica: "b"})
+		ledgertest.Beat(t, l, other)
 		id := mustAdopt(t, l, testChannel(t, 1)).ID
 		if err := other.ReserveIncrement(ctx, id, big.NewInt(0), testHold("live", 0, 10, time.Minute)); err != nil {
 			t.Fatal(err)
@@ -241,12 +242,12 @@ func TestChannelConformanceRefund(t *testing.T) {
 // claimer lease exactly one gets it and keeps it; a replica whose lease ran
 // out loses it to the next that asks; requests and passes are recorded.
 func TestChannelConformanceClaimer(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		a := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
-		ls := []*ledger.SQL{a, b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})}
-		beat(t, ls...)
+		loc := b.Location(t)
+		a := ledgertest.Open(t, ledger.Config{Ledger: loc, Replica: "a"})
+		ls := []*ledger.SQL{a, b.Sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})}
+		ledgertest.Beat(t, ls...)
 		if s, err := a.ClaimerState(ctx); err != nil || s != (ledger.ClaimerState{}) {
 			t.Fatalf("claimer before any = %+v, %v", s, err)
 		}
@@ -300,7 +301,7 @@ func TestChannelConformanceClaimer(t *testing.T) {
 		if ok, err := dead.TakeClaimer(ctx); err != nil || ok {
 			t.Fatalf("a silent replica took a live one's lease: %v, %v", ok, err)
 		}
-		if _, err := rawDB(t, b, loc).ExecContext(ctx, `UPDATE channel_claimer SET replica = 'dead'`); err != nil {
+		if _, err := ledgertest.RawDB(t, b, loc).ExecContext(ctx, `UPDATE channel_claimer SET replica = 'dead'`); err != nil {
 			t.Fatal(err)
 		}
 		if s, _ := a.ClaimerState(ctx); s.Replica != "dead" || s.Live {
@@ -329,10 +330,10 @@ func TestChannelConformanceClaimer(t *testing.T) {
 // TestChannelConformanceOps: an operation is recorded sending, updated
 // by id, and listed from a time on.
 func TestChannelConformanceOps(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		clock := &fakeClock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-		l := mustLedgerConfig(t, ledger.Config{Ledger: b.location(t), Replica: "a", Now: clock.Now})
+		clock := ledgertest.NewClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
+		l := ledgertest.Open(t, ledger.Config{Ledger: b.Location(t), Replica: "a", Now: clock.Now})
 		if err := l.RecordOp(ctx, ledger.Op{ID: "op1", Kind: ledger.OpClaim, Channels: 3, Amount: big.NewInt(4000)}); err != nil {
 			t.Fatal(err)
 		}

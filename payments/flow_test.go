@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -25,7 +26,7 @@ func TestGateRefusesAShortWindow(t *testing.T) {
 	cfg := testConfig(t)
 	run := RunBounds{QueueWait: 2 * time.Second, Limit: 5 * time.Second}
 	window := cfg.Window(run) // 90 s
-	g, err := newGateWith(cfg, options{Run: run, Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Run: run, Settler: s, Ledger: ledgertest.OpenFile(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestGateBoundsRemoteChecks(t *testing.T) {
 	s := &fakeSettler{onCheck: func(*x402.Payment) { <-release }}
 	cfg := testConfig(t)
 	cfg.MaxChecks, cfg.CheckWait = 1, 50*time.Millisecond
-	l := mustLedger(t, cfg.Ledger)
+	l := ledgertest.OpenFile(t, cfg.Ledger)
 	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
@@ -133,8 +134,8 @@ func TestGateCloseWaitsForSettlement(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	l2 := mustLedger(t, path)
-	if row := wantStatus(t, l2, ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled); row.TxHash == "" {
+	l2 := ledgertest.OpenFile(t, path)
+	if row := ledgertest.WantStatus(t, l2, ledger.Entry{Payer: pp.Payload.Authorization.From, Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled); row.TxHash == "" {
 		t.Fatalf("row %+v", row)
 	}
 }
@@ -145,7 +146,7 @@ func TestGateCloseDrainIsBounded(t *testing.T) {
 	s := &blockingSettler{entered: make(chan struct{}), release: make(chan struct{})}
 	defer close(s.release)
 	cfg := testConfig(t)
-	l := mustLedger(t, cfg.Ledger)
+	l := ledgertest.OpenFile(t, cfg.Ledger)
 	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }, Drain: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

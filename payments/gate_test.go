@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -73,7 +74,7 @@ func newTestGateAt(tb testing.TB, s Settler, path string) (*Gate, *ledger.SQL) {
 	tb.Helper()
 	cfg := testConfig(tb)
 	cfg.Ledger = path
-	l := mustLedger(tb, cfg.Ledger)
+	l := ledgertest.OpenFile(tb, cfg.Ledger)
 	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		tb.Fatal(err)
@@ -210,7 +211,7 @@ func TestGateOrder(t *testing.T) {
 	}
 	defer c.Release(ctx)
 	e := ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
-	wantStatus(t, l, e, ledger.StatusReserved)
+	ledgertest.WantStatus(t, l, e, ledger.StatusReserved)
 	if strings.Join(s.calls, ",") != "check" {
 		t.Fatalf("calls %v, want [check]", s.calls)
 	}
@@ -276,7 +277,7 @@ func TestGateSettle(t *testing.T) {
 			if !reflect.DeepEqual(sr, x402.SettleResponse{Success: true, Transaction: "0xabc", Network: network, Payer: payer}) {
 				t.Fatalf("settle response %+v", sr)
 			}
-			row := wantStatus(t, l, ledger.Entry{Payer: payer, Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled)
+			row := ledgertest.WantStatus(t, l, ledger.Entry{Payer: payer, Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled)
 			if row.TxHash != "0xabc" || row.RunStatus != "error" {
 				t.Fatalf("row %+v", row)
 			}
@@ -304,7 +305,7 @@ func TestGateSettleFailure(t *testing.T) {
 	if sr.Success || sr.ErrorReason != x402.ReasonInsufficientFunds || sr.Network != "eip155:84532" {
 		t.Fatalf("settle response %+v", sr)
 	}
-	row := wantStatus(t, l, ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusFailed)
+	row := ledgertest.WantStatus(t, l, ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusFailed)
 	if row.Reason != x402.ReasonInsufficientFunds {
 		t.Fatalf("row %+v", row)
 	}
@@ -342,7 +343,7 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	}
 	c.Release(ctx)
 	e := ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}
-	wantStatus(t, l, e, ledger.StatusReleased)
+	ledgertest.WantStatus(t, l, e, ledger.StatusReleased)
 	if s.settles.Load() != 0 {
 		t.Fatal("Release settled")
 	}
@@ -353,7 +354,7 @@ func TestGateReleaseAllowsRetry(t *testing.T) {
 	if _, err := c.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, l, e, ledger.StatusSettled)
+	ledgertest.WantStatus(t, l, e, ledger.StatusSettled)
 }
 
 func TestGateSettleOnce(t *testing.T) {
@@ -382,7 +383,7 @@ func TestGateSettleOnce(t *testing.T) {
 	if ok.Load() != 1 || s.settles.Load() != 1 {
 		t.Fatalf("%d Settle calls succeeded, settler called %d times; want 1 and 1", ok.Load(), s.settles.Load())
 	}
-	wantStatus(t, l, ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled)
+	ledgertest.WantStatus(t, l, ledger.Entry{Payer: crypto.PubkeyToAddress(key.PublicKey).Hex(), Nonce: pp.Payload.Authorization.Nonce}, ledger.StatusSettled)
 }
 
 func TestGateDuplicatePayment(t *testing.T) {
@@ -431,7 +432,7 @@ func TestNewGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	running, settling := testEntry(1), testEntry(2)
+	running, settling := ledgertest.Entry(1), ledgertest.Entry(2)
 	for _, e := range []ledger.Entry{running, settling} {
 		if err := l.Reserve(ctx, e); err != nil {
 			t.Fatal(err)
@@ -448,8 +449,8 @@ func TestNewGate(t *testing.T) {
 	if pending, err := g.ledger.(*ledger.SQL).Pending(ctx); err != nil || len(pending) != 0 {
 		t.Fatalf("Pending = %v, %v; want none", pending, err)
 	}
-	wantStatus(t, g.ledger, running, ledger.StatusReleased)
-	if row := wantStatus(t, g.ledger, settling, ledger.StatusFailed); row.Reason != ledger.ReasonUnknownAfterRestart {
+	ledgertest.WantStatus(t, g.ledger, running, ledger.StatusReleased)
+	if row := ledgertest.WantStatus(t, g.ledger, settling, ledger.StatusFailed); row.Reason != ledger.ReasonUnknownAfterRestart {
 		t.Fatalf("row %+v", row)
 	}
 	if err := g.Close(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -76,7 +77,7 @@ func wantPending(tb testing.TB, l Ledger, entry ledger.Entry, out *sandboxd.Sett
 	if name != x402.HeaderPaymentResponse || sr.Success || sr.ErrorReason != ledger.ReasonSettlementPending || sr.Transaction != tx {
 		tb.Fatalf("%s: settle response %+v; want settlement_pending with transaction %q", name, sr, tx)
 	}
-	row := wantStatus(tb, l, entry, ledger.StatusSettling)
+	row := ledgertest.WantStatus(tb, l, entry, ledger.StatusSettling)
 	if row.Reason != ledger.ReasonSettlementPending || row.TxHash != tx {
 		tb.Fatalf("row %+v, want settling, pending, tx %q", row, tx)
 	}

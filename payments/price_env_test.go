@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -19,7 +20,7 @@ func newPricedGate(t *testing.T, s Settler) *Gate {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.Prices = map[string]string{sandboxd.DataEnvironment: "0.02"}
-	g, err := newGateWith(cfg, options{Settler: s, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: s, Ledger: ledgertest.OpenFile(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}

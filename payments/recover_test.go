@@ -11,34 +11,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
-
-// mustOpenRows puts testEntry(i) in the ledger in each state of states
-// (reserved or settling), as a crash would leave them.
-func mustOpenRows(tb testing.TB, l *ledger.SQL, states map[int]string) {
-	tb.Helper()
-	ctx := context.Background()
-	for i, status := range states {
-		e := testEntry(i)
-		if err := l.Reserve(ctx, e); err != nil {
-			tb.Fatal(err)
-		}
-		if status == ledger.StatusSettling {
-			if err := l.MarkSettling(ctx, e.Payer, e.Nonce, nil); err != nil {
-				tb.Fatal(err)
-			}
-		}
-	}
-}
 
 // bufLog returns a logger writing text lines into the returned buffer.
 func bufLog() (*slog.Logger, *bytes.Buffer) {
@@ -48,11 +32,13 @@ func bufLog() (*slog.Logger, *bytes.Buffer) {
 
 func TestLedgerPending(t *testing.T) {
 	ctx := context.Background()
-	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling, 3: ledger.StatusSettling, 4: ledger.StatusReserved})
+	l := ledgertest.OpenFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	ledgertest.OpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusSettling, 3: ledger.StatusSettling, 4: ledger.StatusReserved})
 	for _, step := range []func() error{
-		func() error { return l.MarkSettled(ctx, testEntry(3).Payer, testEntry(3).Nonce, "0x1", "ok", nil) },
-		func() error { return l.MarkReleased(ctx, testEntry(4).Payer, testEntry(4).Nonce) },
+		func() error {
+			return l.MarkSettled(ctx, ledgertest.Entry(3).Payer, ledgertest.Entry(3).Nonce, "0x1", "ok", nil)
+		},
+		func() error { return l.MarkReleased(ctx, ledgertest.Entry(4).Payer, ledgertest.Entry(4).Nonce) },
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
@@ -66,8 +52,8 @@ func TestLedgerPending(t *testing.T) {
 	for _, e := range pending {
 		got[e.Nonce] = e.Status
 	}
-	want := map[string]string{strings.ToLower(testEntry(1).Nonce): ledger.StatusReserved, strings.ToLower(testEntry(2).Nonce): ledger.StatusSettling}
-	if len(got) != len(want) || got[strings.ToLower(testEntry(1).Nonce)] != ledger.StatusReserved || got[strings.ToLower(testEntry(2).Nonce)] != ledger.StatusSettling {
+	want := map[string]string{strings.ToLower(ledgertest.Entry(1).Nonce): ledger.StatusReserved, strings.ToLower(ledgertest.Entry(2).Nonce): ledger.StatusSettling}
+	if len(got) != len(want) || got[strings.ToLower(ledgertest.Entry(1).Nonce)] != ledger.StatusReserved || got[strings.ToLower(ledgertest.Entry(2).Nonce)] != ledger.StatusSettling {
 		t.Fatalf("Pending = %v, want %v", got, want)
 	}
 }
@@ -80,11 +66,11 @@ func TestRecoverReserved(t *testing.T) {
 	for name, oracle := range map[string]*nonceOracle{
 		"facilitator": {err: errNonceStateUnknown},
 		"chain down":  {err: down},
-		"chain":       {used: map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}},
+		"chain":       {used: map[string]bool{common.HexToHash(ledgertest.Entry(1).Nonce).Hex(): true}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-			mustOpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusReserved})
+			l := ledgertest.OpenFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+			ledgertest.OpenRows(t, l, map[int]string{1: ledger.StatusReserved, 2: ledger.StatusReserved})
 			rep, err := Recover(ctx, l, oracle, nil)
 			if err != nil || rep != (RecoverReport{Released: 2}) {
 				t.Fatalf("Recover = %+v, %v; want 2 released", rep, err)
@@ -92,9 +78,9 @@ func TestRecoverReserved(t *testing.T) {
 			if n := oracle.asked.Load(); n != 0 {
 				t.Fatalf("the settler was asked %d times about reserved rows", n)
 			}
-			wantStatus(t, l, testEntry(1), ledger.StatusReleased)
+			ledgertest.WantStatus(t, l, ledgertest.Entry(1), ledger.StatusReleased)
 			// The same payment may be offered again.
-			if err := l.Reserve(ctx, testEntry(1)); err != nil {
+			if err := l.Reserve(ctx, ledgertest.Entry(1)); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -105,19 +91,19 @@ func TestRecoverReserved(t *testing.T) {
 // collected.
 func TestRecoverSettlingOnchain(t *testing.T) {
 	ctx := context.Background()
-	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: ledger.StatusSettling, 2: ledger.StatusSettling})
-	used := map[string]bool{common.HexToHash(testEntry(1).Nonce).Hex(): true}
+	l := ledgertest.OpenFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	ledgertest.OpenRows(t, l, map[int]string{1: ledger.StatusSettling, 2: ledger.StatusSettling})
+	used := map[string]bool{common.HexToHash(ledgertest.Entry(1).Nonce).Hex(): true}
 	rep, err := Recover(ctx, l, &nonceOracle{used: used}, nil)
 	if err != nil || rep != (RecoverReport{Settled: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 settled, 1 released", rep, err)
 	}
-	wantStatus(t, l, testEntry(1), ledger.StatusSettled)
-	wantStatus(t, l, testEntry(2), ledger.StatusReleased)
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
+	ledgertest.WantStatus(t, l, ledgertest.Entry(1), ledger.StatusSettled)
+	ledgertest.WantStatus(t, l, ledgertest.Entry(2), ledger.StatusReleased)
+	if err := l.Reserve(ctx, ledgertest.Entry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
 		t.Fatalf("Reserve of a collected payment = %v, want ledger.ErrAlreadyUsed", err)
 	}
-	if err := l.Reserve(ctx, testEntry(2)); err != nil {
+	if err := l.Reserve(ctx, ledgertest.Entry(2)); err != nil {
 		t.Fatalf("Reserve of a released payment: %v", err)
 	}
 }
@@ -126,19 +112,19 @@ func TestRecoverSettlingOnchain(t *testing.T) {
 // row stays settling (refused) and the next start resolves it.
 func TestRecoverSettlingChainDown(t *testing.T) {
 	ctx := context.Background()
-	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: ledger.StatusSettling})
+	l := ledgertest.OpenFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	ledgertest.OpenRows(t, l, map[int]string{1: ledger.StatusSettling})
 	log, buf := bufLog()
 	down := sandboxd.Errorf(sandboxd.CodeUnavailable, "test", "down")
 	rep, err := Recover(ctx, l, &nonceOracle{err: down}, log)
 	if err != nil || rep != (RecoverReport{Left: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 left", rep, err)
 	}
-	wantStatus(t, l, testEntry(1), ledger.StatusSettling)
+	ledgertest.WantStatus(t, l, ledgertest.Entry(1), ledger.StatusSettling)
 	if !strings.Contains(buf.String(), "level=WARN") {
 		t.Fatalf("no warning logged:\n%s", buf)
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
+	if err := l.Reserve(ctx, ledgertest.Entry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
 		t.Fatalf("Reserve of a settling payment = %v, want ledger.ErrAlreadyUsed", err)
 	}
 	rep, err = Recover(ctx, l, &nonceOracle{}, nil)
@@ -152,14 +138,14 @@ func TestRecoverSettlingChainDown(t *testing.T) {
 // operator, and never admitted again.
 func TestRecoverSettlingFacilitator(t *testing.T) {
 	ctx := context.Background()
-	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	mustOpenRows(t, l, map[int]string{1: ledger.StatusSettling, 2: ledger.StatusReserved})
+	l := ledgertest.OpenFile(t, filepath.Join(t.TempDir(), "ledger.db"))
+	ledgertest.OpenRows(t, l, map[int]string{1: ledger.StatusSettling, 2: ledger.StatusReserved})
 	log, buf := bufLog()
 	rep, err := Recover(ctx, l, newFacilitatorSettler(facilitatorConfig{URL: "http://127.0.0.1:1"}), log)
 	if err != nil || rep != (RecoverReport{Failed: 1, Released: 1}) {
 		t.Fatalf("Recover = %+v, %v; want 1 failed, 1 released", rep, err)
 	}
-	row := wantStatus(t, l, testEntry(1), ledger.StatusFailed)
+	row := ledgertest.WantStatus(t, l, ledgertest.Entry(1), ledger.StatusFailed)
 	if row.Reason != ledger.ReasonUnknownAfterRestart || row.TxHash != "" {
 		t.Fatalf("row %+v", row)
 	}
@@ -169,12 +155,12 @@ func TestRecoverSettlingFacilitator(t *testing.T) {
 			warn = line
 		}
 	}
-	for _, part := range []string{strings.ToLower(testEntry(1).Payer), strings.ToLower(testEntry(1).Nonce), ledger.ReasonUnknownAfterRestart} {
+	for _, part := range []string{strings.ToLower(ledgertest.Entry(1).Payer), strings.ToLower(ledgertest.Entry(1).Nonce), ledger.ReasonUnknownAfterRestart} {
 		if !strings.Contains(warn, part) {
 			t.Fatalf("warning %q does not name %s; log:\n%s", warn, part, buf)
 		}
 	}
-	if err := l.Reserve(ctx, testEntry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
+	if err := l.Reserve(ctx, ledgertest.Entry(1)); !errors.Is(err, ledger.ErrAlreadyUsed) {
 		t.Fatalf("Reserve after an unknown settlement = %v, want ledger.ErrAlreadyUsed", err)
 	}
 }
@@ -288,9 +274,9 @@ func TestCrashRecovery(t *testing.T) {
 	t.Run("facilitator", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "ledger.db")
 		inRun, inSettle := crash(t, path, "run"), crash(t, path, "settle")
-		l := mustLedger(t, path)
-		wantStatus(t, l, entry(inRun), ledger.StatusReserved)
-		wantStatus(t, l, entry(inSettle), ledger.StatusSettling)
+		l := ledgertest.OpenFile(t, path)
+		ledgertest.WantStatus(t, l, entry(inRun), ledger.StatusReserved)
+		ledgertest.WantStatus(t, l, entry(inSettle), ledger.StatusSettling)
 
 		s := &fakeSettler{settleTx: "0x2"} // NonceUsed: errNonceStateUnknown
 		rep, err := Recover(ctx, l, s, nil)
@@ -317,13 +303,30 @@ func TestCrashRecovery(t *testing.T) {
 	t.Run("onchain", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "ledger.db")
 		landed, lost := crash(t, path, "settle"), crash(t, path, "settle")
-		l := mustLedger(t, path)
+		l := ledgertest.OpenFile(t, path)
 		oracle := &nonceOracle{used: map[string]bool{common.Hash(landed.p.Transfer.Nonce).Hex(): true}}
 		rep, err := Recover(ctx, l, oracle, nil)
 		if err != nil || rep != (RecoverReport{Settled: 1, Released: 1}) {
 			t.Fatalf("Recover = %+v, %v", rep, err)
 		}
-		wantStatus(t, l, entry(landed), ledger.StatusSettled)
-		wantStatus(t, l, entry(lost), ledger.StatusReleased)
+		ledgertest.WantStatus(t, l, entry(landed), ledger.StatusSettled)
+		ledgertest.WantStatus(t, l, entry(lost), ledger.StatusReleased)
 	})
+}
+
+// nonceOracle is a Settler whose NonceUsed answers from a map, and counts
+// the questions.
+type nonceOracle struct {
+	fakeSettler
+	used  map[string]bool
+	err   error
+	asked atomic.Int32
+}
+
+func (o *nonceOracle) NonceUsed(_ context.Context, from common.Address, nonce [32]byte) (bool, error) {
+	o.asked.Add(1)
+	if o.err != nil {
+		return false, o.err
+	}
+	return o.used[common.Hash(nonce).Hex()], nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 )
 
@@ -17,11 +18,11 @@ import (
 // replica: callers read it), and EndStale marks it so; a restart ends a replica's own sessions; the listing counts open
 // sessions by replica, and no id is ever stored.
 func TestRegistryConformance(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
 		ctx := context.Background()
-		loc := b.location(t)
-		a := mustLedgerConfig(t, ledger.Config{Ledger: loc, Replica: "a"})
-		bl := b.sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})
+		loc := b.Location(t)
+		a := ledgertest.Open(t, ledger.Config{Ledger: loc, Replica: "a"})
+		bl := b.Sibling(t, a, ledger.Config{Ledger: loc, Replica: "b"})
 		ra, rb := a.Registry("http://10.0.0.11:8080"), bl.Registry("http://10.0.0.12:8080")
 		now := time.Now()
 		const id = "ses_0123456789abcdef0123456789abcdef"
@@ -86,7 +87,7 @@ func TestRegistryConformance(t *testing.T) {
 		}
 
 		// The table never holds an id.
-		db := rawDB(t, b, loc)
+		db := ledgertest.RawDB(t, b, loc)
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE id_hash LIKE 'ses_%'`).Scan(&n); err != nil || n != 0 {
 			t.Errorf("%d rows keyed by an id, %v", n, err)

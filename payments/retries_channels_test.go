@@ -13,6 +13,7 @@ import (
 	"sandboxd"
 	"sandboxd/payments/channels"
 	"sandboxd/payments/internal/answer"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/payments/retries"
 	"sandboxd/x402"
@@ -112,8 +113,8 @@ func TestKeptVoucherWhileHeld(t *testing.T) {
 
 func TestRetriesStoreRecoveredReport(t *testing.T) {
 	ctx := context.Background()
-	l := mustLedger(t, testConfig(t).Ledger)
-	e := testEntry(1)
+	l := ledgertest.OpenFile(t, testConfig(t).Ledger)
+	e := ledgertest.Entry(1)
 	e.Answer = &ledger.AnswerRow{Request: "a", Kind: "run", Transport: "http", X402Version: 1, Keep: time.Minute}
 	if err := l.Reserve(ctx, e); err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestRetriesStoreRecoveredReport(t *testing.T) {
 
 func TestWithRetriesOption(t *testing.T) {
 	cfg := testConfig(t)
-	l := mustLedger(t, cfg.Ledger)
+	l := ledgertest.OpenFile(t, cfg.Ledger)
 	var o gateOptions
 	if k, err := o.keeping(cfg, RunBounds{}, l, nil); err != nil || k.On() {
 		t.Fatalf("no option: %+v, %v; want nothing kept", k, err)

@@ -14,6 +14,7 @@ import (
 	"sandboxd"
 	"sandboxd/payments/channels"
 	"sandboxd/payments/internal/answer"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/payments/retries"
 	"sandboxd/x402"
@@ -44,7 +45,7 @@ type kept struct {
 	l     *ledger.SQL
 	s     *fakeSettler
 	obs   *countObserver
-	clock *fakeClock
+	clock *ledgertest.Clock
 }
 
 // newKept returns a kept gate of cfg (testConfig's when nil) at
@@ -70,7 +71,7 @@ func newKeptWith(tb testing.TB, cfg *Config, seller func(*ledger.SQL, answer.Kee
 		c := testConfig(tb)
 		cfg = &c
 	}
-	k := &kept{l: mustLedger(tb, cfg.Ledger), s: &fakeSettler{}, obs: &countObserver{}, clock: &fakeClock{t: x402test.Now}}
+	k := &kept{l: ledgertest.OpenFile(tb, cfg.Ledger), s: &fakeSettler{}, obs: &countObserver{}, clock: ledgertest.NewClock(x402test.Now)}
 	if err := k.l.Heartbeat(context.Background()); err != nil { // its running rows are live
 		tb.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 
 	closed := newFlakyServer(t, newRPCProxy(nil))
 	closed.Down()
-	cfg := faultConfig(t, c.testChain, secretRPC(closed.URL()))
+	cfg := faultConfig(t, c.Chain, secretRPC(closed.URL()))
 	_, err := dialChain(ctx, cfg, mustRequirements(t, cfg), log)
 	if err == nil {
 		t.Fatal("dialChain reached a closed port")
@@ -54,7 +54,7 @@ func TestChainSettlerNeverShowsTheRPCSecret(t *testing.T) {
 		t.Errorf("the start-up error %q does not name the endpoint's scheme and host %s", err, closed.URL())
 	}
 
-	cfg = faultConfig(t, c.testChain, secretRPC(c.srv.URL()))
+	cfg = faultConfig(t, c.Chain, secretRPC(c.srv.URL()))
 	s, err := dialChain(ctx, cfg, mustRequirements(t, cfg), log)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 
 	"sandboxd"
 	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/chaintest"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -36,7 +38,7 @@ const faultSettleTimeout = 2500 * time.Millisecond
 // faultChain is a test chain reached over HTTP through a fault-injecting
 // JSON-RPC proxy.
 type faultChain struct {
-	*testChain
+	*chaintest.Chain
 	proxy *rpcProxy
 	srv   *flakyServer
 }
@@ -46,22 +48,22 @@ func newFaultChain(t *testing.T) *faultChain {
 	c := newTestChain(t)
 	// The simulated client embeds an *ethclient.Client in a field named
 	// Client, which hides that type's Client method.
-	ec, ok := reflect.ValueOf(c.client).FieldByName("Client").Interface().(*ethclient.Client)
+	ec, ok := reflect.ValueOf(c.Client).FieldByName("Client").Interface().(*ethclient.Client)
 	if !ok {
-		t.Fatalf("the simulated client %T holds no *ethclient.Client", c.client)
+		t.Fatalf("the simulated client %T holds no *ethclient.Client", c.Client)
 	}
 	p := newRPCProxy(ec.Client())
-	return &faultChain{testChain: c, proxy: p, srv: newFlakyServer(t, p)}
+	return &faultChain{Chain: c, proxy: p, srv: newFlakyServer(t, p)}
 }
 
 // faultConfig is the onchain configuration reaching url with the test
 // chain's relayer and short timeouts.
-func faultConfig(t *testing.T, c *testChain, url string) Config {
+func faultConfig(t *testing.T, c *chaintest.Chain, url string) Config {
 	t.Helper()
-	cfg := c.config(t)
+	cfg := onchainConfig(t, c)
 	cfg.RPCURL = url
 	cfg.RelayerKeyFile = filepath.Join(t.TempDir(), "relayer.key")
-	if err := os.WriteFile(cfg.RelayerKeyFile, []byte(hex.EncodeToString(crypto.FromECDSA(c.relayer))), 0o600); err != nil {
+	if err := os.WriteFile(cfg.RelayerKeyFile, []byte(hex.EncodeToString(crypto.FromECDSA(c.Relayer))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg.VerifyTimeout, cfg.SettleTimeout, cfg.RPCTimeout = 5*time.Second, 20*time.Second, faultRPCTimeout
@@ -72,7 +74,7 @@ func faultConfig(t *testing.T, c *testChain, url string) Config {
 // ledger.
 func (c *faultChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
 	t.Helper()
-	l := mustLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	l := ledgertest.OpenFile(t, filepath.Join(t.TempDir(), "ledger.db"))
 	g, s := c.gateOn(t, l, 20*time.Second)
 	return g, s, l
 }
@@ -82,7 +84,7 @@ func (c *faultChain) gate(t *testing.T) (*Gate, *chain.Settler, *ledger.SQL) {
 // 5 s) waiting up to settle for a receipt, and returns a gate on l.
 func (c *faultChain) gateOn(t *testing.T, l *ledger.SQL, settle time.Duration) (*Gate, *chain.Settler) {
 	t.Helper()
-	cfg := faultConfig(t, c.testChain, c.srv.URL())
+	cfg := faultConfig(t, c.Chain, c.srv.URL())
 	s, err := dialChain(context.Background(), cfg, mustRequirements(t, cfg), nil, func(cc *chain.Config) {
 		cc.SettleTimeout, cc.BumpAfter, cc.ReceiptPoll = settle, 5*time.Second, 20*time.Millisecond
 	})
@@ -112,7 +114,7 @@ func (c *faultChain) funded(t *testing.T, req x402.Requirements) (http.Header, c
 	t.Helper()
 	key := x402test.Key(t)
 	payer := crypto.PubkeyToAddress(key.PublicKey)
-	c.mint(t, payer, 1_000_000)
+	c.Mint(t, payer, 1_000_000)
 	return x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, key, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+120, 10)
 	})), payer
@@ -124,7 +126,7 @@ func (c *faultChain) funded(t *testing.T, req x402.Requirements) (http.Header, c
 func TestChainRPCFaultsAtStart(t *testing.T) {
 	t.Parallel()
 	key := x402test.Key(t)
-	c := &testChain{relayer: key} // only the key and the config are used
+	c := &chaintest.Chain{Relayer: key} // only the key and the config are used
 	for _, fault := range []rpcFault{faultNone, faultSlow, faultHTML, faultBadJSON, faultRPCError} {
 		name := faultNames[fault]
 		if fault == faultNone {
@@ -263,7 +265,7 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 			} else if c.proxy.clear() == 0 {
 				t.Fatalf("%s was never called", tc.method)
 			}
-			row := wantStatus(t, l, entry, tc.want)
+			row := ledgertest.WantStatus(t, l, entry, tc.want)
 
 			if tc.want == ledger.StatusSettled {
 				if err != nil || out == nil || !out.Success {
@@ -289,24 +291,24 @@ func runSettleFaults(t *testing.T, cases []settleFault) {
 				if _, err := retry.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 					t.Fatalf("settling the retry: %v", err)
 				}
-				wantStatus(t, l, entry, ledger.StatusSettled)
+				ledgertest.WantStatus(t, l, entry, ledger.StatusSettled)
 			case ledger.StatusSettling:
 				// The resolver looks it up: collected or not, never twice.
 				if _, err := g.ResolvePending(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if !tc.charged {
-					wantStatus(t, l, entry, ledger.StatusReleased)
+					ledgertest.WantStatus(t, l, entry, ledger.StatusReleased)
 					break
 				}
-				if row := wantStatus(t, l, entry, ledger.StatusSettled); row.TxHash == "" {
+				if row := ledgertest.WantStatus(t, l, entry, ledger.StatusSettled); row.TxHash == "" {
 					t.Fatalf("settled row %+v lost its transaction hash", row)
 				}
 				_, err := begin(g, ctx, paidRequest(h))
 				wantPaymentError(t, err, "already used")
 			}
 			charged := tc.charged || tc.want != ledger.StatusSettling
-			if got, want := c.balance(t, payer), int64(1_000_000); (got == want-5000) != charged || got < want-5000 {
+			if got, want := c.Balance(t, payer), int64(1_000_000); (got == want-5000) != charged || got < want-5000 {
 				t.Fatalf("payer balance %d (charged %v); want charged once: %v", got, want-got, charged)
 			}
 		})

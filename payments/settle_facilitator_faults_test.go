@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/payments/ledger"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -195,7 +196,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			fac.set(answerOK, answerOK)
 
 			if answer == "closed port" {
-				wantStatus(t, l, entry, ledger.StatusReleased)
+				ledgertest.WantStatus(t, l, entry, ledger.StatusReleased)
 				if out != nil {
 					t.Fatalf("settlement %+v with a failed settlement: the answer would be delivered", out)
 				}
@@ -216,7 +217,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 				if _, err := retry.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); err != nil {
 					t.Fatal(err)
 				}
-				wantStatus(t, l, entry, ledger.StatusSettled)
+				ledgertest.WantStatus(t, l, entry, ledger.StatusSettled)
 				if n := fac.settleCount(); n != 1 {
 					t.Fatalf("/settle got %d requests, want 1", n)
 				}
@@ -228,7 +229,7 @@ func TestFacilitatorFaultsAtSettle(t *testing.T) {
 			if rep, err := g.ResolvePending(ctx); err != nil || rep.Failed != 1 {
 				t.Fatalf("ResolvePending = %+v, %v; want the pending row failed (a facilitator cannot tell)", rep, err)
 			}
-			if row := wantStatus(t, l, entry, ledger.StatusFailed); row.Reason != ledger.ReasonUnknownAfterRestart {
+			if row := ledgertest.WantStatus(t, l, entry, ledger.StatusFailed); row.Reason != ledger.ReasonUnknownAfterRestart {
 				t.Fatalf("row %+v", row)
 			}
 			_, err = begin(g, ctx, paidRequest(h))

@@ -10,6 +10,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"sandboxd"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -73,7 +74,7 @@ func TestFacilitatorGetsTheServiceTerms(t *testing.T) {
 	ctx := context.Background()
 	stub, f := newStub(t)
 	cfg := testConfig(t)
-	g, err := newGateWith(cfg, options{Settler: f, Ledger: mustLedger(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
+	g, err := newGateWith(cfg, options{Settler: f, Ledger: ledgertest.OpenFile(t, cfg.Ledger), Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package payments
+package chain
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 
-	"sandboxd"
-	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/chaintest"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -22,7 +21,7 @@ import (
 // then loses them, as a node does when it evicts them from its pool or
 // restarts.
 type droppingBackend struct {
-	chain.Backend
+	Backend
 	drop atomic.Int32
 }
 
@@ -36,7 +35,7 @@ func (b *droppingBackend) SendTransaction(ctx context.Context, tx *types.Transac
 // laggingBackend answers the first pending-nonce question after each send
 // from a replica that has not seen the send yet, as a load-balanced RPC may.
 type laggingBackend struct {
-	chain.Backend
+	Backend
 	sent atomic.Bool
 }
 
@@ -60,19 +59,19 @@ func (b *laggingBackend) PendingNonceAt(ctx context.Context, a common.Address) (
 // taken from the node again instead of waiting behind the gap forever.
 func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 	t.Parallel()
-	c := newTestChain(t)
-	backend := &droppingBackend{Backend: c.client}
+	c := chaintest.New(t, "../testdata/token.json")
+	backend := &droppingBackend{Backend: c.Client}
 	backend.drop.Store(1)
-	g, req := gapGate(t, c, backend)
-	if err := payOnce(t, c, g, req); err == nil {
+	s, req := tokenSettler(t, c, backend)
+	if err := payOnce(t, c, s, req); err == nil {
 		t.Fatal("the dropped settlement succeeded")
 	}
 	for i := range 2 {
-		if err := payOnce(t, c, g, req); err != nil {
+		if err := payOnce(t, c, s, req); err != nil {
 			t.Fatalf("settlement %d after the dropped one: %v", i+1, err)
 		}
 	}
-	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
+	if got := c.Balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
 		t.Fatalf("payee balance %d, want 10000 (two settlements after the drop)", got)
 	}
 }
@@ -82,52 +81,55 @@ func TestChainSettlerRecoversFromADroppedTransaction(t *testing.T) {
 // lands.
 func TestChainSettlerIgnoresALaggingReplica(t *testing.T) {
 	t.Parallel()
-	c := newTestChain(t)
-	g, req := gapGate(t, c, &laggingBackend{Backend: c.client})
+	c := chaintest.New(t, "../testdata/token.json")
+	s, req := tokenSettler(t, c, &laggingBackend{Backend: c.Client})
 	for i := range 3 {
-		if err := payOnce(t, c, g, req); err != nil {
+		if err := payOnce(t, c, s, req); err != nil {
 			t.Fatalf("settlement %d: %v", i+1, err)
 		}
 	}
-	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 15000 {
+	if got := c.Balance(t, common.HexToAddress(req.PayTo)); got != 15000 {
 		t.Fatalf("payee balance %d, want 15000", got)
 	}
 }
 
-// gapGate is a gate settling on c through backend, with short timeouts.
-// tune, when given, adjusts the settler's configuration first.
-func gapGate(t *testing.T, c *testChain, backend chain.Backend, tune ...func(*chain.Config)) (*Gate, x402.Requirements) {
+// tokenSettler is a settler on c reached through backend, with short
+// timeouts, and the terms it settles (x402test's price, payee and window,
+// in c's token). tune, when given, adjusts the settler's configuration
+// first.
+func tokenSettler(t *testing.T, c *chaintest.Chain, backend Backend, tune ...func(*Config)) (*Settler, x402.Requirements) {
 	t.Helper()
-	cc := testChainConfig(c.token, big.NewInt(1337))
+	cc := tokenConfig(c.Token, big.NewInt(chaintest.ID))
 	cc.SettleTimeout, cc.ReceiptPoll = 3*time.Second, 20*time.Millisecond
 	for _, f := range tune {
 		f(&cc)
 	}
-	s, err := chain.New(context.Background(), backend, c.relayer, cc)
+	s, err := New(context.Background(), backend, c.Relayer, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := c.config(t)
-	g, err := newGateWith(cfg, options{Settler: s, Ledger: mustLedger(t, cfg.Ledger)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, g.Requirements()
+	req := x402test.Requirements(t)
+	req.Network, req.Asset = "eip155:1337", c.Token.Hex()
+	return s, req
 }
 
-// payOnce pays the price once from a new funded payer through g.
-func payOnce(t *testing.T, c *testChain, g *Gate, req x402.Requirements) error {
+// payOnce pays the price once from a new funded payer: verified, checked
+// and settled by s, as the gate does.
+func payOnce(t *testing.T, c *chaintest.Chain, s *Settler, req x402.Requirements) error {
 	t.Helper()
 	ctx := context.Background()
 	payer := x402test.Key(t)
-	c.mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
+	c.Mint(t, crypto.PubkeyToAddress(payer.PublicKey), 5000)
 	h := x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, payer, req, func(a *x402.Authorization) {
 		a.ValidBefore = strconv.FormatInt(time.Now().Unix()+int64(req.MaxTimeoutSeconds), 10)
 	}))
-	charge, err := begin(g, ctx, paidRequest(h))
-	if err != nil {
+	p := x402test.Decode(t, h)
+	if err := x402.Verify(req, p, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	_, err = charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{Status: sandboxd.StatusOK}})
+	if err := s.Check(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Settle(ctx, p)
 	return err
 }

@@ -7,14 +7,14 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"sandboxd"
-	"sandboxd/internal/pgtest"
-	"sandboxd/payments/ledger"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
@@ -24,23 +24,23 @@ type ledgerBreak struct {
 	name string
 	// open returns the location to open the ledger at, and the function
 	// that breaks it.
-	open func(t *testing.T, b ledgerBackend) (string, func())
+	open func(t *testing.T, b ledgertest.Backend) (string, func())
 }
 
 // ledgerBreaks lists the failures each backend is tested with. SQLite on a
 // full disk is TestLedgerDiskFull.
 var ledgerBreaks = map[string][]ledgerBreak{
-	"sqlite": {{"file removed", func(t *testing.T, b ledgerBackend) (string, func()) {
-		loc := b.location(t)
+	"sqlite": {{"file removed", func(t *testing.T, b ledgertest.Backend) (string, func()) {
+		loc := b.Location(t)
 		return loc, func() { os.Remove(loc) }
 	}}},
 	"postgres": {
-		{"disk full", func(t *testing.T, b ledgerBackend) (string, func()) {
-			loc := b.location(t)
+		{"disk full", func(t *testing.T, b ledgertest.Backend) (string, func()) {
+			loc := b.Location(t)
 			return loc, func() { mustDiskFullTrigger(t, loc) }
 		}},
-		{"unreachable", func(t *testing.T, b ledgerBackend) (string, func()) {
-			p := mustProxy(t, b.location(t))
+		{"unreachable", func(t *testing.T, b ledgertest.Backend) (string, func()) {
+			p := mustProxy(t, b.Location(t))
 			return p.url, p.Close
 		}},
 	},
@@ -51,14 +51,14 @@ var ledgerBreaks = map[string][]ledgerBreak{
 // runs, and a call admitted before is not settled: nothing is collected
 // unrecorded.
 func TestLedgerConformanceUnavailable(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b ledgerBackend) {
-		for _, br := range ledgerBreaks[b.name] {
+	ledgertest.ForEach(t, func(t *testing.T, b ledgertest.Backend) {
+		for _, br := range ledgerBreaks[b.Name] {
 			t.Run(br.name, func(t *testing.T) {
 				ctx := context.Background()
 				loc, breakIt := br.open(t, b)
 				cfg := testConfig(t)
 				cfg.Ledger = loc
-				l := mustLedgerConfig(t, cfg.ledgerConfig())
+				l := ledgertest.Open(t, cfg.ledgerConfig())
 				s := &fakeSettler{settleTx: "0x1"}
 				g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 				if err != nil {
@@ -83,6 +83,48 @@ func TestLedgerConformanceUnavailable(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestLedgerFileRemoved: SQLite goes on writing to a ledger file removed
+// while open, rows nobody would read again; the ledger refuses paid calls
+// instead, and does not let a settlement leave unrecorded.
+func TestLedgerFileRemoved(t *testing.T) {
+	ctx := context.Background()
+	s := &fakeSettler{settleTx: "0x1"}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	g, l := newTestGateAt(t, s, path)
+	pay := func() sandboxd.PaymentRequest {
+		return paidRequest(x402test.Header(t, x402.HeaderPaymentSignature, x402test.Payload(t, x402test.Key(t), g.Requirements(), nil)))
+	}
+	charge, err := begin(g, ctx, pay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = begin(g, ctx, pay())
+	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), "removed or replaced") ||
+		!strings.Contains(sandboxd.ErrorMessage(err), "ledger could not record the payment") {
+		t.Fatalf("Begin with the ledger removed = %v, want CodeUnavailable", err)
+	}
+	if out, err := charge.Settle(ctx, sandboxd.Delivered{Result: sandboxd.Result{}}); out != nil || sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("Settle with the ledger removed = %v, %v; want CodeUnavailable", out, err)
+	}
+	if n := s.settles.Load(); n != 0 {
+		t.Fatalf("the settler was called %d times", n)
+	}
+	// A new file at the path is not the ledger either.
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reserve(ctx, ledgertest.Entry(1)); sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable {
+		t.Fatalf("Reserve with the ledger replaced = %v, want CodeUnavailable", err)
+	}
 }
 
 // mustDiskFullTrigger makes every write to the payments table of the
@@ -161,23 +203,4 @@ func (p *proxy) Close() {
 		c.Close()
 	}
 	p.conns = nil
-}
-
-// TestPostgresReplicaIDInUse: a second live process with a replica id
-// already in use on the database is refused (it would resolve the first
-// one's open payments at its start); once the first is gone the id is free.
-func TestPostgresReplicaIDInUse(t *testing.T) {
-	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
-	first, err := ledger.Open(ctx, ledger.Config{Ledger: url, Replica: "host-a/default"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = ledger.Open(ctx, ledger.Config{Ledger: url, Replica: "host-a/default"})
-	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(sandboxd.ErrorMessage(err), `"host-a/default" is in use`) {
-		t.Fatalf("second open with the same id = %v, want refused", err)
-	}
-	mustLedgerConfig(t, ledger.Config{Ledger: url, Replica: "host-b/default"})
-	first.Close()
-	mustLedgerConfig(t, ledger.Config{Ledger: url, Replica: "host-a/default"})
 }

@@ -13,39 +13,10 @@ import (
 	"time"
 
 	"sandboxd"
-	"sandboxd/payments/ledger"
+	"sandboxd/payments/internal/ledgertest"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
 )
-
-// needMount skips (or, when CI=true, fails) a test that must mount a
-// filesystem, when it cannot.
-func needMount(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s; CI must run the payments tests as root with CAP_SYS_ADMIN", why)
-	}
-	t.Skipf("%s; run as root to test the ledger on a full or read-only disk", why)
-}
-
-// mustTmpfs mounts a tmpfs of size (e.g. "256k") on a new directory,
-// unmounted at cleanup (after the ledgers opened later are closed).
-func mustTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		needMount(t, "not root, so no tmpfs can be mounted")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
-		needMount(t, "cannot mount a tmpfs: "+err.Error())
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmounting the test tmpfs %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // mustFill writes a file at path until the disk is full.
 func mustFill(t *testing.T, path string) {
@@ -73,11 +44,11 @@ func mustFill(t *testing.T, path string) {
 // whose settlement was stopped.
 func TestLedgerDiskFull(t *testing.T) {
 	ctx := context.Background()
-	dir := mustTmpfs(t, "256k")
+	dir := ledgertest.Tmpfs(t, "256k")
 	s := &fakeSettler{settleTx: "0x1"}
 	cfg := testConfig(t)
 	cfg.Ledger = filepath.Join(dir, "ledger.db")
-	l := mustLedger(t, cfg.Ledger)
+	l := ledgertest.OpenFile(t, cfg.Ledger)
 	g, err := newGateWith(cfg, options{Settler: s, Ledger: l, Now: func() time.Time { return x402test.Now }})
 	if err != nil {
 		t.Fatal(err)
@@ -126,30 +97,4 @@ func TestLedgerDiskFull(t *testing.T) {
 		t.Fatalf("the stopped payment after a restart: %v", err)
 	}
 	c.Release(ctx)
-}
-
-// TestLedgerReadOnly: a ledger on a read-only filesystem is refused at
-// open, naming the file, so the service does not start taking payments it
-// cannot record.
-func TestLedgerReadOnly(t *testing.T) {
-	ctx := context.Background()
-	dir := mustTmpfs(t, "1m")
-	path := filepath.Join(dir, "ledger.db")
-	l, err := ledger.OpenFile(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	ro := t.TempDir()
-	if err := syscall.Mount(dir, ro, "", syscall.MS_BIND, ""); err != nil {
-		needMount(t, "cannot bind-mount: "+err.Error())
-	}
-	t.Cleanup(func() { syscall.Unmount(ro, 0) })
-	if err := syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
-		needMount(t, "cannot make a bind mount read-only: "+err.Error())
-	}
-	_, err = ledger.OpenFile(ctx, filepath.Join(ro, "ledger.db"))
-	if sandboxd.ErrorCode(err) != sandboxd.CodeUnavailable || !strings.Contains(err.Error(), filepath.Join(ro, "ledger.db")) {
-		t.Fatalf("ledger.OpenFile on a read-only filesystem = %v, want CodeUnavailable naming the file", err)
-	}
 }

@@ -1,4 +1,4 @@
-package payments
+package chain
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 
-	"sandboxd/payments/chain"
+	"sandboxd/payments/internal/chaintest"
 )
 
 // stuckBackend is a node that keeps the first transaction in its pool and
 // never mines it (its fees are below what blocks take), until a
 // replacement with at least 10 % higher fees comes for its nonce.
 type stuckBackend struct {
-	chain.Backend
+	Backend
 	mined interface {
 		NonceAt(ctx context.Context, a common.Address, n *big.Int) (uint64, error)
 	}
@@ -64,18 +64,18 @@ func (b *stuckBackend) NonceAt(ctx context.Context, a common.Address, n *big.Int
 // held behind it.
 func TestChainSettlerReplacesAStuckTransaction(t *testing.T) {
 	t.Parallel()
-	c := newTestChain(t)
-	backend := &stuckBackend{Backend: c.client, mined: c.client, holdFirst: true}
-	g, req := gapGate(t, c, backend, func(cc *chain.Config) { cc.BumpAfter = 300 * time.Millisecond })
+	c := chaintest.New(t, "../testdata/token.json")
+	backend := &stuckBackend{Backend: c.Client, mined: c.Client, holdFirst: true}
+	s, req := tokenSettler(t, c, backend, func(cc *Config) { cc.BumpAfter = 300 * time.Millisecond })
 	for i := range 2 {
-		if err := payOnce(t, c, g, req); err != nil {
+		if err := payOnce(t, c, s, req); err != nil {
 			t.Fatalf("settlement %d: %v", i+1, err)
 		}
 	}
 	if backend.stuck != nil || backend.holdFirst {
 		t.Fatal("the stuck transaction was never replaced")
 	}
-	if got := c.balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
+	if got := c.Balance(t, common.HexToAddress(req.PayTo)); got != 10000 {
 		t.Fatalf("payee balance %d, want 10000", got)
 	}
 }
