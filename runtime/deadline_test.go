@@ -8,9 +8,11 @@ import (
 // TestDeadlineWithoutAck: a runner that never acks is killed at the limit
 // wait after the hand-over, whatever the program's limit.
 func TestDeadlineWithoutAck(t *testing.T) {
+	// began is taken first: the deadline's clock starts after it, so a
+	// pause between the two (a loaded host) cannot make it look early.
+	began := time.Now()
 	d := newDeadline(time.Hour, 50*time.Millisecond, make(chan bool))
 	defer d.Stop()
-	began := time.Now()
 	select {
 	case <-d.C:
 		if el := time.Since(began); el < 50*time.Millisecond {
