@@ -85,7 +85,7 @@ func BenchmarkParseFullFiles(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		job, hold, err := api.parseJob(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/code", strings.NewReader(payload)))
-		hold.release()
+		hold.Release()
 		if err != nil || len(job.Files) != 16 {
 			b.Fatalf("%v, %d files", err, len(job.Files))
 		}
@@ -145,7 +145,7 @@ func parseAtOnce(b *testing.B, api *Server, payload string, n int) (uint64, int)
 	for range n {
 		wg.Go(func() {
 			_, hold, err := api.parseJob(httptest.NewRecorder(), httptest.NewRequest("POST", "/v1/code", strings.NewReader(payload)))
-			hold.release()
+			hold.Release()
 			if sandboxd.ErrorCode(err) == sandboxd.CodeBusy {
 				mu.Lock()
 				busy++

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 	"sandboxd/internal/slots"
 )
 
@@ -63,9 +64,7 @@ func waitReading(t *testing.T, api *Server, n int) {
 	t.Helper()
 	key := netip.MustParsePrefix("127.0.0.1/32")
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		api.reading.mu.Lock()
-		got := api.reading.held[key]
-		api.reading.mu.Unlock()
+		got := api.bodies.Reading(key)
 		if got == n {
 			return
 		}
@@ -101,7 +100,7 @@ func TestIdleBodiesHoldNoBudget(t *testing.T) {
 		go trickle(dialSend(t, addr, "P"), stop, "O", 50*time.Millisecond)
 	}
 	waitReading(t, api, 20)
-	if held := api.bodyBudget().inUse(); held > 20*bodyFirstChunk {
+	if held := api.bodies.InUse(); held > 20*ingress.FirstChunk {
 		t.Errorf("20 bodies that sent almost nothing hold %d bytes of the budget", held)
 	}
 	start := time.Now()
@@ -182,7 +181,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 				t.Errorf("408 without the JSON error that says what to do: %s", body)
 			}
 			waitReading(t, api, 0)
-			if held := api.bodyBudget().inUse(); held != 0 {
+			if held := api.bodies.InUse(); held != 0 {
 				t.Errorf("the answered body still holds %d bytes of the budget", held)
 			}
 		})
@@ -216,7 +215,7 @@ func TestPipelinedRequestsOnOneConnection(t *testing.T) {
 			}
 		}
 	}
-	if held := api.bodyBudget().inUse(); held != 0 {
+	if held := api.bodies.InUse(); held != 0 {
 		t.Errorf("answered bodies still hold %d bytes of the budget", held)
 	}
 }
@@ -280,35 +279,4 @@ func TestConnectionsPerClientAreCapped(t *testing.T) {
 			t.Fatalf("a connection after one closed: %d %s", status, body)
 		}
 	}
-	// A counted connection still half-closes, as net/http does before it
-	// closes after an answer such as a 431 (else the client waits 500 ms).
-	ln := mustListen(t)
-	defer ln.Close()
-	if _, ok := LimitConns(ln, 2, nil, api.Log).(*connLimiter); !ok {
-		t.Fatal("LimitConns with a cap returned no limiter")
-	}
-	var counted net.Conn = &countedConn{Conn: first, done: func() {}}
-	if _, ok := counted.(interface{ CloseWrite() error }); !ok {
-		t.Error("a counted connection hides CloseWrite")
-	}
-	trustedLn := LimitConns(mustListen(t), 1, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, api.Log)
-	defer trustedLn.Close()
-	for range 3 {
-		go func() { _, _ = net.Dial("tcp", trustedLn.Addr().String()) }()
-		c, err := trustedLn.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-}
-
-// mustListen listens on a loopback port.
-func mustListen(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
 }

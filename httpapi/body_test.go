@@ -1,15 +1,14 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 	"sandboxd/internal/slots"
 )
 
@@ -18,8 +17,8 @@ import (
 // payment check holds every decoded job: at most two jobs ever wait at
 // once (their bytes stay counted until their run is admitted), and the
 // others are answered 429 with Retry-After once no room comes within
-// bodyWait, or run once room is back. When the budget was given back at
-// decoding, all 16 jobs waited at once, each holding its megabyte.
+// ingress.BodyWait, or run once room is back. When the budget was given
+// back at decoding, all 16 jobs waited at once, each holding its megabyte.
 func TestWaitingJobsStayInTheBudget(t *testing.T) {
 	const senders, size = 16, 1 << 20
 	for _, path := range []string{"/v1/code", "/mcp"} {
@@ -41,7 +40,7 @@ func TestWaitingJobsStayInTheBudget(t *testing.T) {
 					answers <- rec
 				}()
 			}
-			time.Sleep(2*bodyWait + time.Second) // the ones without room give up
+			time.Sleep(2*ingress.BodyWait + time.Second) // the ones without room give up
 			waiting := gate.count(&gate.checked)
 			close(gate.checkBlock)
 			refused := 0
@@ -58,7 +57,7 @@ func TestWaitingJobsStayInTheBudget(t *testing.T) {
 			if waiting > 2 || waiting < 1 || refused < 1 {
 				t.Errorf("%d jobs of %d bytes waited at once (the budget holds 2), %d of %d refused", waiting, size, refused, senders)
 			}
-			if n := api.bodyBudget().inUse(); n != 0 {
+			if n := api.bodies.InUse(); n != 0 {
 				t.Errorf("%d bytes still held in the budget after every answer", n)
 			}
 		})
@@ -86,7 +85,7 @@ func TestBodyOverLimitIsNotRead(t *testing.T) {
 	if rec.Code != http.StatusRequestEntityTooLarge || body.reads != 0 {
 		t.Fatalf("status %d, reads %d: %s", rec.Code, body.reads, rec.Body)
 	}
-	if n := api.bodyBudget().inUse(); n != 0 {
+	if n := api.bodies.InUse(); n != 0 {
 		t.Errorf("the refused body kept %d bytes of the budget", n)
 	}
 }
@@ -113,7 +112,7 @@ func TestChunkedBodyOverTheLimit(t *testing.T) {
 	if rec.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
-	if n := api.bodyBudget().inUse(); n != 0 {
+	if n := api.bodies.InUse(); n != 0 {
 		t.Errorf("the refused body kept %d bytes of the budget", n)
 	}
 }
@@ -138,42 +137,12 @@ func TestBodyBudgetFreedDuringTheRun(t *testing.T) {
 			for runner.ran() == 0 {
 				time.Sleep(time.Millisecond)
 			}
-			held := api.bodyBudget().inUse()
+			held := api.bodies.InUse()
 			close(runner.block)
 			<-done
 			if held != 0 {
 				t.Errorf("the run kept %d bytes of the body budget", held)
 			}
 		})
-	}
-}
-
-// TestSmallRequestNeverWaitsBehindALargeOne: with the budget all but full
-// and a large request waiting for room, a small one takes the room that
-// is left at once. A FIFO semaphore would queue it behind the large one.
-func TestSmallRequestNeverWaitsBehindALargeOne(t *testing.T) {
-	b := newByteBudget(100 << 10)
-	if !b.tryAcquire(90 << 10) {
-		t.Fatal("the budget refused its first taker")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = b.acquire(ctx, 64<<10) })
-	time.Sleep(50 * time.Millisecond) // the large one waits
-	small, err := make(chan error, 1), error(nil)
-	go func() { small <- b.acquire(context.Background(), 19) }()
-	select {
-	case err = <-small:
-	case <-time.After(bodyWait):
-		t.Fatal("a 19-byte request waited behind a 64 KiB one")
-	}
-	if err != nil || !b.tryAcquire(1) {
-		t.Errorf("small: %v; the budget has room left: %v", err, b.inUse())
-	}
-	b.release(90<<10 + 20)
-	wg.Wait() // the large one gets its room once it is free
-	if n := b.inUse(); n != 64<<10 {
-		t.Errorf("in use %d, want the large one's %d", n, 64<<10)
 	}
 }

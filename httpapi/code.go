@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 	"sandboxd/x402"
 )
 
@@ -105,14 +106,14 @@ func (s *Server) handleCode(w http.ResponseWriter, r *http.Request) {
 	ctx, phases := s.withPhases(r.Context())
 	r = r.WithContext(ctx)
 	job, hold, err := s.parseJob(w, r)
-	defer hold.release()
+	defer hold.Release()
 	phases.Since(sandboxd.PhaseRead, began)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	ext := s.httpExtensions()
-	ctx = withBodyHold(r.Context(), hold)
+	ctx = ingress.WithHold(r.Context(), hold)
 	out, err := s.execute(ctx, job, s.httpPayment(r, codePath, job.Environment, ext))
 	if rep := replayOf(err); rep != nil {
 		s.answerReplay(ctx, w, r, rep)
@@ -138,7 +139,7 @@ func (s *Server) httpPayment(r *http.Request, path, env string, ext map[string]a
 // parseJob reads and decodes the request, then validates it into a Job.
 // It returns the body's room in the body budget, which the job keeps
 // until its run is admitted (execute); the caller releases it.
-func (s *Server) parseJob(w http.ResponseWriter, r *http.Request) (sandboxd.Job, *bodyHold, error) {
+func (s *Server) parseJob(w http.ResponseWriter, r *http.Request) (sandboxd.Job, *ingress.Hold, error) {
 	body, hold, err := s.readBody(w, r, s.MaxBodyBytes)
 	if err != nil {
 		return sandboxd.Job{}, nil, err

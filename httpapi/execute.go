@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // settledRun is a delivered and settled run: the program's result, its
@@ -53,9 +54,9 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 		return settledRun{}, err
 	}
 	// Until now the job waited holding its body's room in the body budget
-	// (body.go), so waiting jobs' files stay within it; a run admitted is
+	// (ingress/body.go), so waiting jobs' files stay within it; a run admitted is
 	// bounded by the admission of runs.
-	releaseBody(ctx)
+	ingress.Release(ctx)
 	var gone <-chan struct{}
 	defer func() { releaseWhenGone(gone, release) }()
 	var res sandboxd.Result

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // Fleet is what a replica of a fleet needs to answer for sessions held by
@@ -39,7 +40,7 @@ type Fleet struct {
 	transport http.RoundTripper
 	lookups   chan struct{}
 	// looking counts each client's lookups in flight.
-	looking clientCounter
+	looking ingress.Counter
 	hops    fleethop.Seen
 }
 
@@ -48,10 +49,10 @@ type Fleet struct {
 // database, and must not take it from the paid calls.
 const maxLookups = 32
 
-// maxLookupsPerClient bounds one client's lookups in flight (clientAddr,
-// as the per-client caps count): a client flooding calls for random ids is
-// refused past it at once, and leaves the rest of maxLookups to the
-// others. A lookup takes about a millisecond, so an honest client seldom
+// maxLookupsPerClient bounds one client's lookups in flight
+// (ingress.Clients.Addr, as the per-client caps count): a client flooding
+// calls for random ids is refused past it at once, and leaves the rest of
+// maxLookups to the others. A lookup takes about a millisecond, so an honest client seldom
 // has more than one in flight.
 const maxLookupsPerClient = 4
 
@@ -83,13 +84,13 @@ func (f *Fleet) seen() *fleethop.Seen {
 func (f *Fleet) locate(ctx context.Context, client netip.Addr, ok bool, id string) (sandboxd.SessionPlace, error) {
 	f.init()
 	if ok {
-		key := clientKey(client)
-		if !f.looking.take(key, maxLookupsPerClient) {
+		key := ingress.Key(client)
+		if !f.looking.Take(key, maxLookupsPerClient) {
 			return sandboxd.SessionPlace{}, &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "httpapi.fleet", RetryAfter: time.Second,
 				Message: fmt.Sprintf("your address is already having %d sessions looked up at once, the most one client may; "+
 					"nothing was charged, retry after the time in Retry-After", maxLookupsPerClient)}
 		}
-		defer f.looking.give(key)
+		defer f.looking.Give(key)
 	}
 	timer := time.NewTimer(lookupWait)
 	defer timer.Stop()
@@ -144,7 +145,7 @@ func (s *Server) place(r *http.Request, id string) (placement, holder, error) {
 	if sandboxd.ErrorCode(err) != sandboxd.CodeNotFound {
 		return serveHere, none, nil
 	}
-	client, ok := s.clientAddr(r)
+	client, ok := s.ingressClients().Addr(r)
 	p, err := s.Fleet.locate(r.Context(), client, ok, id)
 	switch {
 	case sandboxd.ErrorCode(err) == sandboxd.CodeNotFound:

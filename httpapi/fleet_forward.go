@@ -19,6 +19,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/httpapi/fleethop"
+	"sandboxd/httpapi/ingress"
 	"sandboxd/internal/jsonkeys"
 )
 
@@ -66,7 +67,7 @@ func ReplicaURL(raw string, replicas []netip.Prefix) (*url.URL, error) {
 		return nil, fmt.Errorf("%q names its host %q, not by an IP address such as 10.0.0.11: with server.trusted_proxies "+
 			"set, a replica is reached at an address listed there, never at a name", raw, u.Hostname())
 	}
-	if !trusted(replicas, a.Unmap()) {
+	if !ingress.Trusted(replicas, a.Unmap()) {
 		return nil, fmt.Errorf("%q: %s is not among server.trusted_proxies, where every replica of a fleet is "+
 			"listed; the replicas forward calls to those addresses alone", raw, a)
 	}
@@ -86,7 +87,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, to holder, body
 	if body != nil {
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
-	client, _ := s.clientAddr(r)
+	client, _ := s.ingressClients().Addr(r)
 	// The holder's answer is the answer, headers and all: what this replica
 	// set already (CORS, nosniff) would be sent twice, and a browser refuses
 	// an Access-Control-Allow-Origin twice. They are kept for an answer of

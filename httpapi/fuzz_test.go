@@ -88,7 +88,7 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 		r := httptest.NewRequest("POST", "/v1/code", bytes.NewReader(body))
 		job, hold, err := s.parseJob(httptest.NewRecorder(), r)
-		hold.release()
+		hold.Release()
 		if err != nil {
 			assertRefusal(t, "parseJob", err)
 			return

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 	"sandboxd/internal/jsonkeys"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 		// The SDK writes its own JSON answers: they say nosniff too.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		body, hold, err := s.readBody(w, r, limit)
-		defer hold.release()
+		defer hold.Release()
 		if err == nil {
 			err = checkRPC(body, s.rpcLimits())
 		}
@@ -55,7 +56,7 @@ func (s *Server) guardMCP(next http.Handler, limit int64) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-		next.ServeHTTP(w, r.WithContext(withToolArgs(withBodyHold(r.Context(), hold), args)))
+		next.ServeHTTP(w, r.WithContext(withToolArgs(ingress.WithHold(r.Context(), hold), args)))
 	})
 }
 

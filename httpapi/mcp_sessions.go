@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // Sessions over MCP: the tools open_session and close_session, and the
@@ -128,7 +129,7 @@ func (s *Server) declaredExtensions(tool string) map[string]any {
 // (openSession), paid at the open price for openToolResourceURL.
 func (s *Server) callOpenSession(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	lang, env, err := s.openArgs(req.Params.Arguments)
-	releaseBody(ctx)
+	ingress.Release(ctx)
 	if err != nil {
 		return s.toolError(openToolName, err), nil
 	}
@@ -191,7 +192,7 @@ func (s *Server) callCloseSession(ctx context.Context, req *mcp.CallToolRequest)
 	if err == nil {
 		err = decodeObject(req.Params.Arguments, s.requestLimits(closeShape), &in)
 	}
-	releaseBody(ctx)
+	ingress.Release(ctx)
 	if err == nil && (in.SessionID == nil || *in.SessionID == "") {
 		err = sandboxd.Errorf(sandboxd.CodeInvalid, "httpapi.validate",
 			`field "session_id" is missing or empty; send the session_id that open_session returned`)

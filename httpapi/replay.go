@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 	"sandboxd/x402"
 )
 
@@ -100,7 +101,7 @@ func retryCode(err error) sandboxd.Code {
 // ctx may carry the request's room in the body budget: it is given back
 // before the wait.
 func (s *Server) answerReplay(ctx context.Context, w http.ResponseWriter, r *http.Request, rep sandboxd.Replay) {
-	releaseBody(ctx)
+	ingress.Release(ctx)
 	phases := sandboxd.PhasesFrom(ctx)
 	if phases == nil {
 		ctx, phases = s.withPhases(ctx)

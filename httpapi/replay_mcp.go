@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // metaReplayed is the _meta key that marks a tool result read back from
@@ -24,7 +25,7 @@ const metaReplayed = "sandboxd/replayed"
 // (202 and 410 marked replayed too; a pending opening names its session);
 // a client gone is a protocol error.
 func (s *Server) replayResult(ctx context.Context, tool string, r sandboxd.Replay) (*mcp.CallToolResult, error) {
-	releaseBody(ctx)
+	ingress.Release(ctx)
 	ans, err := r.Answer(ctx)
 	var result *mcp.CallToolResult
 	if err == nil {

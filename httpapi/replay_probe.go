@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // answerEndedCall answers a call in a session that was not found (refused,
@@ -29,12 +30,12 @@ func (s *Server) answerEndedCall(w http.ResponseWriter, r *http.Request, refused
 	// a call's identity holds neither: the body is validated as a call in
 	// a session that would run what the body names.
 	job, hold, err := s.parseSessionJob(w, r, sandboxd.SessionInfo{})
-	defer hold.release()
+	defer hold.Release()
 	if err != nil {
 		s.writeError(w, r, refused)
 		return
 	}
-	ctx := withBodyHold(r.Context(), hold)
+	ctx := ingress.WithHold(r.Context(), hold)
 	err = s.probeReplay(ctx, forAnswer(pay, sandboxd.AnswerSessionCall, mux.Vars(r)["id"], job), refused)
 	if rep := replayOf(err); rep != nil {
 		s.answerReplay(ctx, w, r, rep)

@@ -18,7 +18,7 @@ func (s *Server) resourceURL(r *http.Request, path string) string {
 		scheme = "https"
 	}
 	host := r.Host
-	if s.fromTrustedProxy(r) {
+	if s.ingressClients().FromTrustedProxy(r) {
 		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
 			scheme = p
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // VersionInfo describes the build of the service.
@@ -52,8 +53,8 @@ type Server struct {
 	// alone.
 	Environments []sandboxd.Environment
 	// BodyBudget caps the bytes of request bodies being read and decoded
-	// at once, across all requests (body.go); 0 means
-	// defaultBodyBudgets times MaxBodyBytes.
+	// at once, across all requests (ingress/body.go); 0 means
+	// ingress.DefaultBodyBudgets times MaxBodyBytes.
 	BodyBudget int64
 	// Sessions are the sessions (sessions.go); nil turns them off: their
 	// routes answer 404.
@@ -71,8 +72,8 @@ type Server struct {
 	// (over it, 413) and of an answer's (the runtime enforces that side).
 	MaxFilesBytes int64
 	// MinBodyRate is the slowest a body may arrive, in bytes a second on
-	// average after BodyGrace (body_rate.go); slower is cut off with a
-	// 408. 0 sets no rate.
+	// average after BodyGrace (ingress/body_rate.go); slower is cut off
+	// with a 408. 0 sets no rate.
 	MinBodyRate int64
 	// BodyGrace is how long a body may lag behind MinBodyRate: the time
 	// before its first bytes must arrive, and the stall it may take later
@@ -81,11 +82,12 @@ type Server struct {
 	// ReadTimeout is the http.Server's ReadTimeout: a body's read deadline
 	// never passes it. 0 for none.
 	ReadTimeout time.Duration
-	// MaxBodiesPerClient caps the bodies one client address (clientAddr)
-	// may be sending at once; over it, 429. 0 sets no cap.
+	// MaxBodiesPerClient caps the bodies one client address
+	// (ingress.Clients.Addr) may be sending at once; over it, 429. 0 sets
+	// no cap.
 	MaxBodiesPerClient int
 	// TrustedProxies are the peers whose X-Forwarded-For, -Host and -Proto
-	// are believed (client.go); from any other peer they are ignored.
+	// are believed (ingress/client.go); from any other peer they are ignored.
 	TrustedProxies []netip.Prefix
 	// PublicURL, when set, is the service's own URL (scheme, host and an
 	// optional path prefix, no trailing slash): the resource a payment pays
@@ -102,9 +104,8 @@ type Server struct {
 	// recognises is answered from its stored answer, set or not.
 	Retries bool
 
-	engine  engineCache
-	bodies  bodyBudgetOnce
-	reading clientCounter
+	engine engineCache
+	bodies ingress.Bodies
 }
 
 // Handler returns the routes of the API and the page, CORS around them

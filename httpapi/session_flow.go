@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // The payment flows of sessions, beside execute's and sharing its paid
@@ -70,7 +71,7 @@ func (s *Server) openSession(ctx context.Context, lang, env string, pay sandboxd
 		return openedSession{}, err
 	}
 	defer hold.Release()
-	if err := hold.Claim(ctx, auth.Payer(), clientFrom(ctx)); err != nil {
+	if err := hold.Claim(ctx, auth.Payer(), ingress.ClientFrom(ctx)); err != nil {
 		return openedSession{}, err
 	}
 	var info sandboxd.SessionInfo
@@ -114,7 +115,7 @@ type sessionOutcome struct {
 }
 
 // callSession runs job in session id through the paid flow; ctx may carry
-// the request body's room (withBodyHold), given back once the turn is
+// the request body's room (ingress.WithHold), given back once the turn is
 // taken. The errors are the table's (sandboxd.Sessions,
 // sandboxd.SessionTurn) and the gate's; a retry of a call already
 // answered is an error carrying its Replay (replayOf), before the turn: the
@@ -132,7 +133,7 @@ func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, p
 	defer turn.Release()
 	// The turn bounds what the job keeps from here on, as a sandbox slot
 	// does for a run.
-	releaseBody(ctx)
+	ingress.Release(ctx)
 	var res sandboxd.SessionResult
 	delivered := false
 	settled, answer, err := s.deliver(ctx, auth, func(ctx context.Context) (sandboxd.Result, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"sandboxd"
+	"sandboxd/httpapi/ingress"
 )
 
 // SessionSettings describe the sessions to the handlers and to callers
@@ -171,7 +172,7 @@ func (s *Server) parseOpen(w http.ResponseWriter, r *http.Request) (lang, env st
 	if err != nil {
 		return "", "", err
 	}
-	hold.release() // decoded below, kept nowhere
+	hold.Release() // decoded below, kept nowhere
 	var req openRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := decodeObject(body, s.requestLimits(openShape), &req); err != nil {
@@ -194,13 +195,13 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, hold, err := s.parseSessionJob(w, r, info)
-	defer hold.release()
+	defer hold.Release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	ext := s.sessionCallExtensions()
-	ctx := withBodyHold(r.Context(), hold)
+	ctx := ingress.WithHold(r.Context(), hold)
 	out, err := s.callSession(ctx, id, job, s.httpPayment(r, sessionCodeResource, info.Environment, ext))
 	if rep := replayOf(err); rep != nil {
 		s.answerReplay(ctx, w, r, rep)
@@ -221,7 +222,7 @@ func (s *Server) handleSessionCode(w http.ResponseWriter, r *http.Request) {
 // environment, and may name the session's language only: a session keeps
 // its own. The body's room in the budget is returned with the job, as
 // parseJob's.
-func (s *Server) parseSessionJob(w http.ResponseWriter, r *http.Request, info sandboxd.SessionInfo) (sandboxd.Job, *bodyHold, error) {
+func (s *Server) parseSessionJob(w http.ResponseWriter, r *http.Request, info sandboxd.SessionInfo) (sandboxd.Job, *ingress.Hold, error) {
 	body, hold, err := s.readBody(w, r, s.MaxBodyBytes)
 	if err != nil {
 		return sandboxd.Job{}, nil, err

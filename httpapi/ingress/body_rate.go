@@ -1,4 +1,4 @@
-package httpapi
+package ingress
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"sandboxd"
 )
 
-// bodyClock cuts off a body that arrives slower than MinBodyRate, after
-// BodyGrace, by setting the connection's read deadline before each read
+// bodyClock cuts off a body that arrives slower than Limits.MinBodyRate,
+// after BodyGrace, by setting the connection's read deadline before each read
 // to the moment the body falls behind: start + grace + time waited for
 // room + bytes read / rate. So a body may stall for the grace at any
 // point as long as it has kept up on average, a body that arrives fast
@@ -28,11 +28,12 @@ type bodyClock struct {
 	off bool
 }
 
-// newBodyClock returns the clock of a body about to be read through w.
-func (s *Server) newBodyClock(w http.ResponseWriter) *bodyClock {
-	c := &bodyClock{rc: http.NewResponseController(w), start: time.Now(), rate: s.MinBodyRate, grace: s.BodyGrace}
-	if s.ReadTimeout > 0 {
-		c.end = c.start.Add(s.ReadTimeout)
+// newBodyClock returns the clock of a body about to be read through w
+// within l.
+func newBodyClock(w http.ResponseWriter, l Limits) *bodyClock {
+	c := &bodyClock{rc: http.NewResponseController(w), start: time.Now(), rate: l.MinBodyRate, grace: l.BodyGrace}
+	if l.ReadTimeout > 0 {
+		c.end = c.start.Add(l.ReadTimeout)
 	}
 	c.off = c.rate <= 0 && c.end.IsZero()
 	return c
@@ -76,22 +77,22 @@ func (c *bodyClock) tooSlow(cause error) error {
 	return sandboxd.Wrap(sandboxd.CodeTooSlow, "httpapi.read", cause, msg+"; send it again over a faster link, or make it smaller")
 }
 
-// countBody counts r's body among those its client is reading, and
-// returns the call that stops counting it. A client already reading
-// MaxBodiesPerClient bodies is CodeBusy; 0 counts nothing.
-func (s *Server) countBody(r *http.Request) (func(), error) {
-	if s.MaxBodiesPerClient <= 0 {
+// count counts r's body among those its client is reading, and returns
+// the call that stops counting it. A client already reading
+// l.MaxBodiesPerClient bodies is CodeBusy; 0 counts nothing.
+func (b *Bodies) count(r *http.Request, l Limits) (func(), error) {
+	if l.MaxBodiesPerClient <= 0 {
 		return func() {}, nil
 	}
-	a, ok := s.clientAddr(r)
+	a, ok := l.Clients.Addr(r)
 	if !ok {
 		return func() {}, nil
 	}
-	key := clientKey(a)
-	if !s.reading.take(key, s.MaxBodiesPerClient) {
+	key := Key(a)
+	if !b.reading.Take(key, l.MaxBodiesPerClient) {
 		return nil, &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "httpapi.read", RetryAfter: bodyRetry,
 			Message: fmt.Sprintf("your address is already sending %d request bodies at once, the most one client may; "+
-				"finish those first, then retry after the time in Retry-After", s.MaxBodiesPerClient)}
+				"finish those first, then retry after the time in Retry-After", l.MaxBodiesPerClient)}
 	}
-	return func() { s.reading.give(key) }, nil
+	return func() { b.reading.Give(key) }, nil
 }

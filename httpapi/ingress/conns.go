@@ -1,11 +1,9 @@
-package httpapi
+package ingress
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"sync"
 	"time"
@@ -17,18 +15,22 @@ import (
 // client's cap.
 const connRefusalWrite = time.Second
 
+// Refusal is the whole HTTP/1.1 response that refuses a connection with
+// err, a CodeBusy sandboxd.Error; the caller's error mapping writes it.
+type Refusal func(err error) []byte
+
 // LimitConns returns ln, accepting at most perClient connections at once
 // from one client address (an IPv6 client by its /64); perClient <= 0
-// returns ln itself. A connection over the cap is answered at once with a
-// 429 that says why, then closed, without reading its request. Peers in
+// returns ln itself. A connection over the cap is answered at once with
+// refusal's response, then closed, without reading its request. Peers in
 // trusted (reverse proxies) are not capped: they carry many clients'
-// connections, and those clients' bodies are capped by the handler
-// (Server.MaxBodiesPerClient) from X-Forwarded-For instead.
-func LimitConns(ln net.Listener, perClient int, trusted []netip.Prefix, log *slog.Logger) net.Listener {
+// connections, and those clients' bodies are capped by
+// Limits.MaxBodiesPerClient from X-Forwarded-For instead.
+func LimitConns(ln net.Listener, perClient int, trusted []netip.Prefix, log *slog.Logger, refusal Refusal) net.Listener {
 	if perClient <= 0 {
 		return ln
 	}
-	return &connLimiter{Listener: ln, most: perClient, trusted: trusted, log: log}
+	return &connLimiter{Listener: ln, most: perClient, trusted: trusted, log: log, refusal: refusal}
 }
 
 // connLimiter is the listener of LimitConns.
@@ -37,7 +39,8 @@ type connLimiter struct {
 	most    int
 	trusted []netip.Prefix
 	log     *slog.Logger
-	open    clientCounter
+	refusal Refusal
+	open    Counter
 }
 
 // Accept returns the next connection within its client's cap, refusing
@@ -49,27 +52,25 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		a, ok := peerAddr(c.RemoteAddr().String())
-		if !ok || trusted(l.trusted, a) {
+		if !ok || Trusted(l.trusted, a) {
 			return c, nil
 		}
-		key := clientKey(a)
-		if l.open.take(key, l.most) {
-			return &countedConn{Conn: c, done: func() { l.open.give(key) }}, nil
+		key := Key(a)
+		if l.open.Take(key, l.most) {
+			return &countedConn{Conn: c, done: func() { l.open.Give(key) }}, nil
 		}
 		l.log.Debug("connection refused: too many from one client", "client", key.String(), "most", l.most)
 		go l.refuse(c)
 	}
 }
 
-// refuse answers c with a 429 and closes it.
+// refuse answers c with its refusal and closes it.
 func (l *connLimiter) refuse(c net.Conn) {
-	body, _ := json.Marshal(errorBody{Error: fmt.Sprintf("your address already has %d connections open to this service, "+
-		"the most one client may; close some or reuse them (keep-alive), then retry", l.most)})
-	status := statusOf(sandboxd.CodeBusy) // the one mapping, though no handler runs
+	err := &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "httpapi.accept", RetryAfter: bodyRetry,
+		Message: fmt.Sprintf("your address already has %d connections open to this service, "+
+			"the most one client may; close some or reuse them (keep-alive), then retry", l.most)}
 	_ = c.SetWriteDeadline(time.Now().Add(connRefusalWrite))
-	_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nRetry-After: %d\r\n"+
-		"X-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s\n",
-		status, http.StatusText(status), retrySeconds(bodyRetry), len(body)+1, body)
+	_, _ = c.Write(l.refusal(err))
 	_ = c.Close()
 }
 

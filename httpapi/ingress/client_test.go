@@ -1,4 +1,4 @@
-package httpapi
+package ingress
 
 import (
 	"net/http/httptest"
@@ -11,7 +11,7 @@ import (
 // proxy; from any other peer X-Forwarded-For is ignored; an IPv6 client
 // is counted by its /64.
 func TestClientAddrBehindATrustedProxy(t *testing.T) {
-	api := &Server{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+	clients := Clients{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 	cases := []struct{ peer, xff, want string }{
 		{"192.0.2.1:1", "203.0.113.9", "192.0.2.1/32"},
 		{"10.0.0.1:1", "203.0.113.9", "203.0.113.9/32"},
@@ -28,8 +28,8 @@ func TestClientAddrBehindATrustedProxy(t *testing.T) {
 		if c.xff != "" {
 			r.Header.Set("X-Forwarded-For", c.xff)
 		}
-		a, ok := api.clientAddr(r)
-		if got := clientKey(a).String(); !ok || got != c.want {
+		a, ok := clients.Addr(r)
+		if got := Key(a).String(); !ok || got != c.want {
 			t.Errorf("peer %s, X-Forwarded-For %q: client %s (%v), want %s", c.peer, c.xff, got, ok, c.want)
 		}
 	}

@@ -1,10 +1,17 @@
-package httpapi
+// Package ingress guards the way into the API, before a request is decoded:
+// the client behind trusted proxies (client.go), the cap on one client's
+// connections (conns.go), and the reading of a body within a byte budget
+// shared by every request, a minimum rate and a cap on one client's bodies
+// (body.go, body_rate.go). Its errors are sandboxd.Error values with codes,
+// which httpapi maps to statuses; their ops stay httpapi's ("httpapi.read"),
+// the reads being the API's, so its logs read as before.
+package ingress
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -12,7 +19,7 @@ import (
 	"sandboxd"
 )
 
-// Every unpaid request may send a body of MaxBodyBytes (files make it
+// Every unpaid request may send a body of Limits.MaxBodyBytes (files make it
 // megabytes), and reading and decoding it costs the service a few times
 // that in memory before the payment is even looked at. The body budget
 // bounds those bytes across concurrent requests. A request takes room for
@@ -21,138 +28,111 @@ import (
 // (execute) or it is answered: the decoded job that waits for the payment
 // check (check_wait) or a sandbox (queue_wait) holds its files, so those
 // bytes stay counted while it waits. A request that cannot get room for
-// its next chunk within bodyWait is answered 429 with Retry-After. The
+// its next chunk within BodyWait is answered 429 with Retry-After. The
 // budget serves no queue (byteBudget): a small body never waits behind a
 // large one. A body slower than MinBodyRate is cut off with a 408
 // (bodyClock), and one client may be reading at most MaxBodiesPerClient
 // bodies at once (429): idle sockets hold no budget and trickling ones
 // lose it.
 const (
-	// defaultBodyBudgets is the budget, in full bodies, when
-	// Server.BodyBudget is 0.
-	defaultBodyBudgets = 4
-	// bodyWait is how long a request waits for room in the budget.
-	bodyWait = 2 * time.Second
+	// DefaultBodyBudgets is the budget, in full bodies, when
+	// Limits.BodyBudget is 0.
+	DefaultBodyBudgets = 4
+	// BodyWait is how long a request waits for room in the budget.
+	BodyWait = 2 * time.Second
 	// bodyRetry is the Retry-After of a request refused for room.
 	bodyRetry = time.Second
-	// bodyFirstChunk is the room taken before the first byte is read: all
-	// an idle connection holds.
-	bodyFirstChunk = 1 << 10
+	// FirstChunk is the room taken before the first byte is read: all an
+	// idle connection holds.
+	FirstChunk = 1 << 10
 	// bodyMaxChunk caps each later chunk. A chunk is at most the bytes
 	// already read, so the room a body holds and has not filled is at
-	// most what it has sent plus bodyFirstChunk.
+	// most what it has sent plus FirstChunk.
 	bodyMaxChunk = 64 << 10
 )
 
-// bodyBudgetOnce is the server's body budget, made on first use.
-type bodyBudgetOnce struct {
-	once   sync.Once
-	budget *byteBudget
+// Limits are the bounds bodies are read within. They are passed on each
+// read, so a change shows on the next request, but for the budget's size,
+// taken on the first.
+type Limits struct {
+	// MaxBodyBytes sizes the budget when BodyBudget is 0.
+	MaxBodyBytes int64
+	// BodyBudget caps the bytes of the bodies being read and of the jobs
+	// that hold them, across all requests; 0 means DefaultBodyBudgets
+	// times MaxBodyBytes.
+	BodyBudget int64
+	// MinBodyRate is the slowest a body may arrive, in bytes a second on
+	// average after BodyGrace; 0 sets no rate.
+	MinBodyRate int64
+	// BodyGrace is how long a body may lag behind MinBodyRate.
+	BodyGrace time.Duration
+	// ReadTimeout is the http.Server's: a body's read deadline never
+	// passes it. 0 for none.
+	ReadTimeout time.Duration
+	// MaxBodiesPerClient caps the bodies one client (Clients.Addr) may be
+	// sending at once; 0 sets no cap.
+	MaxBodiesPerClient int
+	// Clients finds a request's client, for MaxBodiesPerClient.
+	Clients Clients
 }
 
-// bodyBudget returns the shared budget.
-func (s *Server) bodyBudget() *byteBudget {
-	s.bodies.once.Do(func() {
-		size := s.BodyBudget
+// Bodies is what the bodies being read share: the byte budget, made on
+// the first read, and the count of each client's bodies. Its zero value
+// is ready; it must not be copied after first use.
+type Bodies struct {
+	mu      sync.Mutex
+	budget  *byteBudget
+	reading Counter
+}
+
+// budgetOf returns the shared budget, sized from l on first use.
+func (b *Bodies) budgetOf(l Limits) *byteBudget {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.budget == nil {
+		size := l.BodyBudget
 		if size <= 0 {
-			size = defaultBodyBudgets * (s.MaxBodyBytes + 1)
+			size = DefaultBodyBudgets * (l.MaxBodyBytes + 1)
 		}
-		s.bodies.budget = newByteBudget(size)
-	})
-	return s.bodies.budget
-}
-
-// bodyHold is a request's room in the body budget. Its methods are safe to
-// call more than once and from any goroutine.
-type bodyHold struct {
-	budget *byteBudget
-	mu     sync.Mutex
-	n      int64
-}
-
-// grow takes n more bytes, without waiting when they fit now, else within
-// bodyWait (CodeBusy after it); a caller gone is ctx's error. It returns
-// how long it waited.
-func (h *bodyHold) grow(ctx context.Context, n int64) (time.Duration, error) {
-	if !h.budget.tryAcquire(n) {
-		start := time.Now()
-		wctx, cancel := context.WithTimeout(ctx, bodyWait)
-		err := h.budget.acquire(wctx, n)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return 0, ctx.Err()
-			}
-			return 0, &sandboxd.Error{Code: sandboxd.CodeBusy, Op: "httpapi.read", RetryAfter: bodyRetry,
-				Message: "too many large requests are being read at once; retry after the time in Retry-After"}
-		}
-		h.add(n)
-		return time.Since(start), nil
+		b.budget = newByteBudget(size)
 	}
-	h.add(n)
-	return 0, nil
+	return b.budget
 }
 
-// add counts n more bytes as held.
-func (h *bodyHold) add(n int64) {
-	h.mu.Lock()
-	h.n += n
-	h.mu.Unlock()
-}
-
-// keep gives back all but n of the bytes held.
-func (h *bodyHold) keep(n int64) {
-	h.mu.Lock()
-	back := h.n - n
-	if back > 0 {
-		h.n = n
+// InUse returns the bytes of the budget held now: 0 before the first read.
+func (b *Bodies) InUse() int64 {
+	b.mu.Lock()
+	budget := b.budget
+	b.mu.Unlock()
+	if budget == nil {
+		return 0
 	}
-	h.mu.Unlock()
-	h.budget.release(back)
+	return budget.inUse()
 }
 
-// release gives back every byte held.
-func (h *bodyHold) release() {
-	if h != nil {
-		h.keep(0)
-	}
+// Reading returns how many bodies the client of key (Key) is sending now.
+func (b *Bodies) Reading(key netip.Prefix) int {
+	return b.reading.held(key)
 }
 
-// bodyHoldKey is the context key of a request's room in the body budget.
-type bodyHoldKey struct{}
-
-// withBodyHold returns ctx carrying hold, for releaseBody.
-func withBodyHold(ctx context.Context, hold *bodyHold) context.Context {
-	return context.WithValue(ctx, bodyHoldKey{}, hold)
-}
-
-// releaseBody gives back the room ctx's request holds in the body budget,
-// if any: its run is admitted, and what it keeps from then on is bounded
-// by the admission of runs.
-func releaseBody(ctx context.Context) {
-	if hold, ok := ctx.Value(bodyHoldKey{}).(*bodyHold); ok {
-		hold.release()
-	}
-}
-
-// readBody reads at most limit bytes of r's body, taking room in the body
-// budget for them as they arrive. It returns the body and its room, which
-// the caller releases (or hands to execute with withBodyHold). A body
-// declared over limit is CodeTooLarge unread; a longer one CodeTooLarge
-// once read past limit; a client already reading MaxBodiesPerClient bodies
-// or no room within bodyWait CodeBusy; a body too slow CodeTooSlow; a
-// caller gone ctx's error.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *bodyHold, error) {
+// Read reads at most limit bytes of r's body within l, taking room in the
+// body budget for them as they arrive. It returns the body and its room,
+// which the caller releases (or hands on with WithHold). A body declared
+// over limit is CodeTooLarge unread; a longer one CodeTooLarge once read
+// past limit; a client already reading MaxBodiesPerClient bodies or no
+// room within BodyWait CodeBusy; a body too slow CodeTooSlow; a caller
+// gone ctx's error.
+func (b *Bodies) Read(w http.ResponseWriter, r *http.Request, limit int64, l Limits) ([]byte, *Hold, error) {
 	if r.ContentLength > limit {
 		return nil, nil, bodyTooLarge(limit)
 	}
-	done, err := s.countBody(r)
+	done, err := b.count(r, l)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer done()
-	hold := &bodyHold{budget: s.bodyBudget()}
-	clock := s.newBodyClock(w)
+	hold := &Hold{budget: b.budgetOf(l)}
+	clock := newBodyClock(w, l)
 	body, err := readChunks(r, limit, hold, clock)
 	if sandboxd.ErrorCode(err) != sandboxd.CodeTooSlow {
 		// A body cut off keeps its deadline, past: else the server would
@@ -160,7 +140,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		clock.disarm()
 	}
 	if err != nil {
-		hold.release()
+		hold.Release()
 		return nil, nil, err
 	}
 	return body, hold, nil
@@ -172,7 +152,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 // of its full length (its room taken at once: at most twice what it has
 // sent), so that the chunks before it and the joining cost half the body,
 // not all of it, in allocations; a chunked body is joined at the end.
-func readChunks(r *http.Request, limit int64, hold *bodyHold, clock *bodyClock) ([]byte, error) {
+func readChunks(r *http.Request, limit int64, hold *Hold, clock *bodyClock) ([]byte, error) {
 	want := limit + 1
 	declared := r.ContentLength >= 0
 	if declared {
@@ -184,7 +164,7 @@ func readChunks(r *http.Request, limit int64, hold *bodyHold, clock *bodyClock) 
 		if declared && got > bodyMaxChunk && 2*got >= want {
 			return readRest(r, want, got, chunks, hold, clock)
 		}
-		size := min(max(got, bodyFirstChunk), bodyMaxChunk, want-got)
+		size := min(max(got, FirstChunk), bodyMaxChunk, want-got)
 		waited, err := hold.grow(r.Context(), size)
 		if err != nil {
 			return nil, err
@@ -207,7 +187,7 @@ func readChunks(r *http.Request, limit int64, hold *bodyHold, clock *bodyClock) 
 
 // readRest reads the rest of a body declared want bytes long, got of them
 // read into chunks already, into one buffer of want bytes.
-func readRest(r *http.Request, want, got int64, chunks [][]byte, hold *bodyHold, clock *bodyClock) ([]byte, error) {
+func readRest(r *http.Request, want, got int64, chunks [][]byte, hold *Hold, clock *bodyClock) ([]byte, error) {
 	hold.keep(got)
 	waited, err := hold.grow(r.Context(), want-got)
 	if err != nil {
