@@ -9,7 +9,7 @@ import (
 	"sandboxd"
 )
 
-// Issue 45's targets: a voucher call within voucherTarget of the free
+// The channels' targets: a voucher call within voucherTarget of the free
 // call (p50), and a channel's gas a call under gasRatioTarget of an exact
 // transfer's.
 const (
@@ -22,7 +22,7 @@ func channelsTable(w io.Writer, o options, r channelsReport) {
 	if len(r.rows[rowFree]) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nChannels (issue 45), on anvil mining a block every %v: `%s` through the official x402 client "+
+	fmt.Fprintf(w, "\nChannels, on anvil mining a block every %v: `%s` through the official x402 client "+
 		"(@x402/fetch with @x402/evm's exact or batch-settlement client: test/interop/batch.mjs), %d calls a row, one at a "+
 		"time, %v before each; a paid call is the client's whole exchange, two round trips (the 402, then the paid call). "+
 		"A free service and a paid one (settling on chain with its relayer, offering exact and batch-settlement) side by "+

@@ -16,7 +16,7 @@ import (
 	"sandboxd/test/bench/load"
 )
 
-// The programs of the data phase: the pandas import of issue 20's target,
+// The programs of the data phase: the pandas import of the data environment's target,
 // and a chart drawn with pandas and matplotlib, saved in the working
 // directory (so returned as a file out where the runner speaks files out).
 const (
@@ -62,7 +62,7 @@ type dataReport struct {
 	version    string
 }
 
-// dataConfig is the data environment's runtime configuration (issue 20's
+// dataConfig is the data environment's runtime configuration (its
 // defaults: 512 MiB, 10 s, one CPU, pids 64, 64 MiB of /tmp, pool_size 1,
 // pool_max 4, files out 16 and 8 MiB), under the bench's own instance label.
 func dataConfig(image string) runtime.Config {

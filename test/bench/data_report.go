@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// warmTarget is issue 20's aim for the warm pandas import's p50.
+// warmTarget is the aim for the warm pandas import's p50.
 const warmTarget = 30 * time.Millisecond
 
 // dataTable writes the data phase against its aims, with the host's CPU by
@@ -15,7 +15,7 @@ func dataTable(w io.Writer, o options, r dataReport) {
 	if len(r.warm) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nData environment (issue 20): image %s, its limits (512 MiB, 10 s, one CPU, pids 64, 64 MiB /tmp), "+
+	fmt.Fprintf(w, "\nData environment: image %s, its limits (512 MiB, 10 s, one CPU, pids 64, 64 MiB /tmp), "+
 		"runc, through runtime.Docker with pool_size 1, pool_max 4 (no HTTP). Program `%s` (pandas %s). Sparse: one run "+
 		"%v after the pool has an idle container; baseline `docker run --rm %s python3 -c` of the same program, %v apart. "+
 		"Chart: a pandas bar chart saved by matplotlib as chart.png in the working directory. Ceiling: create+start+wait+remove "+

@@ -15,7 +15,7 @@ import (
 	"sandboxd/internal/servicetest"
 )
 
-// The fleet phase (issue 27; -fleet-only runs just this): the cost of
+// The fleet phase (-fleet-only runs just this): the cost of
 // forwarding a session's call. Two replicas in free mode share a throwaway
 // PostgreSQL; a session opened on replica a is called `x += 1; x`
 // alternately on a (direct) and through b (forwarded to a), so that drift

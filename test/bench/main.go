@@ -1,6 +1,6 @@
 // Command bench measures sandboxd against the limit of the engine under it,
 // in one run on one machine, and prints one Markdown table with the
-// targets of issue 9 and whether each is met:
+// targets and whether each is met:
 //
 //   - the engine ceiling: create+start+wait+remove cycles a second of the
 //     service's own container spec (as the engine reports a warm one), concurrency 8; and the
@@ -20,27 +20,27 @@
 //     (/proc/<pid>/stat for those alive, process accounting for those that
 //     ended during the window), beside the ceiling's CPU per cycle, and
 //     the hypervisor's steal apart;
-//   - kills under load (issue 16): deadline kills, output-cap kills, memory
+//   - kills under load: deadline kills, output-cap kills, memory
 //     bombs and hello worlds, 8 at once with a CPU hog beside, pool on and
 //     off, each against its promised answer time from the program's start
 //     (-kills-only runs just these);
-//   - the data environment (issue 20; -data-only runs just this): its
+//   - the data environment (-data-only runs just this): its
 //     engine ceiling, `docker run --rm` of the data image against the warm
 //     runtime for a pandas import, a chart's answer time, and saturation
 //     against that ceiling with the host's CPU by process;
-//   - the fleet (issue 27; only with -fleet-only, which needs PostgreSQL):
+//   - the fleet (only with -fleet-only, which needs PostgreSQL):
 //     a session's call direct to the replica that holds it against the
 //     same call forwarded by another replica;
-//   - sessions (issue 26; -sessions-only runs just this): `x += 1; x` in a
+//   - sessions (-sessions-only runs just this): `x += 1; x` in a
 //     warm session beside a one-shot call, sparse and at 40 % load, the
 //     open with a warm container idle, and a five-step pandas analysis in
 //     a session against one-shot calls that each reload the data;
-//   - channels (issue 45; -channels-only runs just this): on anvil mining
+//   - channels (-channels-only runs just this): on anvil mining
 //     a block every 2 s, print(1) through the official x402 client, free,
 //     paid by `exact` and by a batch-settlement voucher, one-shot and in
 //     sessions; and the gas a call of a channel claimed once costs
 //     against an `exact` transfer's;
-//   - languages (issue 44; -languages-only runs just this): a hello world
+//   - languages (-languages-only runs just this): a hello world
 //     of Python, JavaScript, TypeScript and Bash through the API, sparse in
 //     turns and each at 40 % load, and a session call of each.
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // printReport writes the Markdown table of one bench run, each figure
-// with its target from issue 9 (or issue 28, the tail) and whether it is met.
+// with its target (or the tail's) and whether it is met.
 func printReport(w io.Writer, o options, r report) {
 	fmt.Fprintf(w, "## make bench, %s\n\n", machine())
 	tailTable(w, o, r)
@@ -17,7 +17,7 @@ func printReport(w io.Writer, o options, r report) {
 	ab := r.ceilingBefore / r.ceilingNet
 	row("engine ceiling, NetworkDisabled off", fmt.Sprintf("%.1f cycles/s (A/B: %.2f×)", r.ceilingNet, ab), "ceiling ≥ 1.8× this", ab >= 1.8)
 	base, seq := r.dockerRun.pct(50), r.sparse.latency.pct(50)
-	row("service, sparse sequential (issue 9)", fmt.Sprintf("p50 %.1f ms, %.0f× faster than `docker run --rm`", ms(seq), float64(base)/float64(max(seq, 1))),
+	row("service, sparse sequential", fmt.Sprintf("p50 %.1f ms, %.0f× faster than `docker run --rm`", ms(seq), float64(base)/float64(max(seq, 1))),
 		"p50 ≤ 6 ms, ≥ 40× `docker run --rm`", seq > 0 && seq <= 6*time.Millisecond && float64(base) >= 40*float64(seq) && r.sparse.failures() == 0)
 	fmt.Fprintln(w)
 	cpuTable(w, r.cpu, r.saturation.ok, r.ceilingRuns)
@@ -28,7 +28,7 @@ func printReport(w io.Writer, o options, r report) {
 	channelsTable(w, o, r.channels)
 }
 
-// tailTable writes the tail's figures (issue 28) against its targets, the
+// tailTable writes the tail's figures against its targets, the
 // exact command, and where the slowest 1 % of each Poisson phase spent
 // their time.
 func tailTable(w io.Writer, o options, r report) {

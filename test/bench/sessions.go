@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// sessionStep is the call of issue 26's aim: one step of state in a warm
+// sessionStep is the call of the sessions' aim: one step of state in a warm
 // session.
 const sessionStep = "x += 1; x"
 
-// sessionsReport is what the sessions phase (issue 26) measured, all in one
+// sessionsReport is what the sessions phase measured, all in one
 // service over HTTP.
 type sessionsReport struct {
 	// sparseCall and sparseOneShot are sessionStep in a warm session and a

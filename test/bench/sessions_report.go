@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Issue 26's aims for sessions.
+// The aims for sessions.
 const (
 	sessionCallTarget       = 5 * time.Millisecond
 	sessionCallLoadedTarget = 10 * time.Millisecond
@@ -19,7 +19,7 @@ func sessionsTable(w io.Writer, o options, r sessionsReport) {
 	if len(r.sparseCall) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nSessions (issue 26), over HTTP to one service (free mode, its default configuration, both environments). "+
+	fmt.Fprintf(w, "\nSessions, over HTTP to one service (free mode, its default configuration, both environments). "+
 		"Sparse: `%s` in a warm python session and a one-shot `%s`, interleaved, one at a time, %v before each. "+
 		"Under load: `%s` in a session every 100 ms while one-shot calls arrive (Poisson) at 40 %% of the engine ceiling "+
 		"(%.1f cycles/s, so %.1f/s), %v. Open: POST /v1/sessions once the warm pools are full, %v after. "+

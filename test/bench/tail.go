@@ -42,14 +42,14 @@ func parseServerTiming(h string) map[string]time.Duration {
 	return out
 }
 
-// tailShares are the Poisson loads of the tail (issue 28), as shares of
+// tailShares are the Poisson loads of the tail, as shares of
 // the ceiling, with their targets.
 var tailShares = []struct {
 	pct      float64
 	p50, p99 float64 // ms; 0 for no target
 }{{0.4, 10, 100}, {0.6, 0, 250}}
 
-// measureTail takes what the tail's targets (issue 28) compare, in one
+// measureTail takes what the tail's targets compare, in one
 // run: the engine's ceiling (with NetworkDisabled off too, for the A/B of
 // that field, unless tailOnly), `docker run --rm`, sparse calls,
 // saturation with the host's CPU, and the Poisson loads of tailShares,
