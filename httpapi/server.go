@@ -16,13 +16,6 @@ import (
 	"sandboxd/httpapi/ingress"
 )
 
-// VersionInfo describes the build of the service.
-type VersionInfo struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
-	GoVersion string `json:"go"`
-}
-
 // Server holds what the handlers need. All exported fields are required
 // but RunLimit, Page, CORSOrigins, Environments, MaxFiles, MaxFilesBytes,
 // BodyBudget and the fields after it.

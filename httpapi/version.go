@@ -47,3 +47,10 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 	resp.Building = buildingByEnvironment(info.Building, time.Now())
 	writeJSON(w, http.StatusOK, resp)
 }
+
+// VersionInfo describes the build of the service.
+type VersionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go"`
+}

@@ -1,7 +1,6 @@
 package payments
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"sandboxd/internal/configcheck"
 	"sandboxd/payments/chain"
 	"sandboxd/payments/channels"
 	"sandboxd/payments/ledger"
@@ -162,10 +162,8 @@ func (c Config) flow(run RunBounds) time.Duration {
 // against max_timeout_seconds, and returns one error listing each
 // problem, each line naming its config key.
 func (c Config) Validate(run RunBounds) error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("payments.%s: %s", key, fmt.Sprintf(format, args...)))
-	}
+	p := configcheck.Problems{Prefix: "payments."}
+	bad := p.Bad
 	c.validateTerms(bad)
 	c.validateSettlement(bad)
 	c.validateLedger(bad)
@@ -174,10 +172,10 @@ func (c Config) Validate(run RunBounds) error {
 	c.Channels.WithDefaults().Validate(func(key, format string, args ...any) { bad("channels."+key, format, args...) })
 	for _, env := range slices.Sorted(maps.Keys(c.Prices)) {
 		if _, err := x402.ParsePrice(c.Prices[env]); err != nil {
-			errs = append(errs, fmt.Errorf("environments.%s.price: %w", env, err))
+			p.Add(fmt.Errorf("environments.%s.price: %w", env, err))
 		}
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // badKey records a problem with the key payments.<key>.

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
+	"sandboxd/internal/configcheck"
 	"sandboxd/metrics"
 	"sandboxd/payments"
 	"sandboxd/payments/retries"
@@ -35,11 +35,9 @@ func (c Config) retriesErrors() []error {
 	if !c.Payments.Enabled {
 		return nil
 	}
-	var errs []error
-	c.retriesConfig().Validate(c.maxTimeout(), func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("config: payments.retries.%s: %s", key, fmt.Sprintf(format, args...)))
-	})
-	return errs
+	p := configcheck.Problems{Prefix: "config: payments.retries."}
+	c.retriesConfig().Validate(c.maxTimeout(), p.Bad)
+	return p.Errs()
 }
 
 // gateRetries is the gate's option that keeps paid answers for their

@@ -38,6 +38,10 @@ func (p *Problems) Check(ok bool, key, format string, args ...any) {
 	}
 }
 
+// Bad records key's problem: Check of a problem already found, and a
+// section's validator where it takes a func(key, format, args) (p.Bad).
+func (p *Problems) Bad(key, format string, args ...any) { p.Check(false, key, format, args...) }
+
 // CheckField is Check for a key that stands for a Go field too, named in
 // parentheses after the message, for a reader of the code.
 func (p *Problems) CheckField(ok bool, key, field, format string, args ...any) {

@@ -28,6 +28,11 @@ func TestProblems(t *testing.T) {
 	if got := named.Err().Error(); got != "max_files_bytes: is over environments.data.tmpfs" {
 		t.Errorf("named problem = %q", got)
 	}
+	var bad Problems
+	bad.Bad("keep", "%s is short", "1s")
+	if bad.Err() == nil || bad.Err().Error() != "keep: 1s is short" {
+		t.Errorf("Bad recorded %v", bad.Err())
+	}
 	if (&Problems{}).Err() != nil {
 		t.Error("no problems, yet an error")
 	}

@@ -102,17 +102,6 @@ type Lookup struct {
 	Payment string
 }
 
-// SweepReport is what one SweepAnswers pass did.
-type SweepReport struct {
-	// Expired counts the rows deleted.
-	Expired int64
-	// Evicted counts the rows whose bytes were dropped for the budget,
-	// EvictedBytes their bytes.
-	Evicted, EvictedBytes int64
-	// Bytes is the sum of the bytes kept after the pass.
-	Bytes int64
-}
-
 // waiting reports whether a retry of a row in state waits for it.
 func waiting(state string) bool { return state == StateRunning || state == StateHeld }
 

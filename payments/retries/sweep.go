@@ -70,3 +70,14 @@ func (s *sweeper) Close() error {
 	<-s.done
 	return nil
 }
+
+// SweepReport is what one SweepAnswers pass did.
+type SweepReport struct {
+	// Expired counts the rows deleted.
+	Expired int64
+	// Evicted counts the rows whose bytes were dropped for the budget,
+	// EvictedBytes their bytes.
+	Evicted, EvictedBytes int64
+	// Bytes is the sum of the bytes kept after the pass.
+	Bytes int64
+}
