@@ -65,7 +65,7 @@ func (s *Server) buildingHealth(b *sandboxd.Building, now time.Time) healthRespo
 // It comes before the payment gate: a caller is not asked to pay for a run
 // that cannot start (the default environment never builds while serving).
 // A run never waits for a health probe while the last answer says its
-// environment can run (a stale one is refreshed in the background:
+// environment can run (one refreshTTL old is refreshed in the background:
 // recentHealth), since a probe costs several Engine API calls (10-12 ms
 // measured) and every run outside the default environment asks; an answer
 // that says it is building is checked again (checkHealth: at most

@@ -36,6 +36,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // daemon.
 const engineTTL = time.Second
 
+// refreshTTL is how old the last health answer of a run outside the
+// default environment may be before the run refreshes it in the
+// background (shared.recent). The refresh's Engine API calls run beside
+// the very run that started it: with engineTTL, every other run of a node
+// environment a second apart paid for them in its answer, on 2 cores.
+const refreshTTL = 10 * time.Second
+
 // shared shares one probe's answer among the requests of an engineTTL
 // window, and one probe in flight among the requests waiting for it. Its
 // zero value is ready.
@@ -92,7 +99,7 @@ func (c *shared[T]) recent(ctx context.Context, probe func(context.Context) (T, 
 		c.mu.Unlock()
 		return c.get(ctx, probe)
 	}
-	val, err, stale := c.val, c.err, time.Since(c.at) >= engineTTL && c.done == nil
+	val, err, stale := c.val, c.err, time.Since(c.at) >= refreshTTL && c.done == nil
 	c.mu.Unlock()
 	if stale {
 		go func() { _, _ = c.get(context.WithoutCancel(ctx), probe) }() // kept for the next call

@@ -9,7 +9,8 @@
 //
 // A one-shot program ends as `node main.js` would (the event loop drains,
 // process.exit, an uncaught error), and "done" goes out from the "exit"
-// event, after the program's own listeners and before Node's teardown. A
+// event, after the program's own listeners and before Node's teardown,
+// which never comes: the stub then sleeps until the supervisor kills it. A
 // session call ends when its evaluation settles; its value is what Node's
 // REPL shows.
 'use strict';
@@ -263,6 +264,10 @@ function oneShot(code) {
     if (event === 'exit' && !said) {
       said = true;
       done(Number(process.exitCode) || 0, null);
+      // The supervisor kills the stub once it has answered: Node's own
+      // teardown (8-10 ms of a core, measured) would run beside the
+      // answer on its way out. Until then the stub sleeps.
+      Atomics.wait(pause, 0, 0);
     }
     return r;
   };
@@ -378,49 +383,90 @@ function onSigint() {
 }
 process.on('SIGINT', onSigint);
 
-// serve reads requests on 3: one "call o" (then it stops reading), or a
-// session's "call s" one after the other.
+// serve reads requests on 3. The first is read by blocking reads, with
+// the event loop idle: a one-shot's hand-over then wakes no libuv poll,
+// runs no stream's code for the first time and leaves no socket to close
+// before the program can end. A session's later calls come through a
+// socket on 3, one after the other.
 function serve() {
-  const requests = new net.Socket({ fd: REQUESTS, readable: true, writable: false });
   let buf = Buffer.alloc(0);
-  let sessionStarted = false;
-  requests.on('data', (chunk) => {
-    buf = Buffer.concat([buf, chunk]);
-    for (;;) {
-      const nl = buf.indexOf(10);
-      if (nl < 0) return;
-      const [word, mode, n, stdin] = buf.subarray(0, nl).toString('latin1').split(' ');
-      const size = Number(n);
-      if (word !== 'call' || !/^[os]$/.test(mode) || !Number.isSafeInteger(size) || size < 0 || !stdin) {
-        say('node stub: malformed request');
-        process.reallyExit(2);
-      }
-      if (buf.length < nl + 1 + size) return;
-      const code = buf.subarray(nl + 1, nl + 1 + size).toString('utf8');
-      buf = buf.subarray(nl + 1 + size);
-      try {
-        useStdin(stdin);
-      } catch (err) {
-        // The call cannot have its stdin: it fails, and the stub goes on.
-        say(`node stub: stdin: ${err.message}`);
-        done(1, null);
-        if (mode === 'o') process.reallyExit(1);
-        continue;
-      }
-      if (mode === 'o') {
-        requests.destroy();
-        process.removeListener('SIGINT', onSigint);
-        oneShot(code);
-        return;
-      }
-      if (!sessionStarted) {
-        sessionStarted = true;
-        startSession();
-      }
-      sessionCall(code);
+  const chunk = Buffer.alloc(1 << 16);
+  for (;;) {
+    let n;
+    try {
+      n = fs.readSync(REQUESTS, chunk, 0, chunk.length, null);
+    } catch (err) {
+      if (err.code === 'EINTR' || err.code === 'EAGAIN') continue;
+      throw err;
     }
+    if (n === 0) process.reallyExit(0);
+    buf = Buffer.concat([buf, chunk.subarray(0, n)]);
+    const taken = take(buf, () => fs.closeSync(REQUESTS));
+    if (taken === null) return;
+    if (taken.length < buf.length) {
+      listen(taken);
+      return;
+    }
+  }
+}
+
+// listen reads a session's requests on 3 from a socket, after rest (what
+// the blocking reads read beyond the first call).
+function listen(rest) {
+  const requests = new net.Socket({ fd: REQUESTS, readable: true, writable: false });
+  const stop = () => requests.destroy();
+  let buf = take(rest, stop);
+  requests.on('data', (chunk) => {
+    if (buf !== null) buf = take(Buffer.concat([buf, chunk]), stop);
   });
   requests.on('end', () => process.reallyExit(0));
+}
+
+// take runs the whole requests at the start of buf, one "call o" (after
+// which the stub reads no more: it calls close before the program and
+// returns null) or a session's "call s" one after the other, and returns
+// what follows them.
+function take(buf, close) {
+  for (;;) {
+    const req = parse(buf);
+    if (req === null) return buf;
+    const { mode, stdin, code } = req;
+    buf = req.rest;
+    try {
+      useStdin(stdin);
+    } catch (err) {
+      // The call cannot have its stdin: it fails, and the stub goes on.
+      say(`node stub: stdin: ${err.message}`);
+      done(1, null);
+      if (mode === 'o') process.reallyExit(1);
+      continue;
+    }
+    if (mode === 'o') {
+      close();
+      process.removeListener('SIGINT', onSigint);
+      oneShot(code);
+      return null;
+    }
+    if (!calls) startSession();
+    sessionCall(code);
+  }
+}
+
+// parse reads the request at the start of buf: {mode, stdin, code, rest},
+// or null when buf does not hold it whole yet. A malformed one ends the
+// stub.
+function parse(buf) {
+  const nl = buf.indexOf(10);
+  if (nl < 0) return null;
+  const [word, mode, n, stdin] = buf.subarray(0, nl).toString('latin1').split(' ');
+  const size = Number(n);
+  if (word !== 'call' || !/^[os]$/.test(mode) || !Number.isSafeInteger(size) || size < 0 || !stdin) {
+    say('node stub: malformed request');
+    process.reallyExit(2);
+  }
+  if (buf.length < nl + 1 + size) return null;
+  const code = buf.subarray(nl + 1, nl + 1 + size).toString('utf8');
+  return { mode, stdin, code, rest: buf.subarray(nl + 1 + size) };
 }
 
 // warmUp compiles and runs what a first program would (acorn, the rewrite,
@@ -431,11 +477,27 @@ async function warmUp() {
   util.inspect(v);
   String(new Error('warm').stack);
   await fs.promises.stat(root);
-  // A one-shot's hand-over destroys the requests socket and drops the
-  // SIGINT listener: their first run costs some 0.5 ms of lazy compiling,
-  // paid here on stand-ins (a socket without a descriptor, a signal no
-  // one sends the stub).
-  new net.Socket().destroy();
+  // A one-shot's hand-over and output run on the critical path: a call's
+  // stdin (the one of a call without any) and a line through console on
+  // each stream, written to /dev/null, are their first runs here.
+  // So are a request's parsing and a one-shot's evaluation (no
+  // breakOnSigint, no await: another path than the session's above).
+  const warm = Buffer.from("console.log('warm')\n");
+  const req = parse(Buffer.concat([Buffer.from(`call o ${warm.length} -\n`), warm]));
+  useStdin(req.stdin);
+  const sink = fs.openSync('/dev/null', 'w');
+  process.stdout.fd = process.stderr.fd = sink;
+  try {
+    evaluate(req.code, false);
+    console.log('warm %s', 'up');
+    console.error(new Error('warm'));
+  } finally {
+    process.stdout.fd = 1;
+    process.stderr.fd = 2;
+    fs.closeSync(sink);
+  }
+  // It also drops the SIGINT listener: its first run, on a signal no one
+  // sends the stub.
   const none = () => {};
   process.on('SIGUSR2', none);
   process.removeListener('SIGUSR2', none);

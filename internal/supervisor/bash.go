@@ -14,13 +14,15 @@ const bashSessionPath = "/opt/sandbox/stubs/bash-session.sh"
 // bashPath is the shell: Debian's, in every image.
 const bashPath = "/bin/bash"
 
-// bashOneShot is the script of Bash's one-shot stub, started for its call
-// with the code on 3 and the stdin as its descriptor 0: it reads the code
-// to its end (read -N reads in blocks, where read -d "" reads a byte a
-// system call: 0.35 s for a megabyte), closes 3 and 4, which the program
-// has no use for, and evaluates it as a script named main.sh would run
-// ($0, "main.sh: line 2: …" in errors, exit, set -e, background jobs).
-const bashOneShot = `IFS= read -r -N 2147483647 -u 3 __sb; exec 3<&- 4>&-; eval "$__sb"`
+// bashOneShot is the script of Bash's one-shot stub, a spare started with
+// its container: it reads its stdin's path on 3, then the code to its end
+// (read -N reads in blocks, where read -d "" reads a byte a system call:
+// 0.35 s for a megabyte), closes 3 and 4, which the program has no use
+// for, takes the stdin as 0, and evaluates the code as a script named
+// main.sh would run ($0, "main.sh: line 2: …" in errors, exit, set -e,
+// background jobs).
+const bashOneShot = `IFS= read -r -u 3 __sb_in; IFS= read -r -N 2147483647 -u 3 __sb; ` +
+	`exec 3<&- 4>&- <"$__sb_in"; unset __sb_in; eval "$__sb"`
 
 // bashReinterrupt is how often a session call's interrupt is sent again
 // until the shell comes back from it: a shell running a loop of commands
@@ -30,8 +32,9 @@ const bashOneShot = `IFS= read -r -N 2147483647 -u 3 __sb; exec 3<&- 4>&-; eval 
 const bashReinterrupt = 50 * time.Millisecond
 
 // bashStub is Bash's entry in Stubs, for the session rcfile at rcfile. Not
-// warm: a one-shot starts its shell at the call (2.3 ms of CPU), with
-// nothing to keep warm. A session is an interactive shell that takes its
+// warm but a spare: a one-shot's shell is started with the container,
+// beside the warm Node stub, so that its start (exec, loading, some 2.3 ms
+// of CPU) is not the program's wait. A session is an interactive shell that takes its
 // requests on 0 in its own syntax (bashRequest), whose rcfile says ready.
 func bashStub(rcfile string) Stub {
 	return Stub{
@@ -42,6 +45,7 @@ func bashStub(rcfile string) Stub {
 			}
 			return []string{bashPath, "--norc", "--noprofile", "-c", bashOneShot, "main.sh"}
 		},
+		Spare:       true,
 		Request:     bashRequest,
 		Reinterrupt: bashReinterrupt,
 	}

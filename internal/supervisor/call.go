@@ -102,13 +102,20 @@ func (s *Supervisor) ack(token, what string, both bool) error {
 // send hands the call to the stub, from a goroutine of its own (a large
 // program fills the pipe until the stub reads it, and the loop must pump
 // meanwhile): the stub protocol's "call", or the session line of a stub
-// that takes it on 0, or the bare code of a stub started for its one-shot,
-// whose 3 is then closed.
+// that takes it on 0, or the bare code of a stub that is not warm (after its
+// stdin's path when it is a spare), whose 3 is then closed.
 func (p *proc) send(mode byte, code []byte, stdin string) {
 	requests, shell, stub := p.requests, p.shell, p.stub
 	go func() {
 		switch {
 		case mode == 'o' && !stub.Warm:
+			if stub.Spare {
+				path := stdin
+				if path == "-" {
+					path = os.DevNull
+				}
+				requests.Write([]byte(path + "\n"))
+			}
 			requests.Write(code)
 			requests.Close()
 		case mode == 's' && stub.Request != nil:

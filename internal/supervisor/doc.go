@@ -4,7 +4,9 @@
 // and starts each language as a stub (runnerproto's stub protocol) that
 // knows none of these.
 //
-// A one-shot run: the warm stub is started and waits for its program; the
+// A one-shot run: the warm stub is started and waits for its program (and
+// beside it a spare of another process, Bash's shell, which is killed when
+// the program is not its language's); the
 // header, code, stdin and files in are read from the link; the files are
 // written under the root, the stdin into a file under the shm directory; the
 // run is acked and handed to the stub; its output is pumped to the link as

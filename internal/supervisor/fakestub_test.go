@@ -93,6 +93,9 @@ func fakeStub(args []string) int {
 			replies.WriteString(p.value)
 		}
 		if mode == 'o' {
+			if p.linger {
+				time.Sleep(time.Minute) // a teardown that takes its time
+			}
 			if p.after != "" {
 				time.Sleep(50 * time.Millisecond) // a teardown's own time
 				os.Stdout.WriteString(p.after)
@@ -107,6 +110,7 @@ type fakeProgram struct {
 	stdin, replies *os.File
 	status         int
 	value, after   string
+	linger         bool
 }
 
 // run runs the program's lines.
@@ -139,6 +143,8 @@ func (p *fakeProgram) run(code string) {
 			os.Symlink(target, name)
 		case "after":
 			p.after += arg + "\n"
+		case "linger":
+			p.linger = true
 		case "orphan":
 			self, _ := os.Executable()
 			attr := &os.ProcAttr{Files: []*os.File{nil, os.Stdout, os.Stderr}}

@@ -329,3 +329,18 @@ func TestNodeLoadsFilesSentIn(t *testing.T) {
 		t.Errorf("answer %+v (%v), stderr %q", a, ok, h.errs.bytes())
 	}
 }
+
+func TestNodeOneShotHandOverLeavesNoHandle(t *testing.T) {
+	// The stub reads a one-shot's request with blocking reads: no socket
+	// on 3 is left closing when the program starts (its close, and the
+	// first run of a stream's code, were the program's wait), and 3 is
+	// closed.
+	h := mustNode(t, 0)
+	code := "const names = process._getActiveHandles().map((h) => h.constructor.name)\n" +
+		"let fd3 = 'open'\ntry { require('fs').fstatSync(3) } catch (e) { fd3 = e.code }\n" +
+		"console.log(JSON.stringify(names), fd3)"
+	a, errs, status := runNode(t, h, "javascript", code, "")
+	if a.output != "[] EBADF\n" || status != 0 {
+		t.Errorf("output %q, exit %d, stderr %q", a.output, status, errs)
+	}
+}

@@ -9,17 +9,16 @@ import (
 )
 
 // oneShot runs one program and returns the supervisor's exit status.
-func (s *Supervisor) oneShot(ctx context.Context, warm *proc, req *request, late bool) int {
+// Of the warm stub and the spare (either may be nil), the one that runs the
+// program's language is used and the other killed.
+func (s *Supervisor) oneShot(ctx context.Context, warm, spare *proc, req *request, late bool) int {
 	h := req.header
 	stub, err := s.stubFor(h.Language)
 	if err != nil {
+		spare.abandon()
 		return s.end(warm, err)
 	}
-	p := warm
-	if p != nil && s.Stubs[p.lang].Name != stub.Name {
-		p.abandon()
-		p, late = nil, true
-	}
+	p, late := pick(warm, spare, stub, late)
 	// Written before the program starts; a failure (a full /tmp) is told
 	// after the ack, as the program's own failure would be.
 	written, failed := writeFiles(s.Root, req.files, false)
@@ -81,21 +80,21 @@ func (s *Supervisor) answer(ctx context.Context, p *proc, req *request, written 
 	if err := s.report(h.Token, false, r, sec, nil); err != nil {
 		return 0, err
 	}
-	// The stub tears itself down; what it writes meanwhile is dropped. A
-	// stub never called is killed (deferred).
-	for failed == nil && p.end == nil {
-		if err := s.step(ctx, p, 0); err != nil {
-			break
-		}
-	}
+	// The stub is killed, not waited for (deferred): what it does after
+	// "done" is no call's, and a teardown of its own (Node's takes 8-10
+	// ms of a core) would compete with the answer on the host.
 	return code, nil
 }
 
 // startFor starts the stub of lang for its one-shot: a warm stub waits
-// for its ready; any other gets the call's stdin as its descriptor 0.
+// for its ready; a spare reads its stdin's path on 3; any other gets the
+// call's stdin as its descriptor 0.
 func (s *Supervisor) startFor(ctx context.Context, lang string, stub Stub, stdin string) (*proc, error) {
 	if stub.Warm {
 		return s.startReady(ctx, lang, false)
+	}
+	if stub.Spare {
+		return s.startStub(lang, startOpts{capAtExec: true})
 	}
 	var in *os.File
 	if stdin != "-" {

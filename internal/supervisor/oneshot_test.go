@@ -92,6 +92,19 @@ func TestOneShotOutputAfterDoneIsDropped(t *testing.T) {
 	}
 }
 
+func TestOneShotStubKilledAfterTheAnswer(t *testing.T) {
+	// The answer is out at "done", and the stub is killed then: the
+	// supervisor does not wait for a teardown (a minute here).
+	start := time.Now()
+	_, a, code := mustRun(t, program{code: "out in\nlinger\n"}, "warm")
+	if a.output != "in\n" || code != 0 {
+		t.Errorf("output %q, exit %d", a.output, code)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the supervisor ended %v after the program, waiting for its stub", d)
+	}
+}
+
 func TestOneShotStdin(t *testing.T) {
 	for _, lang := range []string{"warm", "direct"} {
 		t.Run(lang, func(t *testing.T) {

@@ -166,8 +166,11 @@ func (p *proc) kill() {
 // when waited for). The reaper collects the stub as a watched process,
 // whose usage no call counts; its process group's others are children of
 // the stub, reparented only once it has died, and were no call's either:
-// none is abandoned with a call's program in it.
+// none is abandoned with a call's program in it. A nil p is no stub.
 func (p *proc) abandon() {
+	if p == nil {
+		return
+	}
 	if p.end == nil {
 		unix.Kill(-p.pid, unix.SIGKILL)
 	}

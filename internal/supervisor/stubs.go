@@ -29,6 +29,14 @@ type Stub struct {
 	// (closed after it) and the stdin as its descriptor 0, and its end is
 	// its exit.
 	Warm bool
+	// Spare reports that a stub that is not warm is started when the
+	// container starts, beside the warm stub of another process, and waits
+	// for its one-shot: the stdin's path ("/dev/null" for none) on a line
+	// on descriptor 3, then the code to the end of 3. Its first
+	// instructions (an interpreter's start) then happen before the program
+	// comes; it is killed, not waited for, when the program is another's
+	// or a session comes.
+	Spare bool
 	// Request is the line a session call is sent as on the stub's
 	// descriptor 0, in the stub's own syntax, given the code (which
 	// follows on 3) and the stdin's path ("-" for none). Nil: the stub

@@ -85,7 +85,11 @@ func (s *Supervisor) Run(ctx context.Context) int {
 		}
 		warm = p
 	}
-	late := warm == nil || pending(s.Link.In)
+	spare, err := s.startSpare(warm)
+	if err != nil {
+		return s.end(warm, err)
+	}
+	late := (warm == nil && spare == nil) || pending(s.Link.In)
 	r := bufio.NewReaderSize(s.Link.In, 1<<16)
 	m, err := s.first(ctx, warm, r)
 	if err == nil {
@@ -93,12 +97,14 @@ func (s *Supervisor) Run(ctx context.Context) int {
 	}
 	switch {
 	case err != nil:
+		spare.abandon()
 		return s.end(warm, err)
 	case m.session != nil:
+		spare.abandon()
 		go s.readCalls(r)
 		return s.session(ctx, warm, *m.session)
 	default:
-		return s.oneShot(ctx, warm, m.req, late)
+		return s.oneShot(ctx, warm, spare, m.req, late)
 	}
 }
 

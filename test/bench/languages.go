@@ -41,6 +41,9 @@ type languageFigures struct {
 type languagesReport struct {
 	ceiling, loadRate float64
 	figures           map[string]*languageFigures
+	// removals is the wait for the load phases' removals before the
+	// session steps.
+	removals settled
 }
 
 // measureLanguages runs the languages phase: sparse hello worlds of every
@@ -86,6 +89,13 @@ func measureLanguages(ctx context.Context, o *options, ceiling float64) (languag
 		p.load = loadAverage()
 		r.figures[l.name].loaded = p
 	}
+	// The load phases' killed containers are removed in the background:
+	// the session steps wait for the last of them.
+	if r.removals, err = settleRemovals(ctx, s.Instance); err != nil {
+		return r, err
+	}
+	progress("languages: %d containers of the load phases were left to remove, removed in %v", r.removals.left,
+		r.removals.took.Round(time.Millisecond))
 	return r, r.sessionSteps(ctx, s, o)
 }
 

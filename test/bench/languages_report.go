@@ -19,8 +19,9 @@ func languagesTable(w io.Writer, o options, r languagesReport) {
 	fmt.Fprintf(w, "\nLanguages (issue 44), over HTTP to one service (free mode, its default configuration: python's pool_size 4, "+
 		"node's 2). Sparse: a hello world of each language in turns, one at a time, %v before each. Under load: each language's "+
 		"hello world alone, arriving (Poisson) at 40 %% of the engine ceiling (%.1f cycles/s, so %.1f/s), %d arrivals. Session: "+
-		"a step of state (`x += 1; x`, Bash `x=$((x+1)); echo $x`) in a warm session of each language, in turns, %v before each.\n\n",
-		o.gap, r.ceiling, r.loadRate, o.arrivals/2, o.gap)
+		"a step of state (`x += 1; x`, Bash `x=$((x+1)); echo $x`) in a warm session of each language, in turns, %v before each, "+
+		"once the %d containers the load left were removed (%.1f s).\n\n",
+		o.gap, r.ceiling, r.loadRate, o.arrivals/2, o.gap, r.removals.left, r.removals.took.Seconds())
 	table := newTable(w)
 	pp := func(l latencies) string {
 		return fmt.Sprintf("p50 %.1f ms, p99 %.1f ms (%d calls)", ms(l.pct(50)), ms(l.pct(99)), len(l))
