@@ -5,7 +5,7 @@ import (
 	"io"
 )
 
-// Issue 44's aims: a warm one-shot in another language within this factor
+// The languages' aims: a warm one-shot in another language within this factor
 // of Python's p50 in the same run, and a session call's p50 within
 // sessionCallTarget.
 const languageOneShotFactor = 2.0
@@ -16,7 +16,7 @@ func languagesTable(w io.Writer, o options, r languagesReport) {
 	if py == nil || len(py.sparse) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nLanguages (issue 44), over HTTP to one service (free mode, its default configuration: python's pool_size 4, "+
+	fmt.Fprintf(w, "\nLanguages, over HTTP to one service (free mode, its default configuration: python's pool_size 4, "+
 		"node's 2). Sparse: a hello world of each language in turns, one at a time, %v before each. Under load: each language's "+
 		"hello world alone, arriving (Poisson) at 40 %% of the engine ceiling (%.1f cycles/s, so %.1f/s), %d arrivals. Session: "+
 		"a step of state (`x += 1; x`, Bash `x=$((x+1)); echo $x`) in a warm session of each language, in turns, %v before each, "+
