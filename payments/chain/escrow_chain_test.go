@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient/simulated"
 
+	"sandboxd/payments/internal/chaintest"
 	"sandboxd/x402"
 	"sandboxd/x402/channel"
 	"sandboxd/x402/x402test"
@@ -57,7 +57,7 @@ func mustArtifact(tb testing.TB, name string) artifact {
 // a constructor). A goroutine seals a block whenever one of its accounts
 // has a transaction waiting, so the chain's clock stays on the wall clock.
 type escrowChain struct {
-	sim     *simulated.Backend
+	chain   *chaintest.Chain
 	client  simulated.Client
 	funder  *ecdsa.PrivateKey // mints, and sends the tests' own transactions
 	relayer *ecdsa.PrivateKey // the settler's key: receiverAuthorizer of the channels by default
@@ -67,31 +67,20 @@ type escrowChain struct {
 	escrow  artifact // the escrow's ABI as compiled
 	s       *Settler
 	t       *testing.T // the test the chain was made for
-	nonceMu sync.Mutex
 }
 
 func newEscrowChain(t *testing.T) *escrowChain {
 	t.Helper()
-	c := &escrowChain{t: t, funder: x402test.Key(t), relayer: x402test.Key(t), payer: x402test.Key(t),
-		token: common.HexToAddress(x402test.Asset), tokens: mustArtifact(t, "token"), escrow: mustArtifact(t, "escrow")}
+	c := &escrowChain{t: t, payer: x402test.Key(t), token: common.HexToAddress(x402test.Asset),
+		tokens: mustArtifact(t, "token"), escrow: mustArtifact(t, "escrow")}
 	code := func(a artifact) []byte { return hexutil.MustDecode(a.Runtime) }
-	eth := new(big.Int).Exp(big.NewInt(10), big.NewInt(21), nil)
-	c.sim = simulated.NewBackend(types.GenesisAlloc{
-		c.addr(c.funder):  {Balance: eth},
-		c.addr(c.relayer): {Balance: eth},
-		c.addr(c.payer):   {Balance: eth},
+	c.chain = chaintest.Start(t, types.GenesisAlloc{
 		channel.Escrow:    {Code: code(c.escrow)},
 		channel.Collector: {Code: code(mustArtifact(t, "collector"))},
 		multicall3:        {Code: code(mustArtifact(t, "multicall3"))},
 		c.token:           {Code: code(c.tokens)},
-	})
-	t.Cleanup(func() { c.sim.Close() })
-	c.client = c.sim.Client()
-
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go c.mine(ctx, done)
-	t.Cleanup(func() { stop(); <-done })
+	}, c.payer)
+	c.client, c.funder, c.relayer = c.chain.Client, c.chain.Funder, c.chain.Relayer
 
 	// CheckTimeout bounds DepositReceipt's wait for a receipt that never comes: long enough that
 	// a busy host's slow RPC answer is not taken for no answer.
@@ -105,29 +94,6 @@ func newEscrowChain(t *testing.T) *escrowChain {
 	return c
 }
 
-// mine seals a block whenever one of the chain's accounts has a
-// transaction in the pool.
-func (c *escrowChain) mine(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for _, key := range []*ecdsa.PrivateKey{c.funder, c.relayer, c.payer} {
-			pool, err1 := c.client.PendingNonceAt(ctx, c.addr(key))
-			mined, err2 := c.client.NonceAt(ctx, c.addr(key), nil)
-			if err1 == nil && err2 == nil && pool > mined {
-				c.sim.Commit()
-				break
-			}
-		}
-	}
-}
-
 func (c *escrowChain) addr(key *ecdsa.PrivateKey) common.Address {
 	return crypto.PubkeyToAddress(key.PublicKey)
 }
@@ -136,58 +102,14 @@ func (c *escrowChain) addr(key *ecdsa.PrivateKey) common.Address {
 // head; it fails the test unless it succeeded.
 func (c *escrowChain) sendFrom(t *testing.T, key *ecdsa.PrivateKey, to common.Address, data []byte) *types.Receipt {
 	t.Helper()
-	ctx := context.Background()
-	c.nonceMu.Lock()
-	nonce, err := c.client.PendingNonceAt(ctx, c.addr(key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := c.client.HeaderByNumber(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := types.SignNewTx(key, types.LatestSignerForChainID(simChainID), &types.DynamicFeeTx{
-		ChainID: simChainID, Nonce: nonce, GasTipCap: big.NewInt(1e9),
-		GasFeeCap: new(big.Int).Add(big.NewInt(1e9), new(big.Int).Mul(head.BaseFee, big.NewInt(2))),
-		Gas:       5_000_000, To: &to, Data: data,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.client.SendTransaction(ctx, tx)
-	c.nonceMu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := c.synced(t, tx.Hash())
-	if r.Status != types.ReceiptStatusSuccessful {
-		t.Fatalf("transaction %s reverted", tx.Hash().Hex())
-	}
-	return r
+	return c.chain.SendFrom(t, key, &to, data)
 }
 
-// synced waits for the receipt of hash and for the head to reach its
-// block (a receipt can be found a moment before "latest" shows its
-// effects), and returns the receipt.
+// synced waits for the receipt of hash, succeeded or reverted, and for the
+// head to reach its block.
 func (c *escrowChain) synced(t *testing.T, hash common.Hash) *types.Receipt {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		r, err := c.client.TransactionReceipt(ctx, hash)
-		if err != nil {
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
-		for time.Now().Before(deadline) {
-			if head, err := c.client.HeaderByNumber(ctx, nil); err == nil && head.Number.Cmp(r.BlockNumber) >= 0 {
-				return r
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	t.Fatalf("transaction %s not mined", hash.Hex())
-	return nil
+	return c.chain.Synced(t, hash)
 }
 
 // mustOp fails the test on err, and waits until op's transaction is the

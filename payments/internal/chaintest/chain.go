@@ -29,7 +29,7 @@ import (
 // ID is the chain's id.
 const ID = 1337
 
-// Chain is an in-process chain with the test token deployed. A goroutine
+// Chain is an in-process chain (New: with the test token deployed). A goroutine
 // seals a block whenever a transaction waits in the pool, so the chain's
 // clock stays on the wall clock (each sealed block moves it at least one
 // second).
@@ -40,12 +40,43 @@ type Chain struct {
 	Funder *ecdsa.PrivateKey
 	// Relayer holds ether: the settler's key.
 	Relayer *ecdsa.PrivateKey
-	// Token is the test token's address.
+	// Token is the test token's address (New's; zero from Start).
 	Token common.Address
 
 	sim     *simulated.Backend
 	abi     abi.ABI
 	nonceMu sync.Mutex
+	// keys are the accounts the miner watches: the funder, the relayer
+	// and Start's others.
+	keys []*ecdsa.PrivateKey
+}
+
+// Start starts a chain, closed at cleanup, with no token: alloc places
+// what the test needs at genesis (code at fixed addresses), and the
+// funder, the relayer and others hold ether. A goroutine seals a block
+// whenever one of them has a transaction waiting.
+func Start(t *testing.T, alloc types.GenesisAlloc, others ...*ecdsa.PrivateKey) *Chain {
+	t.Helper()
+	c := &Chain{Funder: x402test.Key(t), Relayer: x402test.Key(t)}
+	c.keys = append([]*ecdsa.PrivateKey{c.Funder, c.Relayer}, others...)
+	genesis := types.GenesisAlloc{}
+	for a, acct := range alloc {
+		genesis[a] = acct
+	}
+	eth := new(big.Int).Exp(big.NewInt(10), big.NewInt(21), nil)
+	for _, k := range c.keys {
+		genesis[crypto.PubkeyToAddress(k.PublicKey)] = types.Account{Balance: eth}
+	}
+	c.sim = simulated.NewBackend(genesis)
+	t.Cleanup(func() { c.sim.Close() })
+	c.Client = c.sim.Client()
+	miner := every.Start(10*time.Millisecond, func(ctx context.Context) {
+		if c.pending(ctx) {
+			c.sim.Commit()
+		}
+	})
+	t.Cleanup(func() { miner.Close() })
+	return c
 }
 
 // New starts a chain, closed at cleanup, and deploys the token compiled in
@@ -64,26 +95,12 @@ func New(t *testing.T, artifact string) *Chain {
 	if err := json.Unmarshal(raw, &compiled); err != nil {
 		t.Fatal(err)
 	}
-	c := &Chain{Funder: x402test.Key(t), Relayer: x402test.Key(t)}
-	if c.abi, err = abi.JSON(strings.NewReader(string(compiled.ABI))); err != nil {
+	tokenABI, err := abi.JSON(strings.NewReader(string(compiled.ABI)))
+	if err != nil {
 		t.Fatal(err)
 	}
-	eth := new(big.Int).Exp(big.NewInt(10), big.NewInt(21), nil)
-	c.sim = simulated.NewBackend(types.GenesisAlloc{
-		crypto.PubkeyToAddress(c.Funder.PublicKey):  {Balance: eth},
-		crypto.PubkeyToAddress(c.Relayer.PublicKey): {Balance: eth},
-	})
-	t.Cleanup(func() { c.sim.Close() })
-	c.Client = c.sim.Client()
-
-	// The miner: a block whenever a transaction waits.
-	miner := every.Start(10*time.Millisecond, func(ctx context.Context) {
-		if c.pending(ctx) {
-			c.sim.Commit()
-		}
-	})
-	t.Cleanup(func() { miner.Close() })
-
+	c := Start(t, nil)
+	c.abi = tokenABI
 	receipt := c.send(t, nil, hexutil.MustDecode(compiled.Bytecode))
 	c.Token = receipt.ContractAddress
 	// The receipt can be found a moment before the new head's state is:

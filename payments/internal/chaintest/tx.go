@@ -13,11 +13,11 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 )
 
-// pending reports whether the funder or the relayer has a transaction in
+// pending reports whether one of the chain's keys has a transaction in
 // the pool. (The pool's nonce is current at once; the pending block's
 // transaction count lags by seconds.)
 func (c *Chain) pending(ctx context.Context) bool {
-	for _, key := range []*ecdsa.PrivateKey{c.Funder, c.Relayer} {
+	for _, key := range c.keys {
 		addr := crypto.PubkeyToAddress(key.PublicKey)
 		pool, err1 := c.Client.PendingNonceAt(ctx, addr)
 		mined, err2 := c.Client.NonceAt(ctx, addr, nil)
@@ -64,29 +64,37 @@ func (c *Chain) SendFrom(t *testing.T, key *ecdsa.PrivateKey, to *common.Address
 	return c.waitReceipt(t, tx.Hash())
 }
 
-// waitReceipt waits for the receipt of hash, fails the test unless it
-// succeeded, and waits until the head reaches its block.
+// waitReceipt waits for the receipt of hash (Synced) and fails the test
+// unless it succeeded.
 func (c *Chain) waitReceipt(t *testing.T, hash common.Hash) *types.Receipt {
+	t.Helper()
+	r := c.Synced(t, hash)
+	if r.Status != types.ReceiptStatusSuccessful {
+		t.Fatalf("transaction %s reverted", hash.Hex())
+	}
+	return r
+}
+
+// Synced waits for the receipt of hash, succeeded or reverted, and until
+// the head reaches its block (the receipt can be found a moment before,
+// and readers of "latest" must see its effects); it returns the receipt.
+func (c *Chain) Synced(t *testing.T, hash common.Hash) *types.Receipt {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		r, err := c.Client.TransactionReceipt(context.Background(), hash)
-		if err == nil {
-			if r.Status != types.ReceiptStatusSuccessful {
-				t.Fatalf("transaction %s reverted", hash.Hex())
-			}
-			// The receipt can be found a moment before the head moves to
-			// its block: wait, so "latest" readers see its effects.
-			for time.Now().Before(deadline) {
-				head, err := c.Client.HeaderByNumber(context.Background(), nil)
-				if err == nil && head.Number.Cmp(r.BlockNumber) >= 0 {
-					return r
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			t.Fatalf("the head never reached block %v of %s", r.BlockNumber, hash.Hex())
+		if err != nil {
+			time.Sleep(5 * time.Millisecond)
+			continue
 		}
-		time.Sleep(5 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			head, err := c.Client.HeaderByNumber(context.Background(), nil)
+			if err == nil && head.Number.Cmp(r.BlockNumber) >= 0 {
+				return r
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("the head never reached block %v of %s", r.BlockNumber, hash.Hex())
 	}
 	t.Fatalf("transaction %s not mined", hash.Hex())
 	return nil
