@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 
 	"sandboxd"
@@ -28,8 +29,11 @@ type Config struct {
 	Payments PaymentsConfig `mapstructure:"payments"`
 	Sessions SessionsConfig `mapstructure:"sessions"`
 	// Environments holds the environments.* keys: each environment a
-	// request may name, by name (see EnvironmentConfig).
-	Environments map[string]EnvironmentConfig `mapstructure:"environments"`
+	// request may name, by name (see EnvironmentConfig). omitempty because
+	// LoadConfig decodes with Environments nil: viper's struct binding would
+	// otherwise read the whole section as one key, the file's, hiding the
+	// SANDBOX_ENVIRONMENTS_* variables.
+	Environments map[string]EnvironmentConfig `mapstructure:"environments,omitempty"`
 }
 
 // ServerConfig holds the server.* keys: the HTTP listener's.
@@ -233,17 +237,12 @@ func defaultConfig() Config {
 // ./config.yaml when path is empty and that file exists), then SANDBOX_*
 // environment variables. It returns every problem found, each naming its key.
 func LoadConfig(path string) (Config, error) {
-	v := viper.New()
+	// The struct binding makes every key of Config's sections settable from
+	// the environment, even one the file does not name; it cannot see into
+	// the environments map, whose keys bindEnvironments binds.
+	v := viper.NewWithOptions(viper.ExperimentalBindStruct(), viper.EnvKeyReplacer(strings.NewReplacer(".", "_")))
 	v.SetEnvPrefix("SANDBOX")
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
-	// Every key is bound, so the environment sets it even when the file
-	// does not name it.
-	for _, k := range configKeys() {
-		if err := v.BindEnv(k); err != nil {
-			return Config{}, fmt.Errorf("config: %s: %w", k, err)
-		}
-	}
 	if path == "" {
 		if _, err := os.Stat("config.yaml"); err == nil {
 			path = "config.yaml"
@@ -261,8 +260,13 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, err
 	}
 	cfg := defaultConfig()
-	if err := v.UnmarshalExact(&cfg, viper.DecodeHook(decodeHook)); err != nil {
-		return Config{}, decodeErrors(path, err)
+	cfg.Environments = nil // their defaults are resolveEnvironments'
+	// Unknown keys are read from the metadata, as keys, rather than from
+	// the text of the error UnmarshalExact (ErrorUnused) would put them in.
+	var md mapstructure.Metadata
+	decodeErr := v.Unmarshal(&cfg, viper.DecodeHook(decodeHook), func(dc *mapstructure.DecoderConfig) { dc.Metadata = &md })
+	if err := decodeErrors(path, decodeErr, md.Unused); err != nil {
+		return Config{}, err
 	}
 	cfg.resolveEnvironments(v.IsSet)
 	cfg.resolveCORS()

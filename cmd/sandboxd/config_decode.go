@@ -21,7 +21,10 @@ import (
 // and CPU counts by their UnmarshalText (internal/units); durations ("5s"),
 // whole numbers and booleans here; string lists from a list of
 // the file or a comma- or space-separated string of the environment. Keys
-// the struct does not have are left for UnmarshalExact to refuse.
+// the struct does not have are left to the decode's metadata (decodeErrors).
+// mapstructure's own string hooks would not do: their errors name no
+// expected form, and a file's 1.5 for a whole number would reach the
+// decode as a float, which it truncates rather than refuses.
 var decodeHook = mapstructure.ComposeDecodeHookFunc(asText, mapstructure.TextUnmarshallerHookFunc(), parseText)
 
 // asText is a scalar value as its trimmed text and a list as a []string;
@@ -91,84 +94,26 @@ func stringList(raw any) ([]string, error) {
 	return nil, bad
 }
 
-// configKeys lists every key, "section.key", from Config's tags, for the
-// environment to set each (LoadConfig binds them all).
-func configKeys() []string {
-	var keys []string
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		section := t.Field(i)
-		if section.Type.Kind() != reflect.Struct {
-			continue // environments: their keys are bound by name (bindEnvironments)
+// decodeErrors turns what the decode returned into the service's messages:
+// the unknown keys of the file at path (unused, the decode's metadata), if
+// any, else one line per bad value naming its key ("config: runtime.timeout:
+// fast is not ..."). mapstructure records no unknown key of a section with
+// a bad value, nor of the sections around it: there the bad value is told
+// first, the unknown key once it is fixed.
+func decodeErrors(path string, err error, unused []string) error {
+	if len(unused) > 0 {
+		for i, k := range unused {
+			unused[i] = mapKeyDots.Replace(k)
 		}
-		keys = append(keys, sectionKeys(tagName(section), section.Type)...)
+		slices.Sort(unused)
+		return fmt.Errorf("config: %s sets unknown key(s) %s; see config.yaml in the repository for the known keys",
+			path, strings.Join(unused, ", "))
 	}
-	return keys
-}
-
-// sectionKeys are the keys of a section at prefix: its leaf fields', and
-// those of the sections nested in it (payments.channels.enabled).
-func sectionKeys(prefix string, t reflect.Type) []string {
-	var keys []string
-	for _, f := range leafFields(t) {
-		keys = append(keys, prefix+"."+tagName(f))
-	}
-	for _, f := range nestedSections(t) {
-		keys = append(keys, sectionKeys(prefix+"."+tagName(f), f.Type)...)
-	}
-	return keys
-}
-
-// nestedSections are the struct fields of t (squashed ones looked into)
-// that are sections of their own, such as payments.channels; time values
-// are not sections.
-func nestedSections(t reflect.Type) []reflect.StructField {
-	var fs []reflect.StructField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		switch {
-		case strings.Contains(f.Tag.Get("mapstructure"), ",squash"):
-			fs = append(fs, nestedSections(f.Type)...)
-		case f.IsExported() && tagName(f) != "-" && tagName(f) != "" && f.Type.Kind() == reflect.Struct:
-			fs = append(fs, f)
-		}
-	}
-	return fs
-}
-
-// leafFields are the fields of a section that hold one key each, those of
-// squashed embedded structs included; nested sections and fields tagged
-// "-" are left out.
-func leafFields(t reflect.Type) []reflect.StructField {
-	var fs []reflect.StructField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		switch {
-		case strings.Contains(f.Tag.Get("mapstructure"), ",squash"):
-			fs = append(fs, leafFields(f.Type)...)
-		case !f.IsExported() || tagName(f) == "-" || f.Type.Kind() == reflect.Struct:
-		default:
-			fs = append(fs, f)
-		}
-	}
-	return fs
-}
-
-// tagName is the key a field decodes from.
-func tagName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
-	return name
-}
-
-// decodeErrors turns what UnmarshalExact returned into the service's
-// messages: the unknown keys of the file at path, if any, else one line per
-// bad value naming its key ("config: runtime.timeout: fast is not ...").
-func decodeErrors(path string, err error) error {
-	var unknown []string
 	var errs []error
 	var walk func(key string, err error)
 	walk = func(key string, err error) {
 		switch e := err.(type) {
+		case nil:
 		case *mapstructure.DecodeError: // the key: "runtime", "runtime.timeout" or "environments[data]"
 			walk(mapKeyDots.Replace(e.Name()), e.Unwrap())
 		case interface{ Unwrap() []error }:
@@ -180,32 +125,13 @@ func decodeErrors(path string, err error) error {
 		case interface{ Unwrap() error }: // "decoding failed due to..."
 			walk(key, e.Unwrap())
 		default:
-			if keys, ok := strings.CutPrefix(err.Error(), "has invalid keys: "); ok {
-				for _, k := range strings.Split(keys, ", ") {
-					unknown = append(unknown, mapKeyDots.Replace(qualify(key, k)))
-				}
-				return
-			}
 			errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
 		}
 	}
 	walk("", err)
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return fmt.Errorf("config: %s sets unknown key(s) %s; see config.yaml in the repository for the known keys",
-			path, strings.Join(unknown, ", "))
-	}
 	return errors.Join(errs...)
 }
 
 // mapKeyDots spells a map's entry as a key: environments[data] is
 // environments.data.
 var mapKeyDots = strings.NewReplacer("[", ".", "]", "")
-
-// qualify prefixes key with its section, if any.
-func qualify(section, key string) string {
-	if section == "" {
-		return key
-	}
-	return section + "." + key
-}

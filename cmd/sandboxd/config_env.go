@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 
 	"sandboxd"
@@ -82,11 +82,17 @@ func validEnvironmentName(name string) bool {
 // environmentKeys are the keys of one environment, from EnvironmentConfig's
 // tags.
 func environmentKeys() []string {
-	var keys []string
-	for _, f := range leafFields(reflect.TypeFor[EnvironmentConfig]()) {
-		keys = append(keys, tagName(f))
+	return slices.Sorted(maps.Keys(environmentSettings(EnvironmentConfig{})))
+}
+
+// environmentSettings is e as a map of its keys, the form the decode
+// reads: keys are listed and values copied by the tags alone.
+func environmentSettings(e EnvironmentConfig) map[string]any {
+	var m map[string]any
+	if err := mapstructure.Decode(e, &m); err != nil {
+		panic(err) // a struct always decodes into a map of its fields
 	}
-	return keys
+	return m
 }
 
 // bindEnvironments binds the environment variables of every key of every
@@ -148,18 +154,16 @@ func (c *Config) resolveEnvironments(set func(key string) bool) {
 	names = append(names, sandboxd.DefaultEnvironment)
 	slices.Sort(names)
 	names = slices.Compact(names)
-	fields := leafFields(reflect.TypeFor[EnvironmentConfig]())
 	for _, name := range names {
 		base, builtIn := defaults[name]
 		if !builtIn {
 			base = c.Runtime.environment()
 		}
+		left := environmentSettings(base)
+		maps.DeleteFunc(left, func(k string, _ any) bool { return set("environments." + name + "." + k) })
 		e := c.Environments[name]
-		ev, bv := reflect.ValueOf(&e).Elem(), reflect.ValueOf(base)
-		for _, f := range fields {
-			if !set("environments." + name + "." + tagName(f)) {
-				ev.FieldByIndex(f.Index).Set(bv.FieldByIndex(f.Index))
-			}
+		if err := mapstructure.Decode(left, &e); err != nil {
+			panic(err) // the values are of the fields' own types
 		}
 		c.Environments[name] = e
 	}

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"maps"
-	"sandboxd/internal/configcheck"
 	"slices"
 	"strings"
 
 	"sandboxd"
+	"sandboxd/internal/configcheck"
 )
 
 // validateEnvironments checks the environments section: the names, python

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"sandboxd/internal/configcheck"
 	"strings"
 	"time"
+
+	"sandboxd/internal/configcheck"
 )
 
 // clientErrors checks the keys that bound what one client may hold and

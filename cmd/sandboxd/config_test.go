@@ -1,14 +1,21 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+
+	"sandboxd"
+	"sandboxd/internal/units"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -46,7 +53,7 @@ func TestRepositoryConfigDocumentsEveryKey(t *testing.T) {
 	if err := v.ReadInConfig(); err != nil {
 		t.Fatal(err)
 	}
-	keys := configKeys()
+	keys := configKeys(t)
 	if len(keys) < 40 {
 		t.Fatalf("configKeys found %d keys: %v", len(keys), keys)
 	}
@@ -55,6 +62,95 @@ func TestRepositoryConfigDocumentsEveryKey(t *testing.T) {
 			t.Errorf("config.yaml does not document %s", k)
 		}
 	}
+}
+
+// configKeys lists every key of every section but environments, from
+// Config's tags, as viper's struct binding (LoadConfig) finds them.
+func configKeys(t *testing.T) []string {
+	t.Helper()
+	return slices.Sorted(maps.Keys(flatSettings(t, Config{})))
+}
+
+// flatSettings is cfg as its keys' values, "section.key" each.
+func flatSettings(t *testing.T, cfg Config) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := mapstructure.Decode(cfg, &m); err != nil {
+		t.Fatal(err)
+	}
+	v := viper.New()
+	if err := v.MergeConfigMap(m); err != nil {
+		t.Fatal(err)
+	}
+	flat := map[string]any{}
+	for _, k := range v.AllKeys() {
+		flat[k] = v.Get(k)
+	}
+	return flat
+}
+
+// TestEveryKeyFromEnvironment: each key of every section, and of an
+// environment built in or added, is set by its SANDBOX_ variable alone:
+// the value loaded differs from the default, or the refusal names the key.
+func TestEveryKeyFromEnvironment(t *testing.T) {
+	keys := configKeys(t)
+	for _, k := range environmentKeys() {
+		keys = append(keys, "environments.data."+k, "environments.extra."+k)
+	}
+	// pay_to, so that payments turned on by their variable are valid.
+	const file = "payments:\n  pay_to: \"0x000000000000000000000000000000000000dEaD\"\n"
+	defaults := mustLoad(t, file)
+	for _, key := range keys {
+		t.Run(key, func(t *testing.T) {
+			before := loadedValue(t, defaults, key)
+			t.Setenv("SANDBOX_"+strings.ToUpper(strings.ReplaceAll(key, ".", "_")), otherValue(t, before))
+			cfg, err := LoadConfig(writeConfig(t, file))
+			switch {
+			case err != nil && !strings.Contains(err.Error(), key):
+				t.Fatalf("refused without naming %s: %v", key, err)
+			case err == nil && reflect.DeepEqual(loadedValue(t, cfg, key), before):
+				t.Fatalf("%s is still %v", key, before)
+			}
+		})
+	}
+}
+
+// loadedValue is the value of key in cfg; an environment cfg lacks is
+// python's, as an added one starts from runtime.* (resolveEnvironments).
+func loadedValue(t *testing.T, cfg Config, key string) any {
+	t.Helper()
+	rest, ok := strings.CutPrefix(key, "environments.")
+	if !ok {
+		return flatSettings(t, cfg)[key]
+	}
+	name, k, _ := strings.Cut(rest, ".")
+	e, ok := cfg.Environments[name]
+	if !ok {
+		e = cfg.Environments[sandboxd.DefaultEnvironment]
+	}
+	return environmentSettings(e)[k]
+}
+
+// otherValue is a value of v's type other than v, as a variable spells it.
+func otherValue(t *testing.T, v any) string {
+	t.Helper()
+	switch v := v.(type) {
+	case string, []string:
+		return "zz"
+	case bool:
+		return strconv.FormatBool(!v)
+	case *bool:
+		return strconv.FormatBool(!*v)
+	case time.Duration:
+		return (v + time.Second).String()
+	case units.NanoCPUs:
+		return strconv.FormatFloat(float64(v)/1e9+1, 'f', -1, 64)
+	}
+	if n := reflect.ValueOf(v); n.CanInt() {
+		return strconv.FormatInt(n.Int()+1, 10)
+	}
+	t.Fatalf("no other value for %T", v)
+	return ""
 }
 
 func TestEnvironmentOverridesFile(t *testing.T) {
@@ -142,6 +238,38 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBadValuesNameTheirKey: a value of the wrong type, from the file or
+// from a variable, is refused naming its key and the form expected, never
+// taken as a zero or truncated; an unknown key, at any depth, is refused
+// by name.
+func TestBadValuesNameTheirKey(t *testing.T) {
+	for _, tc := range []struct{ yaml, variable, value, want string }{
+		{"runtime:\n  timeout: fast\n", "", "", "config: runtime.timeout: fast is not a duration such as 5s"},
+		{"{}\n", "SANDBOX_RUNTIME_TIMEOUT", "fast", "config: runtime.timeout: fast is not a duration such as 5s"},
+		{"server:\n  page: yes please\n", "", "", "config: server.page: yes please is not true or false"},
+		{"{}\n", "SANDBOX_SERVER_PAGE", "yes please", "config: server.page: yes please is not true or false"},
+		{"runtime:\n  max_concurrency: 1.5\n", "", "", "config: runtime.max_concurrency: 1.5 is not a whole number"},
+		{"{}\n", "SANDBOX_SESSIONS_MAX", "1.5", "config: sessions.max: 1.5 is not a whole number"},
+		{"{}\n", "SANDBOX_PAYMENTS_CHANNELS_MAX_CLAIMS_PER_TX", "0x10", "config: payments.channels.max_claims_per_tx: 0x10 is not"},
+		{"{}\n", "SANDBOX_PAYMENTS_RETRIES_ENABLED", "on", "config: payments.retries.enabled: on is not true or false"},
+		{"environments:\n  gpu:\n    pids: 1.5\n", "", "", "config: environments.gpu.pids: 1.5 is not a whole number"},
+		{"surprise: 1\n", "", "", "unknown key(s) surprise;"},
+		{"payments:\n  channels:\n    claim_evry: 1m\n", "", "", "unknown key(s) payments.channels.claim_evry;"},
+		{"environments:\n  gpu:\n    memroy: 1GiB\n", "", "", "unknown key(s) environments.gpu.memroy;"},
+	} {
+		if tc.variable != "" {
+			t.Setenv(tc.variable, tc.value)
+		}
+		_, err := LoadConfig(writeConfig(t, tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %s=%q: %v, want %q", tc.yaml, tc.variable, tc.value, err, tc.want)
+		}
+		if tc.variable != "" {
+			os.Unsetenv(tc.variable)
+		}
 	}
 }
 

@@ -5,10 +5,11 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"sandboxd/internal/configcheck"
 	"slices"
 	"strings"
 	"time"
+
+	"sandboxd/internal/configcheck"
 )
 
 // Validate checks every value once and returns one message per problem,
