@@ -97,31 +97,3 @@ func (c Config) poolMemoryError() error {
 		"unless environments.python sets them) need %d MiB at their memory limits, more than 1/%d of this host's memory (%d MiB): "+
 		"lower a pool_size or a memory", strings.Join(parts, ", "), total/configcheck.MiB, poolMemoryShare, host/configcheck.MiB)
 }
-
-// bodyFraming bounds what a request body holds besides the code, stdin and
-// files' content: the JSON around them, and each file's name (at most 1024
-// bytes) with its own.
-const (
-	bodyFraming     = 4 << 10
-	bodyFileFraming = 1024 + 64
-)
-
-// largestBody is the largest body a request within the caps needs: the code,
-// stdin, the base64 of the files' bytes and the framing.
-func (c Config) largestBody() int64 {
-	rt := c.Runtime
-	files := (int64(rt.MaxFilesBytes) + 2) / 3 * 4
-	return int64(rt.MaxCodeBytes) + int64(rt.MaxStdinBytes) + files + bodyFraming + int64(rt.MaxFiles)*bodyFileFraming
-}
-
-// bodyError checks that server.max_body_bytes holds a request at the caps.
-func (c Config) bodyError() error {
-	need, rt := c.largestBody(), c.Runtime
-	if int64(c.Server.MaxBodyBytes) >= need {
-		return nil
-	}
-	return fmt.Errorf("config: server.max_body_bytes: %d cannot hold a request at the caps, %d = runtime.max_code_bytes (%d) + "+
-		"runtime.max_stdin_bytes (%d) + the base64 of runtime.max_files_bytes (%d) + framing (%d + runtime.max_files (%d) × %d); "+
-		"raise it to at least %d or lower those", c.Server.MaxBodyBytes, need, rt.MaxCodeBytes, rt.MaxStdinBytes, rt.MaxFilesBytes,
-		bodyFraming, rt.MaxFiles, bodyFileFraming, need)
-}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,4 +47,36 @@ func readConfigFile(v *viper.Viper, path string) error {
 	}
 	v.SetConfigType(ext)
 	return v.ReadConfig(bytes.NewReader(raw))
+}
+
+// nullKeys refuses a key the file sets to null (`key: ~` or `key:`), at
+// any depth, which the decode would otherwise skip, silently keeping the
+// default.
+func nullKeys(v *viper.Viper) error {
+	var errs []error
+	keys := v.AllKeys()
+	slices.Sort(keys)
+	for _, k := range keys {
+		parent, key := "", k
+		if i := strings.LastIndex(k, "."); i >= 0 {
+			parent, key = k[:i], k[i+1:]
+		}
+		if parent == "" {
+			continue
+		}
+		if m, isMap := v.Get(parent).(map[string]any); isMap {
+			if val, set := m[key]; set && val == nil {
+				errs = append(errs, fmt.Errorf("config: %s: is null; give it a value, or remove the line for the default%s", k, nullHint(k)))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nullHint tells how to turn an environment off, for a null environment.
+func nullHint(key string) string {
+	if name, ok := strings.CutPrefix(key, "environments."); ok && !strings.Contains(name, ".") {
+		return fmt.Sprintf(" (to turn the environment off: environments.%s.enabled: false)", name)
+	}
+	return ""
 }

@@ -8,7 +8,76 @@ import (
 	"time"
 
 	"sandboxd/internal/configcheck"
+	"sandboxd/internal/units"
 )
+
+// ServerConfig holds the server.* keys: the HTTP listener's.
+type ServerConfig struct {
+	// Addr is server.addr, where to listen (host:port).
+	Addr string `mapstructure:"addr"`
+	// MaxBodyBytes is server.max_body_bytes, the largest request body.
+	MaxBodyBytes units.Bytes `mapstructure:"max_body_bytes"`
+	// ShutdownTimeout is server.shutdown_timeout: how long runs may finish
+	// after SIGTERM or SIGINT.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// LogLevel is server.log_level: debug, info, warn or error.
+	LogLevel string `mapstructure:"log_level"`
+	// MetricsAddr is server.metrics_addr: the loopback listener of
+	// GET /metrics; empty turns it off.
+	MetricsAddr string `mapstructure:"metrics_addr"`
+	// Page is server.page: serve the try-it page at /.
+	Page bool `mapstructure:"page"`
+	// CORSOrigins is server.cors_origins: the origins whose scripts may
+	// call /v1/*, or "*" for any; corsAuto, the default, is resolved by
+	// resolveCORS.
+	CORSOrigins []string `mapstructure:"cors_origins"`
+	// MinBodyRate is server.min_body_rate: the slowest a request body may
+	// arrive, in bytes a second on average after BodyGrace; 0 = no rate.
+	MinBodyRate units.Bytes `mapstructure:"min_body_rate"`
+	// BodyGrace is server.body_grace: how far a body may lag behind
+	// MinBodyRate before it is cut off with a 408.
+	BodyGrace time.Duration `mapstructure:"body_grace"`
+	// MaxConnsPerClient is server.max_conns_per_client: connections one
+	// client address may hold open at once; 0 = no cap.
+	MaxConnsPerClient int64 `mapstructure:"max_conns_per_client"`
+	// MaxBodiesPerClient is server.max_bodies_per_client: request bodies
+	// one client address may be sending at once; 0 = no cap.
+	MaxBodiesPerClient int64 `mapstructure:"max_bodies_per_client"`
+	// PublicURL is server.public_url: the service's own URL, which alone
+	// names the resource a payment pays for; "" = from the request.
+	PublicURL string `mapstructure:"public_url"`
+	// TrustedProxies is server.trusted_proxies: the IPs or CIDRs of the
+	// reverse proxies whose X-Forwarded-* headers are believed.
+	TrustedProxies []string `mapstructure:"trusted_proxies"`
+	// AdvertiseURL is server.advertise_url: this replica's internal
+	// address, where the other replicas of a fleet forward the calls of
+	// its sessions; required in a fleet with sessions on.
+	AdvertiseURL string `mapstructure:"advertise_url"`
+	// FleetSecretFile is server.fleet_secret_file: the file (mode 600) of
+	// the secret the replicas sign their forwarded calls with; required
+	// with AdvertiseURL.
+	FleetSecretFile string `mapstructure:"fleet_secret_file"`
+}
+
+// corsAuto is server.cors_origins' default: any origin ("*") when calls
+// are paid, none when they are free. A free instance is often an internal
+// one: with "*", any page a visitor of it opens could run programs on it
+// and read their output through the visitor's browser. A paid call carries
+// its own signed payment, so a page on another origin can do no more than
+// curl with it; browser wallets on portals need "*".
+const corsAuto = "auto"
+
+// resolveCORS turns server.cors_origins' corsAuto into the origins of the
+// payment mode.
+func (c *Config) resolveCORS() {
+	if len(c.Server.CORSOrigins) != 1 || c.Server.CORSOrigins[0] != corsAuto {
+		return
+	}
+	c.Server.CORSOrigins = []string{}
+	if c.Payments.Enabled {
+		c.Server.CORSOrigins = []string{"*"}
+	}
+}
 
 // clientErrors checks the keys that bound what one client may hold and
 // how the service names itself: the body rate, the per-client caps, the
