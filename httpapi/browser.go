@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 )
 
 // browserJSON refuses, 415, a POST that runs or pays (/v1/* and /mcp) when
@@ -26,9 +27,9 @@ func (s *Server) browserJSON(next http.Handler) http.Handler {
 		}
 		err := sandboxd.Errorf(sandboxd.CodeMediaType, "httpapi.browser",
 			"a request from a browser (with an Origin header) must send Content-Type: application/json, got %q", r.Header.Get("Content-Type"))
-		if r.URL.Path == mcpPath {
+		if r.URL.Path == mcptools.Path {
 			s.Log.Debug("mcp request refused", "err", err)
-			writeRPCError(w, err)
+			mcptools.WriteError(w, mcpService{s}, err)
 			return
 		}
 		s.writeError(w, r, err)
@@ -37,7 +38,9 @@ func (s *Server) browserJSON(next http.Handler) http.Handler {
 
 // runsOrPays reports whether path is one where a POST runs a program or
 // pays: the API's and MCP's.
-func runsOrPays(path string) bool { return strings.HasPrefix(path, corsPrefix) || path == mcpPath }
+func runsOrPays(path string) bool {
+	return strings.HasPrefix(path, corsPrefix) || path == mcptools.Path
+}
 
 // isJSON reports whether the Content-Type value ct is application/json,
 // with any parameters.

@@ -9,10 +9,11 @@ import (
 
 	"sandboxd"
 	"sandboxd/httpapi/ingress"
+	"sandboxd/httpapi/wire"
 )
 
 // settledRun is a delivered and settled run: the program's result, its
-// answer as rendered before the settlement (a CodeResponse), and the
+// answer as rendered before the settlement (a wire.CodeResponse), and the
 // settlement's report (nil when nothing was charged).
 type settledRun struct {
 	Result     sandboxd.Result
@@ -65,7 +66,7 @@ func (s *Server) execute(ctx context.Context, job sandboxd.Job, pay sandboxd.Pay
 		res, err = s.Runner.Run(ctx, job)
 		gone = res.Gone
 		return res, err
-	}, func(res sandboxd.Result) (int, any) { return http.StatusOK, newCodeResponse(job, res) })
+	}, func(res sandboxd.Result) (int, any) { return http.StatusOK, wire.NewCodeResponse(job, res) })
 	if err != nil {
 		return settledRun{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/httpapi/wire"
 )
 
 // The file caps of newFilesServer.
@@ -203,7 +204,7 @@ func TestEnvironmentIsValidated(t *testing.T) {
 			}
 			continue
 		}
-		var got CodeResponse
+		var got wire.CodeResponse
 		_ = json.Unmarshal(rec.Body.Bytes(), &got)
 		if runner.jobs[0].Environment != tc.env || gate.requests[0].Environment != tc.env || got.Environment != tc.env {
 			t.Errorf("%s: job %q, gate %q, answer %q; want %q", tc.body, runner.jobs[0].Environment,

@@ -144,6 +144,7 @@ func TestFleetErrorsNameNoReplica(t *testing.T) {
 	const holder = "holder-7c1e9a"
 	logged := &wordCount{word: holder}
 	b.srv.Log = slog.New(slog.NewTextHandler(logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b.h = b.srv.Handler()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()

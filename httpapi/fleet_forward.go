@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -15,12 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"sandboxd"
 	"sandboxd/httpapi/fleethop"
 	"sandboxd/httpapi/ingress"
-	"sandboxd/internal/jsonkeys"
 )
 
 // hopDialTimeout bounds the connection to another replica: a replica that
@@ -116,51 +112,4 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, to holder, body
 	}
 	s.Log.Debug("forwarding a session call", "path", logPath(r.URL.Path), "to", to.replica, "url", to.url.String())
 	proxy.ServeHTTP(w, r.WithContext(ctx))
-}
-
-// mcpSessionTool reports whether the MCP tool of that name acts on a
-// session by its session_id argument: close_session and the run tools.
-func mcpSessionTool(name string) bool { return isRunTool(name) || name == closeToolName }
-
-// mcpLocated serves, or forwards, an MCP tools/call for a session this
-// replica does not hold (place), from the body guardMCP read; it reports
-// whether it answered. A session whose replica is gone is the tool's
-// error, as a 404 of the HTTP route. A batch is never forwarded: its
-// calls are served here.
-func (s *Server) mcpLocated(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if s.Fleet == nil || spanString(body, "method") != "tools/call" {
-		return false
-	}
-	tool := spanString(body, "params.name")
-	if !mcpSessionTool(tool) {
-		return false
-	}
-	id := spanString(body, "params.arguments.session_id")
-	if id == "" {
-		return false
-	}
-	where, to, err := s.place(r, id)
-	switch {
-	case err != nil:
-		s.writeToolResult(w, body, s.toolError(tool, err))
-		return true
-	case where == forwardThere:
-		s.forward(w, r, to, body)
-		return true
-	}
-	return false
-}
-
-// writeToolResult answers the JSON-RPC request body with result, as the
-// SDK would.
-func (s *Server) writeToolResult(w http.ResponseWriter, body []byte, result *mcp.CallToolResult) {
-	id := json.RawMessage("null")
-	if start, end := jsonkeys.Span(body, "id"); start >= 0 {
-		id = json.RawMessage(body[start:end])
-	}
-	writeJSON(w, http.StatusOK, struct {
-		JSONRPC string              `json:"jsonrpc"`
-		ID      json.RawMessage     `json:"id"`
-		Result  *mcp.CallToolResult `json:"result"`
-	}{"2.0", id, result})
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
+	"sandboxd/httpapi/wire"
 )
 
 // fakeRegistry is a fleet's registry in memory, shared by the replicas'
@@ -74,19 +76,22 @@ type replica struct {
 	gate   *fakeGate
 	engine *fakeSessionEngine
 	ts     *httptest.Server
+	// h is srv.Handler(), which ts serves; built again by a test that
+	// changes srv after (the MCP handler takes the logger when it is built).
+	h http.Handler
 }
 
 // newFleetReplica starts replica name on reg.
 func newFleetReplica(t *testing.T, reg *fakeRegistry, name string) *replica {
 	t.Helper()
-	var h http.Handler
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	rp := &replica{gate: &fakeGate{}, engine: &fakeSessionEngine{}}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rp.h.ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
 	view := registryView{r: reg, replica: name, url: ts.URL}
 	cfg := sessionsConfig()
 	cfg.MaxPerPayer = 0
 	cfg.Registry = view
-	rp := &replica{gate: &fakeGate{}, engine: &fakeSessionEngine{}, ts: ts}
+	rp.ts = ts
 	rp.engine.result = sandboxd.SessionResult{Result: sandboxd.Result{Status: sandboxd.StatusOK, Stdout: "42\n"}}
 	rp.srv = newSessionServer(t, rp.engine, rp.gate, cfg)
 	rp.srv.MaxBodyBytes = 64 << 10
@@ -95,7 +100,7 @@ func newFleetReplica(t *testing.T, reg *fakeRegistry, name string) *replica {
 	// addresses (and proxies) as docs/operating.md says.
 	rp.srv.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	rp.srv.Fleet = &Fleet{Registry: view, Replica: name, Secret: testSecret, Limit: func(string) time.Duration { return 10 * time.Second }}
-	h = rp.srv.Handler()
+	rp.h = rp.srv.Handler()
 	return rp
 }
 
@@ -110,7 +115,7 @@ func TestFleetForwardsSessionCalls(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("open on a: %d %s", status, body)
 	}
-	var open SessionResponse
+	var open wire.SessionResponse
 	if err := json.Unmarshal([]byte(body), &open); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +226,7 @@ func openCodePath(t *testing.T, rp *replica) string {
 	if status != http.StatusCreated {
 		t.Fatal(status, body)
 	}
-	var open SessionResponse
+	var open wire.SessionResponse
 	if err := json.Unmarshal([]byte(body), &open); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +289,7 @@ func TestFleetForwardsMCP(t *testing.T) {
 	if _, _, runs := a.engine.counts(); runs != 1 {
 		t.Errorf("a ran %d calls, want 1", runs)
 	}
-	res = callNamed(t, cs, closeToolName, map[string]any{"session_id": id}, nil)
+	res = callNamed(t, cs, mcptools.CloseToolName, map[string]any{"session_id": id}, nil)
 	if res.IsError {
 		t.Errorf("close_session through b: %s", text(t, res))
 	}
@@ -308,7 +313,7 @@ func TestFleetForwardKeepsOneCORSAnswer(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatal(status, body)
 	}
-	var open SessionResponse
+	var open wire.SessionResponse
 	_ = json.Unmarshal([]byte(body), &open)
 	browser := http.Header{"Origin": {"https://page.example"}, "Content-Type": {"application/json"}}
 	status, hdr, body := sendPaid(t, "POST", b.ts.URL+"/v1/sessions/"+open.SessionID+"/code", `{"code":"1"}`, browser)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
+	"sandboxd/httpapi/wire"
 )
 
 // nodeCatalog is a catalog with the node environment: javascript and
@@ -72,7 +74,7 @@ func TestCodeLanguagePythonAlone(t *testing.T) {
 			srv.MaxBodyBytes = 1 << 20
 			rec := do(t, srv.Handler(), "POST", "/v1/code", tc.body)
 			if tc.want == "" {
-				var out CodeResponse
+				var out wire.CodeResponse
 				if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil || out.Lang != "python" ||
 					out.Environment != "python" || runner.jobs[0].Language != sandboxd.LanguagePython {
 					t.Fatalf("%d %s", rec.Code, rec.Body)
@@ -121,7 +123,7 @@ func TestCodeLanguageResolved(t *testing.T) {
 				}
 				return
 			}
-			var out CodeResponse
+			var out wire.CodeResponse
 			if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
 				t.Fatalf("%d %s", rec.Code, rec.Body)
 			}
@@ -146,13 +148,13 @@ func TestSessionLanguage(t *testing.T) {
 	h := srv.Handler()
 
 	rec := do(t, h, "POST", "/v1/sessions", `{"language":" SH "}`)
-	var open SessionResponse
+	var open wire.SessionResponse
 	decodeRec(t, rec, &open)
 	if rec.Code != http.StatusCreated || open.Language != "bash" || open.Environment != "python" ||
 		engine.langs[0] != sandboxd.LanguageBash {
 		t.Fatalf("open: %d %s (engine opened %q)", rec.Code, rec.Body, engine.langs)
 	}
-	var state SessionState
+	var state wire.SessionState
 	decodeRec(t, do(t, h, "GET", "/v1/sessions/"+open.SessionID, ""), &state)
 	if state.Language != "bash" {
 		t.Fatalf("state %+v, want language bash", state)
@@ -203,8 +205,8 @@ func TestSessionLanguage(t *testing.T) {
 // bazaar; with python alone configured, run_python is the only run tool.
 func TestMCPToolPerLanguage(t *testing.T) {
 	pythonAlone := listTools(t, mustMCP(t, newSessionServer(t, &fakeSessionEngine{}, &fakeGate{}, sessionsConfig())))
-	if len(pythonAlone) != 3 || pythonAlone[toolName] == nil || pythonAlone[openToolName] == nil ||
-		pythonAlone[closeToolName] == nil {
+	if len(pythonAlone) != 3 || pythonAlone[toolName] == nil || pythonAlone[mcptools.OpenToolName] == nil ||
+		pythonAlone[mcptools.CloseToolName] == nil {
 		t.Fatalf("python alone's tools: %v", pythonAlone)
 	}
 
@@ -253,7 +255,7 @@ func TestMCPSessionLanguage(t *testing.T) {
 	srv := newNodeSessionServer(t, engine, gate)
 	cs := mustMCP(t, srv)
 
-	res := callNamed(t, cs, openToolName, map[string]any{"language": "node"}, nil)
+	res := callNamed(t, cs, mcptools.OpenToolName, map[string]any{"language": "node"}, nil)
 	open := structured(t, res)
 	id, _ := open["session_id"].(string)
 	if res.IsError || open["language"] != "javascript" || open["environment"] != "node" ||
@@ -275,7 +277,7 @@ func TestMCPSessionLanguage(t *testing.T) {
 	if req := gate.lastRequest(); req.ResourceURL != "mcp://tool/run_javascript" || req.Environment != "node" {
 		t.Fatalf("the call paid for %q at %q", req.ResourceURL, req.Environment)
 	}
-	res = callNamed(t, cs, openToolName, map[string]any{"language": 5}, nil)
+	res = callNamed(t, cs, mcptools.OpenToolName, map[string]any{"language": 5}, nil)
 	if !res.IsError || !strings.Contains(text(t, res), `"language"`) {
 		t.Fatalf("open_session with a number: %s", text(t, res))
 	}

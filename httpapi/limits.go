@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 	"sandboxd/internal/jsonkeys"
 )
 
@@ -41,7 +42,7 @@ var (
 )
 
 // requestLimits are the bounds of a POST /v1/code body, which are also
-// those of the run_python tool's arguments: no array but "files", of at
+// those of a run tool's arguments: no array but "files", of at
 // most MaxFiles items. A string is bounded by the body's cap only: one
 // string costs a decoder once its size, and newJob checks each field's own
 // cap on what it decodes to, with a message naming the field's key.
@@ -57,18 +58,19 @@ func (s *Server) requestLimits(shape *jsonkeys.Shape) jsonkeys.Limits {
 	}
 }
 
-// rpcLimits are the bounds of an MCP message (or batch) as guardMCP reads
-// it, arguments included. The tool's arguments are scanned again, within
-// the request's bounds, by toolJob: a call over them, such as too many
-// files, is a tool error the model can read, not a refused message.
+// rpcLimits are the bounds of an MCP message (or batch) as the MCP guard
+// reads it (mcpService.Read), arguments included. A run tool's arguments
+// are scanned again, within the request's bounds, by decodeToolArgs: a
+// call over them, such as too many files, is a tool error the model can
+// read, not a refused message.
 func (s *Server) rpcLimits() jsonkeys.Limits {
 	return jsonkeys.Limits{
 		Depth:  jsonkeys.MaxDepth,
 		Items:  rpcItems,
 		Keys:   rpcKeys,
-		Values: mcpMaxBatch * rpcValues,
+		Values: mcptools.MaxBatch * rpcValues,
 		String: int(s.MaxBodyBytes),
-		Arrays: []jsonkeys.Bound{{Path: "", Max: mcpMaxBatch, Name: "batch"}},
+		Arrays: []jsonkeys.Bound{{Path: "", Max: mcptools.MaxBatch, Name: "batch"}},
 	}
 }
 

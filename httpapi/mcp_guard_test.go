@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 )
 
 // ping is a JSON-RPC ping with the given id (JSON).
@@ -26,7 +27,7 @@ func batch(n int) string {
 // messages, a 200 KB id, a number id no integer holds, an id of the wrong
 // type, a params object of 20,000 keys, a _meta array of 20,000 items. Each is answered within 50 ms,
 // having allocated under 5 MB (500 ms and 10 MB for what the SDK accepts
-// and decodes, linear in the body); a batch of more than mcpMaxBatch messages is
+// and decodes, linear in the body); a batch of more than mcptools.MaxBatch messages is
 // refused whole with a JSON-RPC error that says the limit.
 func TestMCPEnvelopeAttacks(t *testing.T) {
 	runner := &fakeRunner{result: sandboxd.Result{Stdout: "1\n", Status: sandboxd.StatusOK}}
@@ -45,11 +46,11 @@ func TestMCPEnvelopeAttacks(t *testing.T) {
 		budget     uint64        // bytes the answer may allocate
 		within     time.Duration // how soon it must come
 	}{
-		{"batch of 16", batch(mcpMaxBatch), 200, `"id":16`, 5 << 20, 50 * time.Millisecond},
-		{"batch of 17", batch(mcpMaxBatch + 1), 400, "at most 16 messages", 5 << 20, 50 * time.Millisecond},
+		{"batch of 16", batch(mcptools.MaxBatch), 200, `"id":16`, 5 << 20, 50 * time.Millisecond},
+		{"batch of 17", batch(mcptools.MaxBatch + 1), 400, "at most 16 messages", 5 << 20, 50 * time.Millisecond},
 		{"batch of 6000", batch(6000), 400, "at most 16 messages", 5 << 20, 50 * time.Millisecond},
 		// The SDK decodes a message several times over: all but a
-		// run_python call's arguments must fit in mcpEnvelopeBytes.
+		// run_python call's arguments must fit in mcptools.EnvelopeBytes.
 		{"200 KB string id", ping(`"` + strings.Repeat("i", 200_000) + `"`), 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},
 		{"30 KB string id", ping(`"` + strings.Repeat("i", 30_000) + `"`), 200, `"result"`, 5 << 20, 100 * time.Millisecond},
 		{"200 KB _meta beside the arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(1)"},"_meta":{"a":"` + strings.Repeat("m", 200_000) + `"}}}`, 413, "over the limit of 32768 bytes", 5 << 20, 50 * time.Millisecond},

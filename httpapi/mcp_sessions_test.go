@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 )
 
 // callNamed calls the tool name with args and meta.
@@ -28,7 +29,7 @@ func callNamed(t *testing.T, cs *mcp.ClientSession, name string, args any, meta 
 // mustOpenOverMCP opens a session with open_session and returns its id.
 func mustOpenOverMCP(t *testing.T, cs *mcp.ClientSession) string {
 	t.Helper()
-	res := callNamed(t, cs, openToolName, map[string]any{}, nil)
+	res := callNamed(t, cs, mcptools.OpenToolName, map[string]any{}, nil)
 	if res.IsError {
 		t.Fatalf("open_session: %s", text(t, res))
 	}
@@ -68,18 +69,18 @@ func TestMCPSessionToolsOnlyWhenOn(t *testing.T) {
 	}
 
 	tools = listTools(t, mustMCP(t, newSessionServer(t, &fakeSessionEngine{}, &fakeGate{}, sessionsConfig())))
-	if len(tools) != 3 || tools[openToolName] == nil || tools[closeToolName] == nil {
+	if len(tools) != 3 || tools[mcptools.OpenToolName] == nil || tools[mcptools.CloseToolName] == nil {
 		t.Fatalf("sessions on: tools %v", tools)
 	}
 	in, _ = json.Marshal(tools[toolName].InputSchema)
 	out, _ := json.Marshal(tools[toolName].OutputSchema)
 	wantIn(t, "run_python's input schema", string(in), `"session_id"`, `"required":["code"]`)
 	wantIn(t, "run_python's output schema", string(out), `"result"`, `"session"`, `"session_ended"`, `"session_end_reason"`, `"x402Version"`)
-	openOut, _ := json.Marshal(tools[openToolName].OutputSchema)
+	openOut, _ := json.Marshal(tools[mcptools.OpenToolName].OutputSchema)
 	wantIn(t, "open_session's output schema", string(openOut), `"session_id"`, `"expires_at"`, `"x402Version"`)
 	wantIn(t, "run_python's description", tools[toolName].Description, "open_session", "session_id", "result")
-	wantIn(t, "open_session's description", tools[openToolName].Description, "run_python", "close_session", "5m0s")
-	wantIn(t, "close_session's description", tools[closeToolName].Description, "open_session", "Free")
+	wantIn(t, "open_session's description", tools[mcptools.OpenToolName].Description, "run_python", "close_session", "5m0s")
+	wantIn(t, "close_session's description", tools[mcptools.CloseToolName].Description, "open_session", "Free")
 }
 
 // TestMCPSessionFlow: open_session (the HTTP answer, paid at the open
@@ -93,7 +94,7 @@ func TestMCPSessionFlow(t *testing.T) {
 	gate := &fakeGate{}
 	cs := mustMCP(t, newSessionServer(t, engine, gate, sessionsConfig()))
 
-	res := callNamed(t, cs, openToolName, map[string]any{"environment": "python"}, nil)
+	res := callNamed(t, cs, mcptools.OpenToolName, map[string]any{"environment": "python"}, nil)
 	open := structured(t, res)
 	id, _ := open["session_id"].(string)
 	if res.IsError || !regexp.MustCompile(`^ses_[0-9a-f]{32}$`).MatchString(id) || open["environment"] != "python" ||
@@ -101,10 +102,10 @@ func TestMCPSessionFlow(t *testing.T) {
 		!strings.Contains(text(t, res), id) || !strings.Contains(text(t, res), "pass its session_id to run_python") {
 		t.Fatalf("open_session: %v %s", open, text(t, res))
 	}
-	if settled, _ := res.Meta[metaPaymentResponse].(map[string]any); settled["transaction"] != "0xsettled" {
+	if settled, _ := res.Meta[mcptools.MetaPaymentResponse].(map[string]any); settled["transaction"] != "0xsettled" {
 		t.Errorf("open_session's _meta %v, want the settlement", res.Meta)
 	}
-	if req := gate.requests[0]; req.Price != "0.01" || req.ResourceURL != openToolResourceURL || req.Extensions[bazaarKey] == nil {
+	if req := gate.requests[0]; req.Price != "0.01" || req.ResourceURL != mcptools.OpenToolResourceURL || req.Extensions[bazaarKey] == nil {
 		t.Fatalf("the open was checked with %+v", req)
 	}
 
@@ -118,19 +119,19 @@ func TestMCPSessionFlow(t *testing.T) {
 		if len(res.Content) != 2 || !strings.Contains(text(t, res), "result: 42") {
 			t.Errorf("call %v: content %+v, want the text with the result, then the image", calls, res.Content)
 		}
-		if settled, _ := res.Meta[metaPaymentResponse].(map[string]any); settled["transaction"] != "0xsettled" {
+		if settled, _ := res.Meta[mcptools.MetaPaymentResponse].(map[string]any); settled["transaction"] != "0xsettled" {
 			t.Errorf("call %v: _meta %v", calls, res.Meta)
 		}
 	}
-	if req := gate.requests[1]; req.Price != "" || req.Environment != "python" || req.ResourceURL != toolResource(sandboxd.LanguagePython) {
+	if req := gate.requests[1]; req.Price != "" || req.Environment != "python" || req.ResourceURL != mcptools.ToolResource(sandboxd.LanguagePython) {
 		t.Fatalf("the call was checked with %+v", req)
 	}
 	if _, _, runs := engine.counts(); runs != 2 || gate.count(&gate.settled) != 3 {
 		t.Fatalf("runs %d, settled %d; want 2 runs and 3 settlements", runs, gate.count(&gate.settled))
 	}
 
-	res = callNamed(t, cs, closeToolName, map[string]any{"session_id": id}, nil)
-	if res.IsError || structured(t, res)["closed"] != true || res.Meta[metaPaymentResponse] != nil {
+	res = callNamed(t, cs, mcptools.CloseToolName, map[string]any{"session_id": id}, nil)
+	if res.IsError || structured(t, res)["closed"] != true || res.Meta[mcptools.MetaPaymentResponse] != nil {
 		t.Fatalf("close_session: %s %v", text(t, res), res.Meta)
 	}
 	if _, closed, _ := engine.counts(); closed != 1 {
@@ -141,7 +142,7 @@ func TestMCPSessionFlow(t *testing.T) {
 	if !res.IsError || !strings.HasPrefix(text(t, res), "404 Not Found: ") || !strings.Contains(text(t, res), "open_session") {
 		t.Fatalf("a call after the end: %s", text(t, res))
 	}
-	if res := callNamed(t, cs, closeToolName, map[string]any{"session_id": id}, nil); !res.IsError ||
+	if res := callNamed(t, cs, mcptools.CloseToolName, map[string]any{"session_id": id}, nil); !res.IsError ||
 		!strings.HasPrefix(text(t, res), "404 Not Found: ") {
 		t.Fatalf("close_session twice: %s", text(t, res))
 	}
@@ -197,12 +198,12 @@ func TestMCPSessionRefusals(t *testing.T) {
 		{toolName, map[string]any{"code": "", "session_id": id}, `"code"`},
 		{toolName, map[string]any{"code": "x", "session_id": "ses_" + strings.Repeat("0", 32)}, "404 Not Found: no such session"},
 		{toolName, map[string]any{"code": "x", "session_id": 7}, "must be a string"},
-		{openToolName, map[string]any{"environment": "cobol"}, "not configured"},
-		{openToolName, map[string]any{"environment": "python", "x": 1}, "unknown field"},
-		{openToolName, map[string]any{"environment": strings.Repeat("p", 1010)}, "over the limit"}, // the arguments over the body limit, each string within the scan's
-		{openToolName, map[string]any{}, "retry the call in"},
-		{closeToolName, map[string]any{}, `"session_id" is missing`},
-		{closeToolName, map[string]any{"session_id": "ses_nope"}, "404 Not Found"},
+		{mcptools.OpenToolName, map[string]any{"environment": "cobol"}, "not configured"},
+		{mcptools.OpenToolName, map[string]any{"environment": "python", "x": 1}, "unknown field"},
+		{mcptools.OpenToolName, map[string]any{"environment": strings.Repeat("p", 1010)}, "over the limit"}, // the arguments over the body limit, each string within the scan's
+		{mcptools.OpenToolName, map[string]any{}, "retry the call in"},
+		{mcptools.CloseToolName, map[string]any{}, `"session_id" is missing`},
+		{mcptools.CloseToolName, map[string]any{"session_id": "ses_nope"}, "404 Not Found"},
 	} {
 		res := callNamed(t, cs, c.tool, c.args, nil)
 		if !res.IsError || !strings.Contains(text(t, res), c.says) || res.StructuredContent != nil {
@@ -226,11 +227,11 @@ func TestMCPSessionPayment(t *testing.T) {
 	engine := &fakeSessionEngine{}
 	srv := newSessionServer(t, engine, &fakeGate{checkErr: payErr}, sessionsConfig())
 	cs := mustMCP(t, srv)
-	res := callNamed(t, cs, openToolName, map[string]any{}, nil)
+	res := callNamed(t, cs, mcptools.OpenToolName, map[string]any{}, nil)
 	got := structured(t, res)
 	info, _ := bazaarOf(t, got)["info"].(map[string]any)
 	input, _ := info["input"].(map[string]any)
-	if !res.IsError || got["x402Version"] != 2.0 || input["type"] != "mcp" || input["toolName"] != openToolName {
+	if !res.IsError || got["x402Version"] != 2.0 || input["type"] != "mcp" || input["toolName"] != mcptools.OpenToolName {
 		t.Fatalf("unpaid open_session: %v", got)
 	}
 	var fromText map[string]any
@@ -245,7 +246,7 @@ func TestMCPSessionPayment(t *testing.T) {
 	srv.Gate = gate
 	cs = mustMCP(t, srv)
 	payload := map[string]any{"x402Version": 2.0, "payload": map[string]any{"signature": "0xab"}}
-	res = callNamed(t, cs, openToolName, map[string]any{}, mcp.Meta{metaPayment: payload})
+	res = callNamed(t, cs, mcptools.OpenToolName, map[string]any{}, mcp.Meta{mcptools.MetaPayment: payload})
 	id, _ := structured(t, res)["session_id"].(string)
 	if res.IsError || gate.requests[0].Signature == "" {
 		t.Fatalf("paid open_session: %s; the gate saw %+v", text(t, res), gate.requests)
@@ -267,7 +268,7 @@ func TestMCPSessionPayment(t *testing.T) {
 	engine.runErr = sandboxd.Errorf(sandboxd.CodeUnavailable, "runtime", "Docker is not reachable")
 	engine.mu.Unlock()
 	settled := gate.count(&gate.settled)
-	res = callTool(t, cs, map[string]any{"code": "x", "session_id": id}, mcp.Meta{metaPayment: payload})
+	res = callTool(t, cs, map[string]any{"code": "x", "session_id": id}, mcp.Meta{mcptools.MetaPayment: payload})
 	if !res.IsError || gate.count(&gate.released) != 1 || gate.count(&gate.settled) != settled {
 		t.Fatalf("a failed call: %q; released %d, settled %d more", text(t, res), gate.count(&gate.released), gate.count(&gate.settled)-settled)
 	}

@@ -14,7 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 )
+
+// toolName is the run tool of Python, which every service lists while
+// Python runs.
+var toolName = mcptools.RunToolName(sandboxd.LanguagePython)
 
 // mustMCP connects an MCP client (the Go SDK's) to the server's /mcp.
 func mustMCP(t *testing.T, api *Server) *mcp.ClientSession {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 	"sandboxd/x402"
 )
 
@@ -55,7 +56,7 @@ func TestPaymentIdentifierDeclared(t *testing.T) {
 		cs := mustMCP(t, srv)
 		declared("run_python", structured(t, callTool(t, cs, map[string]any{"code": "1"}, nil)))
 		declared("run_python in a session", structured(t, callTool(t, cs, map[string]any{"code": "1", "session_id": id}, nil)))
-		declared("open_session", structured(t, callNamed(t, cs, openToolName, map[string]any{}, nil)))
+		declared("open_session", structured(t, callNamed(t, cs, mcptools.OpenToolName, map[string]any{}, nil)))
 	}
 }
 

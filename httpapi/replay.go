@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
 	"sandboxd"
 	"sandboxd/httpapi/ingress"
+	"sandboxd/httpapi/wire"
 	"sandboxd/x402"
 )
 
@@ -18,8 +18,8 @@ import (
 // answer, before any slot, room or turn, and its own payment is neither
 // reserved nor settled. The gate recognises it (a Replay from Check, or an
 // error carrying one from Check or Reserve); the flows return it as an
-// error carrying the Replay, and the handlers answer it here (HTTP) or in
-// replay_mcp.go (MCP).
+// error carrying the Replay, and the handlers answer it here (HTTP) or,
+// over MCP, mcptools (its stored answer waited for by replayed).
 
 // replayOf returns the Replay err carries (sandboxd.Error.Replay), or nil.
 func replayOf(err error) sandboxd.Replay {
@@ -117,7 +117,7 @@ func (s *Server) answerReplay(ctx context.Context, w http.ResponseWriter, r *htt
 	s.Log.Info("paid request retried", "path", logPath(r.URL.Path), "by", rep.By(), "payer", rep.Payer(),
 		"code", retryCode(err), "answered", err == nil)
 	if err != nil {
-		if open := pendingOpen(ans, err); open != nil {
+		if open := wire.PendingOpen(ans, err); open != nil {
 			addServerTiming(h, phases)
 			s.writePendingSession(w, r, err, *open)
 			return
@@ -132,18 +132,4 @@ func (s *Server) answerReplay(ctx context.Context, w http.ResponseWriter, r *htt
 	addServerTiming(h, phases)
 	writeBody(w, ans.Status, ans.Body)
 	phases.Since(sandboxd.PhaseWrite, began)
-}
-
-// pendingOpen is the opening an answer pending (err, CodePending) holds,
-// when its bytes were kept: its 202 names the session, as the first did.
-// It is nil for any other answer.
-func pendingOpen(ans *sandboxd.StoredAnswer, err error) *SessionResponse {
-	if ans == nil || ans.Kind != sandboxd.AnswerSessionOpen || sandboxd.ErrorCode(err) != sandboxd.CodePending {
-		return nil
-	}
-	var open SessionResponse
-	if json.Unmarshal(ans.Body, &open) != nil || open.SessionID == "" {
-		return nil
-	}
-	return &open
 }

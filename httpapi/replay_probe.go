@@ -1,11 +1,9 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/gorilla/mux"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
 	"sandboxd/httpapi/ingress"
@@ -42,30 +40,4 @@ func (s *Server) answerEndedCall(w http.ResponseWriter, r *http.Request, refused
 		return
 	}
 	s.writeError(w, r, refused)
-}
-
-// endedCallResult is answerEndedCall over MCP: lang's run tool's call in
-// session id, whose session was not found (refused), answered from its
-// stored answer when it is the retry of a call already answered, else
-// refused as a tool error.
-func (s *Server) endedCallResult(ctx context.Context, req *mcp.CallToolRequest, lang, id string, args codeRequest,
-	refused error) (*mcp.CallToolResult, error) {
-	tool := runToolName(lang)
-	if sandboxd.ErrorCode(refused) != sandboxd.CodeNotFound {
-		return s.toolFailure(ctx, tool, refused)
-	}
-	job, err := s.newSessionJob(sandboxd.SessionInfo{}, args)
-	if err != nil {
-		return s.toolFailure(ctx, tool, refused)
-	}
-	pay, err := s.runPayment(req, lang, job)
-	if err != nil || !s.probes(pay) {
-		return s.toolFailure(ctx, tool, refused)
-	}
-	pay.Environment = "" // the session's, not known any more
-	err = s.probeReplay(ctx, forAnswer(pay, sandboxd.AnswerSessionCall, id, job), refused)
-	if rep := replayOf(err); rep != nil {
-		return s.replayResult(ctx, tool, rep)
-	}
-	return s.toolFailure(ctx, tool, refused)
 }

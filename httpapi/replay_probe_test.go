@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 	"sandboxd/x402"
 )
 
@@ -84,7 +85,7 @@ func TestEndedSessionCallIsReplayed(t *testing.T) {
 func TestEndedSessionCallIsReplayedOverMCP(t *testing.T) {
 	srv, gate := probeServer(t, storedCall())
 	res := callTool(t, mustMCP(t, srv), map[string]any{"code": "1", "session_id": endedID}, paymentMeta())
-	if res.IsError || res.Meta[metaReplayed] != true || !strings.Contains(text(t, res), "the session ended (exited)") {
+	if res.IsError || res.Meta[mcptools.MetaReplayed] != true || !strings.Contains(text(t, res), "the session ended (exited)") {
 		t.Fatalf("%+v %s", res, text(t, res))
 	}
 	if req := gate.lastRequest(); !req.ReplayOnly || req.Transport != sandboxd.TransportMCP ||
@@ -130,8 +131,8 @@ func TestPendingOpenReplayNamesItsSession(t *testing.T) {
 		!strings.Contains(rec.Body.String(), `"transaction":"0xp"`) || rec.Header().Get(x402.HeaderIdempotentReplayed) != "true" {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
-	res := callNamed(t, mustMCP(t, srv), openToolName, map[string]any{}, paymentMeta())
-	if !res.IsError || res.Meta[metaReplayed] != true || len(res.Content) != 2 {
+	res := callNamed(t, mustMCP(t, srv), mcptools.OpenToolName, map[string]any{}, paymentMeta())
+	if !res.IsError || res.Meta[mcptools.MetaReplayed] != true || len(res.Content) != 2 {
 		t.Fatalf("MCP: %+v", res)
 	}
 	if kept, _ := res.Content[1].(*mcp.TextContent); kept == nil || !strings.Contains(kept.Text, "session_id ses_kept") {

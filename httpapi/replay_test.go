@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
+	"sandboxd/httpapi/wire"
 	"sandboxd/x402"
 )
 
@@ -141,7 +143,7 @@ func TestRetryIDConflict(t *testing.T) {
 		}
 	}
 	res := callTool(t, mustMCP(t, srv), map[string]any{"code": "print(1)"}, paymentMeta())
-	if !res.IsError || !strings.HasPrefix(text(t, res), "409 Conflict: payment id pay_7d5d") || res.Meta[metaReplayed] != nil {
+	if !res.IsError || !strings.HasPrefix(text(t, res), "409 Conflict: payment id pay_7d5d") || res.Meta[mcptools.MetaReplayed] != nil {
 		t.Errorf("MCP: %v %s", res.IsError, text(t, res))
 	}
 	if runner.ran() != 0 || gate.count(&gate.reserved) != 0 {
@@ -152,7 +154,7 @@ func TestRetryIDConflict(t *testing.T) {
 // paymentMeta is an MCP call's _meta with a PaymentPayload (the fake
 // gates never decode it).
 func paymentMeta() map[string]any {
-	return map[string]any{metaPayment: map[string]any{"x402Version": 2, "payload": map[string]any{"signature": "0x00"}}}
+	return map[string]any{mcptools.MetaPayment: map[string]any{"x402Version": 2, "payload": map[string]any{"signature": "0x00"}}}
 }
 
 // TestDeliveredIsWhatIsWritten: the answer handed to Settle (kept for a
@@ -177,7 +179,7 @@ func TestDeliveredIsWhatIsWritten(t *testing.T) {
 	if d := last(); open.Code != 201 || d.Status != 201 || !bytes.Equal(d.Body, open.Body.Bytes()) {
 		t.Errorf("open: wrote %d %q, delivered %d %q", open.Code, open.Body, d.Status, d.Body)
 	}
-	var opened SessionResponse
+	var opened wire.SessionResponse
 	decodeRec(t, open, &opened)
 	rec = do(t, h, "POST", "/v1/sessions/"+opened.SessionID+"/code", `{"code":"1"}`)
 	if d := last(); rec.Code != 200 || d.Status != 200 || !bytes.Equal(d.Body, rec.Body.Bytes()) {

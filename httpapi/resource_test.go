@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/httpapi/mcptools"
 )
 
 // TestResourceURLIsNotTheCallers: X-Forwarded-Host and -Proto name the
@@ -26,8 +27,8 @@ func TestResourceURLIsNotTheCallers(t *testing.T) {
 		{"trusted proxy", "10.1.2.3:1234", "", proxy, "/v1/code", "https://pay-here.evil.example/v1/code"},
 		{"public_url over a trusted proxy", "10.1.2.3:1234", "https://api.example/sbx", proxy, "/v1/code", "https://api.example/sbx/v1/code"},
 		{"public_url over an untrusted peer", "192.0.2.1:1234", "https://api.example", nil, "/v1/code", "https://api.example/v1/code"},
-		{"mcp, untrusted", "192.0.2.1:1234", "", nil, "/mcp", toolResource(sandboxd.LanguagePython)},
-		{"mcp, trusted proxy", "10.1.2.3:1234", "https://api.example", proxy, "/mcp", toolResource(sandboxd.LanguagePython)},
+		{"mcp, untrusted", "192.0.2.1:1234", "", nil, "/mcp", mcptools.ToolResource(sandboxd.LanguagePython)},
+		{"mcp, trusted proxy", "10.1.2.3:1234", "https://api.example", proxy, "/mcp", mcptools.ToolResource(sandboxd.LanguagePython)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

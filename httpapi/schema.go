@@ -154,7 +154,7 @@ func (s *Server) toolInputSchema(lang string) map[string]any {
 var runResultFields = []string{"lang", "stdout", "stderr", "exit_code", "status", "timed_out",
 	"oom_killed", "truncated", "duration_ms", "cpu_ms", "max_rss_kb", "environment", "files", "files_truncated"}
 
-// runResultSchema is the answer of a delivered run (CodeResponse).
+// runResultSchema is the answer of a delivered run (wire.CodeResponse).
 func (s *Server) runResultSchema() map[string]any {
 	status := typed("string", "ok (exit 0), error (non-zero exit), timeout, oom (killed for memory) or output_limit (killed for output).")
 	status["enum"] = []string{"ok", "error", "timeout", "oom", "output_limit"}

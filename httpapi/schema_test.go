@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/httpapi/wire"
 	"sandboxd/x402"
 )
 
@@ -87,7 +88,7 @@ func TestSchemasWithoutEnvironments(t *testing.T) {
 	}{
 		{"the request schema", api.codeRequestSchema(), &codeRequest{}},
 		{"the tool's input schema", api.toolInputSchema(sandboxd.LanguagePython), &toolInput{}},
-		{"the result schema", api.runResultSchema(), &CodeResponse{}},
+		{"the result schema", api.runResultSchema(), &wire.CodeResponse{}},
 	} {
 		props := c.schema["properties"].(map[string]any)
 		names := fieldNames(c.v)

@@ -14,6 +14,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/httpapi/ingress"
+	"sandboxd/httpapi/mcptools"
 )
 
 // Server holds what the handlers need. All exported fields are required
@@ -117,7 +118,7 @@ func (s *Server) router() *mux.Router {
 	r.HandleFunc("/v1/version", s.handleVersion).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/v1/openapi.json", s.handleOpenAPI).Methods(http.MethodGet)
 	r.HandleFunc(channelPath, s.handleChannel).Methods(http.MethodGet)
-	r.Handle(mcpPath, s.mcpHandler()).Methods(http.MethodPost)
+	r.Handle(mcptools.Path, s.mcpHandler()).Methods(http.MethodPost)
 	s.registerSessions(r)
 	if s.Page {
 		s.registerPage(r)

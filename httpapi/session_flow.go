@@ -7,6 +7,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/httpapi/ingress"
+	"sandboxd/httpapi/wire"
 )
 
 // The payment flows of sessions, beside execute's and sharing its paid
@@ -38,7 +39,7 @@ import (
 // request did not.
 
 // openedSession is an opened session, its answer as rendered before the
-// settlement (a SessionResponse, 201) and its settlement.
+// settlement (a wire.SessionResponse, 201) and its settlement.
 type openedSession struct {
 	Info       sandboxd.SessionInfo
 	Answer     rendered
@@ -79,7 +80,7 @@ func (s *Server) openSession(ctx context.Context, lang, env string, pay sandboxd
 		var err error
 		info, err = hold.Start(ctx)
 		return sandboxd.Result{Status: sandboxd.StatusOK}, err
-	}, func(sandboxd.Result) (int, any) { return http.StatusCreated, newSessionResponse(info) })
+	}, func(sandboxd.Result) (int, any) { return http.StatusCreated, wire.NewSessionResponse(info) })
 	if err != nil && info.ID != "" && sandboxd.ErrorCode(err) == sandboxd.CodePending {
 		s.Log.Warn("session opened; its settlement is pending", "session", shortSessionID(info.ID), "environment", env, "owner", auth.Payer())
 		return openedSession{Info: info}, err
@@ -107,7 +108,7 @@ func (s *Server) closeUnsettled(id string) {
 }
 
 // sessionOutcome is a delivered and settled call in a session, with its
-// answer as rendered before the settlement (a SessionCodeResponse).
+// answer as rendered before the settlement (a wire.SessionCodeResponse).
 type sessionOutcome struct {
 	Result     sandboxd.SessionResult
 	Answer     rendered
@@ -141,7 +142,7 @@ func (s *Server) callSession(ctx context.Context, id string, job sandboxd.Job, p
 		res, err = turn.Run(ctx, job)
 		delivered = err == nil
 		return res.Result, err
-	}, func(sandboxd.Result) (int, any) { return http.StatusOK, newSessionCodeResponse(job, res) })
+	}, func(sandboxd.Result) (int, any) { return http.StatusOK, wire.NewSessionCodeResponse(job, res) })
 	if err != nil {
 		if delivered && !res.Ended {
 			s.Log.Warn("session call not settled; ending the session", "session", shortSessionID(id), "job", job.ID,

@@ -11,6 +11,7 @@ import (
 
 	"sandboxd"
 	"sandboxd/httpapi/ingress"
+	"sandboxd/httpapi/wire"
 )
 
 // SessionSettings describe the sessions to the handlers and to callers
@@ -44,55 +45,6 @@ type openRequest struct {
 	Language    *string `json:"language"`
 	Environment *string `json:"environment"`
 }
-
-// SessionResponse is the answer of POST /v1/sessions (201).
-type SessionResponse struct {
-	SessionID   string `json:"session_id"`
-	Environment string `json:"environment"`
-	// Language is the canonical name of the language the session runs.
-	Language     string `json:"language"`
-	CreatedAt    string `json:"created_at"`
-	ExpiresAt    string `json:"expires_at"`
-	IdleTimeoutS int64  `json:"idle_timeout_s"`
-	MaxLifetimeS int64  `json:"max_lifetime_s"`
-}
-
-// SessionState is the answer of GET /v1/sessions/{id}.
-type SessionState struct {
-	SessionID   string `json:"session_id"`
-	Environment string `json:"environment"`
-	Language    string `json:"language"`
-	CreatedAt   string `json:"created_at"`
-	// LastCallAt is when the last call ended; null before the first.
-	LastCallAt *string `json:"last_call_at"`
-	Calls      int     `json:"calls"`
-	ExpiresAt  string  `json:"expires_at"`
-	Busy       bool    `json:"busy"`
-}
-
-// SessionCodeResponse is the answer of a call in a session: the fields of
-// a run (CodeResponse), its result and the session's state after it.
-type SessionCodeResponse struct {
-	CodeResponse
-	// Result is the repr of the value of the program's last expression
-	// statement, as a REPL shows it; null when there was none.
-	Result  *string    `json:"result"`
-	Session SessionRef `json:"session"`
-	// SessionEnded and SessionEndReason are set when the call ended the
-	// session.
-	SessionEnded     bool   `json:"session_ended,omitempty"`
-	SessionEndReason string `json:"session_end_reason,omitempty"`
-}
-
-// SessionRef is a session's state in a call's answer.
-type SessionRef struct {
-	SessionID string `json:"session_id"`
-	Calls     int    `json:"calls"`
-	ExpiresAt string `json:"expires_at"`
-}
-
-// stamp is a time as the API writes it: RFC 3339, UTC, whole seconds.
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // registerSessions adds the session routes to r.
 func (s *Server) registerSessions(r *mux.Router) {
@@ -130,7 +82,7 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil && out.Info.ID != "" {
-		s.writePendingSession(w, r, err, newSessionResponse(out.Info))
+		s.writePendingSession(w, r, err, wire.NewSessionResponse(out.Info))
 		return
 	}
 	if err != nil {
@@ -146,13 +98,13 @@ func (s *Server) handleOpenSession(w http.ResponseWriter, r *http.Request) {
 // pending: the pending settlement's body and the session, which is kept.
 type pendingSessionBody struct {
 	pendingBody
-	SessionResponse
+	wire.SessionResponse
 }
 
 // writePendingSession answers an opening whose settlement is pending (err,
 // CodePending) with the session it opened: 202, the settlement's report in
 // PAYMENT-RESPONSE, and the session's id beside the pending body.
-func (s *Server) writePendingSession(w http.ResponseWriter, r *http.Request, err error, open SessionResponse) {
+func (s *Server) writePendingSession(w http.ResponseWriter, r *http.Request, err error, open wire.SessionResponse) {
 	var e *sandboxd.Error
 	if !errors.As(err, &e) || e.Payment == nil {
 		s.writeError(w, r, err)
@@ -256,16 +208,6 @@ func (s *Server) newSessionJob(info sandboxd.SessionInfo, req codeRequest) (sand
 	return s.newJob(req)
 }
 
-// newSessionCodeResponse is the answer of a delivered call of job.
-func newSessionCodeResponse(job sandboxd.Job, res sandboxd.SessionResult) SessionCodeResponse {
-	return SessionCodeResponse{
-		CodeResponse: newCodeResponse(job, res.Result),
-		Result:       res.Value,
-		Session:      SessionRef{SessionID: res.Session.ID, Calls: res.Session.Calls, ExpiresAt: stamp(res.Session.Expires)},
-		SessionEnded: res.Ended, SessionEndReason: res.EndReason,
-	}
-}
-
 // handleGetSession answers a session's state.
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 	i, err := s.Sessions.Get(r.Context(), mux.Vars(r)["id"])
@@ -273,10 +215,10 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	state := SessionState{SessionID: i.ID, Environment: i.Environment, Language: i.Language, CreatedAt: stamp(i.Created), Calls: i.Calls,
-		ExpiresAt: stamp(i.Expires), Busy: i.Busy}
+	state := wire.SessionState{SessionID: i.ID, Environment: i.Environment, Language: i.Language, CreatedAt: wire.Stamp(i.Created), Calls: i.Calls,
+		ExpiresAt: wire.Stamp(i.Expires), Busy: i.Busy}
 	if !i.LastCall.IsZero() {
-		last := stamp(i.LastCall)
+		last := wire.Stamp(i.LastCall)
 		state.LastCallAt = &last
 	}
 	noStore(w.Header())
@@ -312,10 +254,4 @@ func logPath(path string) string {
 		tail = "/" + tail
 	}
 	return sessionsPath + "/" + shortSessionID(id) + "…" + tail
-}
-
-// newSessionResponse is the answer of an opened session.
-func newSessionResponse(i sandboxd.SessionInfo) SessionResponse {
-	return SessionResponse{SessionID: i.ID, Environment: i.Environment, Language: i.Language, CreatedAt: stamp(i.Created), ExpiresAt: stamp(i.Expires),
-		IdleTimeoutS: int64(i.IdleTimeout / time.Second), MaxLifetimeS: int64(i.MaxLifetime / time.Second)}
 }

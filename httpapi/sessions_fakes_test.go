@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sandboxd"
+	"sandboxd/httpapi/wire"
 	"sandboxd/sessions"
 )
 
@@ -97,13 +98,13 @@ func newSessionServer(t *testing.T, engine *fakeSessionEngine, gate *fakeGate, c
 }
 
 // mustOpenSession opens a session over srv and returns its answer.
-func mustOpenSession(t *testing.T, srv *Server) SessionResponse {
+func mustOpenSession(t *testing.T, srv *Server) wire.SessionResponse {
 	t.Helper()
 	rec := do(t, srv.Handler(), "POST", "/v1/sessions", "")
 	if rec.Code != 201 {
 		t.Fatalf("open: %d %s", rec.Code, rec.Body)
 	}
-	var open SessionResponse
+	var open wire.SessionResponse
 	if err := json.Unmarshal(rec.Body.Bytes(), &open); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"sandboxd"
+	"sandboxd/httpapi/wire"
 	"sandboxd/payments"
 	"sandboxd/x402"
 	"sandboxd/x402/x402test"
@@ -84,7 +85,7 @@ func TestSessionPaymentsWithTheRealGate(t *testing.T) {
 	owner, other := x402test.Key(t), x402test.Key(t)
 	openPrice := gate.RequirementsOf(sandboxd.PaymentRequest{Price: "0.01"})
 	status, _, body := sendPaid(t, "POST", ts.URL+"/v1/sessions", "", signedHeader(t, owner, openPrice))
-	var open SessionResponse
+	var open wire.SessionResponse
 	if status != 201 || json.Unmarshal([]byte(body), &open) != nil {
 		t.Fatalf("paid open: %d %s", status, body)
 	}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"sandboxd/httpapi"
+	"sandboxd/httpapi/wire"
 )
 
 // sessionStep is one call of a session in TestLanguages and what it must
@@ -62,7 +62,7 @@ var bashSession = []sessionStep{
 func checkSession(t *testing.T, s *service, lang string, steps []sessionStep) {
 	req, _ := json.Marshal(map[string]string{"language": lang})
 	status, body := s.sessionRequest(t, "POST", "/v1/sessions", string(req))
-	var open httpapi.SessionResponse
+	var open wire.SessionResponse
 	if err := json.Unmarshal(body, &open); err != nil || status != http.StatusCreated ||
 		open.Language != lang || open.Environment != "node" {
 		t.Fatalf("open: %d %s (%v)", status, body, err)
@@ -72,7 +72,7 @@ func checkSession(t *testing.T, s *service, lang string, steps []sessionStep) {
 		req, _ := json.Marshal(map[string]string{"code": step.code})
 		status, body := s.sessionRequest(t, "POST", path+"/code", string(req))
 		var a struct {
-			httpapi.SessionCodeResponse
+			wire.SessionCodeResponse
 			Result json.RawMessage `json:"result"`
 		}
 		if err := json.Unmarshal(body, &a); err != nil || status != http.StatusOK {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"sandboxd/httpapi"
+	"sandboxd/httpapi/wire"
 	"sandboxd/internal/testenv"
 )
 
@@ -25,7 +25,7 @@ func TestSessionOverTheBinary(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("open: %d %s\n%s", status, body, s.Log())
 	}
-	var open httpapi.SessionResponse
+	var open wire.SessionResponse
 	if err := json.Unmarshal(body, &open); err != nil || open.Environment != "python" || open.IdleTimeoutS != 300 {
 		t.Fatalf("open answered %s (%v)", body, err)
 	}
@@ -39,7 +39,7 @@ func TestSessionOverTheBinary(t *testing.T) {
 		req, _ := json.Marshal(map[string]string{"code": c.code})
 		status, body := s.sessionRequest(t, "POST", "/v1/sessions/"+id+"/code", string(req))
 		var a struct {
-			httpapi.SessionCodeResponse
+			wire.SessionCodeResponse
 			Result json.RawMessage `json:"result"`
 		}
 		if err := json.Unmarshal(body, &a); err != nil || status != 200 {
@@ -51,7 +51,7 @@ func TestSessionOverTheBinary(t *testing.T) {
 		}
 	}
 	status, body = s.sessionRequest(t, "GET", "/v1/sessions/"+id, "")
-	var state httpapi.SessionState
+	var state wire.SessionState
 	if err := json.Unmarshal(body, &state); err != nil || status != 200 || state.Calls != 3 || state.Busy || state.LastCallAt == nil {
 		t.Fatalf("state: %d %s (%v)", status, body, err)
 	}

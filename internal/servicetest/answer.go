@@ -9,22 +9,22 @@ package servicetest
 import (
 	"encoding/base64"
 
-	"sandboxd/httpapi"
+	"sandboxd/httpapi/wire"
 )
 
 // Answer is the JSON of POST /v1/code: a delivered run (the fields of
-// httpapi.CodeResponse, which the server encodes: the environment, the files
+// wire.CodeResponse, which the server encodes: the environment, the files
 // out and files_truncated included), or an error in Error. CPUMS and
 // MaxRSSKB are null when the program did not end by itself.
 type Answer struct {
-	httpapi.CodeResponse
+	wire.CodeResponse
 	Error string `json:"error"`
 }
 
 // File returns the file out named name and its content, decoded; the
 // content is nil when the file is listed without it (over the caps). It is
 // false when the answer has no such file or its content is not base64.
-func (a Answer) File(name string) (httpapi.FileOut, []byte, bool) {
+func (a Answer) File(name string) (wire.FileOut, []byte, bool) {
 	for _, f := range a.Files {
 		if f.Name != name {
 			continue
@@ -35,5 +35,5 @@ func (a Answer) File(name string) (httpapi.FileOut, []byte, bool) {
 		content, err := base64.StdEncoding.DecodeString(*f.Content)
 		return f, content, err == nil
 	}
-	return httpapi.FileOut{}, nil, false
+	return wire.FileOut{}, nil, false
 }

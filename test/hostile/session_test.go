@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"sandboxd"
-	"sandboxd/httpapi"
+	"sandboxd/httpapi/wire"
 	"sandboxd/internal/servicetest"
 	"sandboxd/internal/testenv"
 )
@@ -158,7 +158,7 @@ type liveSession struct {
 
 // callAnswer is a call's answer: the HTTP status, the body, decoded.
 type callAnswer struct {
-	httpapi.SessionCodeResponse
+	wire.SessionCodeResponse
 	Error string `json:"error"`
 	code  int
 	body  string
@@ -219,7 +219,7 @@ func (c *sessionClient) openIn(tb testing.TB, env, language string) *liveSession
 		req["language"] = language
 	}
 	code, body := c.do(tb, "POST", "/v1/sessions", req)
-	var o httpapi.SessionResponse
+	var o wire.SessionResponse
 	if err := json.Unmarshal(body, &o); err != nil || code != http.StatusCreated || o.SessionID == "" {
 		tb.Fatalf("open %s: HTTP %d %s", env, code, body)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sandboxd/httpapi"
+	"sandboxd/httpapi/wire"
 )
 
 // curlCallAnswer is the answer of POST /v1/sessions/{id}/code, as the tests read it.
@@ -31,14 +31,14 @@ const (
 )
 
 // curlOpen opens a session in env ("" for the default) with the real curl, as the docs do.
-func curlOpen(t *testing.T, base, env string) httpapi.SessionResponse {
+func curlOpen(t *testing.T, base, env string) wire.SessionResponse {
 	t.Helper()
 	args := []string{base + "/v1/sessions", "-X", "POST"}
 	if env != "" {
 		args = []string{base + "/v1/sessions", "-H", "Content-Type: application/json", "-d", `{"environment":"` + env + `"}`}
 	}
 	r := runCurl(t, args...)
-	var o httpapi.SessionResponse
+	var o wire.SessionResponse
 	r.decode(t, &o)
 	if r.Status != http.StatusCreated || !pageSessionID.MatchString(o.SessionID) || len(o.SessionID) != 36 {
 		t.Fatalf("open: status %d, %s", r.Status, r.Body)
@@ -88,7 +88,7 @@ func testCurlSessionPython(t *testing.T, base string) {
 		t.Errorf("call 3: %+v, want 42 from the import, the file and the variable, and no files out", c)
 	}
 	r := runCurl(t, base+"/v1/sessions/"+o.SessionID)
-	var st httpapi.SessionState
+	var st wire.SessionState
 	r.decode(t, &st)
 	if r.Status != http.StatusOK || st.Calls != 3 || st.Busy || st.LastCallAt == nil || st.Environment != "python" {
 		t.Errorf("GET: %d %s", r.Status, r.Body)

@@ -1,4 +1,4 @@
-package httpapi
+package mcptools
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // several times over (about 30 times its size in allocations for a long
 // string), so it gets the message with "arguments":{} in their place, and
 // the tool reads the arguments lifted out (toolArgs), decoded once as an
-// HTTP body is. What is left, the envelope, is at most mcpEnvelopeBytes:
+// HTTP body is. What is left, the envelope, is at most EnvelopeBytes:
 // an id, _meta or any other message the SDK reads whole is small. args is
 // nil when the body is no such call.
 func liftArguments(body []byte) (envelope, args []byte, err error) {
@@ -23,24 +23,24 @@ func liftArguments(body []byte) (envelope, args []byte, err error) {
 		// small, rather than from the body again.
 		lifted := make([]byte, 0, len(body)-(end-start)+2)
 		lifted = append(append(append(lifted, body[:start]...), "{}"...), body[end:]...)
-		if len(lifted) <= mcpEnvelopeBytes && spanString(lifted, "method") == "tools/call" && isRunTool(spanString(lifted, "params.name")) {
+		if len(lifted) <= EnvelopeBytes && spanString(lifted, "method") == "tools/call" && isRunTool(spanString(lifted, "params.name")) {
 			envelope, args = lifted, body[start:end]
 		}
 	}
-	if len(envelope) > mcpEnvelopeBytes {
+	if len(envelope) > EnvelopeBytes {
 		return nil, nil, sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.mcp",
 			"MCP request refused: the message is %d bytes beyond a run tool call's arguments, over the limit of %d bytes",
-			len(envelope), mcpEnvelopeBytes)
+			len(envelope), EnvelopeBytes)
 	}
 	return envelope, args, nil
 }
 
 // spanString is the string at path in the JSON document raw, or "" when
-// there is none there. It decodes at most mcpEnvelopeBytes: a longer one
+// there is none there. It decodes at most EnvelopeBytes: a longer one
 // is no method or tool name.
 func spanString(raw []byte, path string) string {
 	start, end := jsonkeys.Span(raw, path)
-	if start < 0 || end-start > mcpEnvelopeBytes || raw[start] != '"' {
+	if start < 0 || end-start > EnvelopeBytes || raw[start] != '"' {
 		return ""
 	}
 	var s string

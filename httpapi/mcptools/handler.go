@@ -1,4 +1,4 @@
-package httpapi
+package mcptools
 
 import (
 	"context"
@@ -13,43 +13,63 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"sandboxd"
+	"sandboxd/httpapi/wire"
 )
 
-// mcpEnvelopeBytes is what a tools/call may carry beyond the body limit:
+// EnvelopeBytes is what a tools/call may carry beyond the body limit:
 // the JSON-RPC envelope and a payment in _meta.
-const mcpEnvelopeBytes = 32 << 10
+const EnvelopeBytes = 32 << 10
 
 // textPreview caps each stream quoted in the text content; the whole output
 // is in structuredContent.
 const textPreview = 2000
 
-// toolInput is the arguments of a run tool (run_python, …) when sessions
-// are off (sessionToolInput's otherwise).
-type toolInput struct {
-	Code        *string       `json:"code"`
-	Stdin       *string       `json:"stdin"`
-	Environment *string       `json:"environment"`
-	Files       []fileRequest `json:"files"`
+// Path is the path of the MCP endpoint.
+const Path = "/mcp"
+
+// Options are what the handler needs besides its Service.
+type Options struct {
+	// Log gets the tool calls' failures and retries, and the SDK's warnings.
+	Log *slog.Logger
+	// Version is the service's version, as the MCP handshake names it.
+	Version string
+	// MaxBodyBytes is the API's body limit: a message may carry that
+	// much in arguments, and EnvelopeBytes besides.
+	MaxBodyBytes int64
+	// Fleet says the service is a replica of a fleet: a call for a
+	// session is first located (Service.Locate).
+	Fleet bool
 }
 
-// mcpHandler serves MCP over Streamable HTTP with a run tool per language
-// (run_python, …: addRunTools) and, when sessions are on, open_session and
-// close_session. It is stateless (no session to keep between calls, as a paid call needs
-// none) and answers JSON rather than event streams. guardMCP reads each
-// body first and refuses one too deep or batching too many messages.
-func (s *Server) mcpHandler() http.Handler {
+// server is the handler's state: the Service and the Options.
+type server struct {
+	svc   Service
+	log   *slog.Logger
+	fleet bool
+}
+
+// New serves MCP over Streamable HTTP with svc's tools. It is stateless
+// (no session to keep between calls, as a paid call needs none) and
+// answers JSON rather than event streams. The guard reads each body first
+// and refuses one too deep or batching too many messages.
+func New(svc Service, opts Options) http.Handler {
+	s := &server{svc: svc, log: opts.Log, fleet: opts.Fleet}
 	// The SDK logs every request's session at info level: keep its warnings.
-	sdkLog := slog.New(minLevel{Handler: s.Log.Handler(), min: slog.LevelWarn}).With("sdk", "mcp")
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Version: s.Version.Version}, &mcp.ServerOptions{
+	sdkLog := slog.New(minLevel{Handler: opts.Log.Handler(), min: slog.LevelWarn}).With("sdk", "mcp")
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxd", Version: opts.Version}, &mcp.ServerOptions{
 		Logger: sdkLog,
 	})
-	s.addRunTools(srv)
-	if s.Sessions != nil {
-		srv.AddTool(s.openSessionTool(), s.callOpenSession)
-		srv.AddTool(s.closeSessionTool(), s.callCloseSession)
+	tools := svc.Tools()
+	for _, tool := range tools.Run {
+		lang, _ := RunToolLanguage(tool.Name)
+		srv.AddTool(tool, s.callRun(lang))
 	}
-	limit := s.MaxBodyBytes + mcpEnvelopeBytes
-	return s.guardMCP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+	if tools.Open != nil && tools.Close != nil {
+		srv.AddTool(tools.Open, s.callOpenSession)
+		srv.AddTool(tools.Close, s.callCloseSession)
+	}
+	limit := opts.MaxBodyBytes + EnvelopeBytes
+	return s.guard(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		Logger:              sdkLog,
@@ -62,49 +82,10 @@ func (s *Server) mcpHandler() http.Handler {
 	}), limit)
 }
 
-// decodeToolArgs decodes a run tool's arguments as strictly as an HTTP body,
-// into the request they make and the session they name (nil for none;
-// always nil when sessions are off, where session_id is an unknown field).
-func (s *Server) decodeToolArgs(args json.RawMessage) (codeRequest, *string, error) {
-	if err := argsWithin(args, s.MaxBodyBytes); err != nil {
-		return codeRequest{}, nil, err
-	}
-	if s.Sessions == nil {
-		var in toolInput
-		err := decodeObject(args, s.requestLimits(toolShape), &in)
-		return codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files}, nil, err
-	}
-	var in sessionToolInput
-	err := decodeObject(args, s.requestLimits(sessionToolShape), &in)
-	return codeRequest{Code: in.Code, Stdin: in.Stdin, Environment: in.Environment, Files: in.Files}, in.SessionID, err
-}
-
-// argsWithin refuses a tool's arguments over limit bytes.
-func argsWithin(args json.RawMessage, limit int64) error {
-	if int64(len(args)) > limit {
-		return sandboxd.Errorf(sandboxd.CodeTooLarge, "httpapi.mcp", "the arguments are over the limit of %d bytes", limit)
-	}
-	return nil
-}
-
-// toolPayment is the payment request of a paid tool's call: the tool's
-// resource and declared extensions, and the PaymentPayload of
-// _meta["x402/payment"], if any, as the gate reads it over HTTP.
-func toolPayment(req *mcp.CallToolRequest, resource string, declared map[string]any) (sandboxd.PaymentRequest, error) {
-	pay := sandboxd.PaymentRequest{ResourceURL: resource, Extensions: declared, Transport: sandboxd.TransportMCP}
-	if payload, ok := req.Params.Meta[metaPayment]; ok {
-		var err error
-		if pay.Signature, err = paymentSignature(payload); err != nil {
-			return pay, err
-		}
-	}
-	return pay, nil
-}
-
-// toolFailure is the answer of a paid tool's flow that failed: a protocol
+// toolFailure is the answer of a tool's call that failed: a protocol
 // error when the client went away (nobody reads a result), else the tool
 // error.
-func (s *Server) toolFailure(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
+func (s *server) toolFailure(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil, err
 	}
@@ -116,9 +97,9 @@ func (s *Server) toolFailure(ctx context.Context, tool string, err error) (*mcp.
 // the text (x402's MCP transport), with a failed settlement's report in
 // _meta; a busy one says when to retry; an internal one is logged and not
 // detailed; a session's refusal names its HTTP status (toolMessage).
-func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
+func (s *server) toolError(tool string, err error) *mcp.CallToolResult {
 	code := sandboxd.ErrorCode(err)
-	log := s.Log.With("tool", tool, "code", code)
+	log := s.log.With("tool", tool, "code", code)
 	if code == sandboxd.CodeInternal || code == sandboxd.CodeUnavailable {
 		log.Error("tool call failed", "err", err)
 	} else {
@@ -128,28 +109,42 @@ func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
 	var e *sandboxd.Error
 	if errors.As(err, &e) && e.Payment != nil {
 		// A failed or pending settlement's report (pending: its transaction).
-		if settled := settlementMeta(e.Payment.Settlement); settled != nil {
-			result.Meta = mcp.Meta{metaPaymentResponse: settled}
+		if settled := s.svc.Report(e.Payment.Settlement); settled != nil {
+			result.Meta = mcp.Meta{MetaPaymentResponse: settled}
 		}
 	}
-	if terms := paymentTerms(err); terms != nil {
-		addExtensions(terms, s.declaredExtensions(tool))
+	if terms := s.svc.Terms(tool, err); terms != nil {
 		text, _ := json.Marshal(terms)
 		result.Content = []mcp.Content{&mcp.TextContent{Text: string(text)}}
 		result.StructuredContent = terms
 		return result
 	}
-	msg := toolMessage(err)
-	if e != nil && e.RetryAfter > 0 {
-		msg += fmt.Sprintf("; retry the call in %d s", retrySeconds(e.RetryAfter))
+	msg := s.toolMessage(err)
+	if _, retry := s.svc.Refusal(err); retry > 0 {
+		msg += fmt.Sprintf("; retry the call in %d s", retry)
 	}
 	result.Content = []mcp.Content{&mcp.TextContent{Text: msg}}
 	return result
 }
 
+// toolMessage is the text of a tool error that carries no terms. A
+// session's refusals name the HTTP status they are (an agent that knows
+// the API reads 403 at once), and point to the MCP tool rather than the
+// HTTP route.
+func (s *server) toolMessage(err error) string {
+	msg := sandboxd.ErrorMessage(err)
+	switch sandboxd.ErrorCode(err) {
+	case sandboxd.CodeNotFound, sandboxd.CodeForbidden, sandboxd.CodeConflict:
+		status, _ := s.svc.Refusal(err)
+		msg = fmt.Sprintf("%d %s: %s", status, http.StatusText(status),
+			strings.ReplaceAll(msg, "POST /v1/sessions", "open_session (POST /v1/sessions over HTTP)"))
+	}
+	return msg
+}
+
 // summary is the short text content of a delivered run: one line of
 // outcome, then the output, each stream cut at textPreview bytes.
-func summary(r CodeResponse) string {
+func summary(r wire.CodeResponse) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status %s, exit code %d, %d ms", r.Status, r.ExitCode, r.DurationMS)
 	if r.CPUMS != nil && r.MaxRSSKB != nil {
@@ -220,6 +215,3 @@ func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }
-
-// mcpPath is the path of the MCP endpoint.
-const mcpPath = "/mcp"
