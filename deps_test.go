@@ -1,6 +1,7 @@
 package sandboxd_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -27,6 +28,29 @@ func TestAdaptersNeverImportEachOther(t *testing.T) {
 					t.Errorf("%s depends on %s (doc.go: the adapters never depend on each other)", pkg, dep)
 				}
 			}
+		}
+	}
+}
+
+// TestArchitectureMapsEveryPackage keeps ARCHITECTURE.md's table of
+// packages whole: every package of the product (test harnesses under
+// test/ aside) has its row, named `dir/`.
+func TestArchitectureMapsEveryPackage(t *testing.T) {
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	doc, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		dir, inner := strings.CutPrefix(pkg, "sandboxd/")
+		if !inner || strings.HasPrefix(dir, "test/") {
+			continue
+		}
+		if !strings.Contains(string(doc), "`"+dir+"/`") {
+			t.Errorf("ARCHITECTURE.md's table of packages has no row for %s/", dir)
 		}
 	}
 }
