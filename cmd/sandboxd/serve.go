@@ -107,7 +107,8 @@ func (m *Main) Open(ctx context.Context) error {
 		ObservePhase:  m.metrics.Phase,
 		Retries:       m.Config.retriesOn(),
 	}
-	// The environments and the caps of the files (branch api reads them).
+	// The environments and the caps of the files, which the API describes
+	// (discovery, OpenAPI, the page) and checks a request's files against.
 	api.Environments = m.Config.apiEnvironments()
 	api.MaxFiles, api.MaxFilesBytes = rt.MaxFiles, int64(rt.MaxFilesBytes)
 	api.SessionSettings = m.Config.sessionSettings()
