@@ -31,9 +31,12 @@ func resourceCases(e environment) []hostileCase {
 			// gVisor's sandbox fails under the fork bomb (runscSandboxFailed),
 			// before the deadline or at it: killed at the deadline while it
 			// fails, it exits 2, not 137, and the run is still a timeout.
+			// Its children's copied pages may fill the memory first there
+			// (seen in a session): an oom.
 			per: map[string][]answer{"runsc": {
 				timeout, runscSandboxFailed,
 				{status: statuses(sandboxd.StatusTimeout), exit: []int{runscSandboxFailed.exit[0]}},
+				{status: statuses(sandboxd.StatusOOM), exit: []int{137}},
 			}},
 		},
 		{
