@@ -71,7 +71,7 @@ func TestStdinAndUsageOverHTTP(t *testing.T) {
 
 func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), noPool, noData, "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
+	s := startService(t, uniqueInstance(t), noPool, noData, noNode, "SANDBOX_RUNTIME_MAX_CONCURRENCY=1", "SANDBOX_RUNTIME_QUEUE_WAIT=300ms")
 	first := s.postAsync("import time; time.sleep(2); print('slow')")
 	waitFor(t, 10*time.Second, "the first run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
 	start := time.Now()
@@ -89,7 +89,7 @@ func TestOverCapacityGets429AfterQueueWait(t *testing.T) {
 
 func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), noPool, noData)
+	s := startService(t, uniqueInstance(t), noPool, noData, noNode)
 	done := s.postAsync("import time; time.sleep(1.5); print('finished')")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
 	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
@@ -106,7 +106,7 @@ func TestSIGTERMLetsTheRunFinishAndLeavesNothing(t *testing.T) {
 
 func TestSIGTERMKillsRunsPastTheGrace(t *testing.T) {
 	testenv.RequireIntegration(t)
-	s := startService(t, uniqueInstance(t), noPool, noData, "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
+	s := startService(t, uniqueInstance(t), noPool, noData, noNode, "SANDBOX_SERVER_SHUTDOWN_TIMEOUT=500ms", "SANDBOX_RUNTIME_TIMEOUT=30s")
 	s.postAsync("import time; time.sleep(25)")
 	waitFor(t, 10*time.Second, "the run's container", func() bool { return len(servicetest.ContainersOf(t, s.Instance)) > 0 })
 	_ = s.Cmd.Process.Signal(syscall.SIGTERM)
