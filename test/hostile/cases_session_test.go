@@ -84,6 +84,20 @@ func endedOr404(st ...sandboxd.Status) func(callAnswer) []string {
 // or ended, or a 404.
 var aliveOrEnded = endedOr404
 
+// orEndedLate also accepts a timeout that ended the session: under runsc
+// an interpreter that ended by itself is known to have ended when Docker
+// reports its container's exit, which gVisor's teardown can delay past
+// the call's deadline on a loaded host (docs/operating.md, gVisor). A
+// timeout that left the session alive is still refused.
+func orEndedLate(check func(callAnswer) []string) func(callAnswer) []string {
+	return func(a callAnswer) []string {
+		if a.code == 200 && a.Status == string(sandboxd.StatusTimeout) && a.SessionEnded {
+			return nil
+		}
+		return check(a)
+	}
+}
+
 // findPout finds the runner's private stdout: the descriptor other than 1
 // open on what 1 is during a call.
 const findPout = "import os\nst = os.fstat(1)\n" +
@@ -166,7 +180,7 @@ func sessionCases(e environment) []sessionCase {
 			{code: "print('three')", want: ok("three\n")},
 			{code: "import builtins\nbuiltins.print = lambda *a, **k: None"},
 			{code: "import sys\nsys.stdout.write('four\\n')\n1 + 1", want: func(a callAnswer) []string { return append(ok("four\n")(a), result("2")(a)...) }},
-			{code: "import os\nos.closerange(0, 1024)", want: aliveOrEnded(sandboxd.StatusOK, sandboxd.StatusError), mayEnd: " "},
+			{code: "import os\nos.closerange(0, 1024)", want: orEndedLate(aliveOrEnded(sandboxd.StatusOK, sandboxd.StatusError)), mayEnd: " "},
 			{code: "1", want: resultUnlessEnded("1"), mayEnd: " "}}},
 		{name: "SIGINT ignored", steps: []sessionStep{
 			{code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass", want: endedTimeout, mayEnd: "interrupt"}}},

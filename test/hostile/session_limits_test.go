@@ -17,8 +17,11 @@ import (
 // and not) answer 404 "unknown", an expired one (idle_timeout 1s) 404
 // "expired", and no id is given twice.
 func TestHostileSessionLimits(t *testing.T) {
+	// No pool: its refill after an open would count as a container the
+	// refused opens started.
 	svc := mustSessionService(t, "limits", sessionEnv("runc", "SANDBOX_SESSIONS_MAX=2", "SANDBOX_SESSIONS_IDLE_TIMEOUT=1s",
-		"SANDBOX_ENVIRONMENTS_DATA_ENABLED=false", "SANDBOX_ENVIRONMENTS_NODE_ENABLED=false"))
+		"SANDBOX_ENVIRONMENTS_DATA_ENABLED=false", "SANDBOX_ENVIRONMENTS_NODE_ENABLED=false",
+		"SANDBOX_RUNTIME_POOL_SIZE=0", "SANDBOX_RUNTIME_POOL_MAX=0"))
 	c := &sessionClient{t: t, base: svc.URL}
 	seen := map[string]bool{}
 	a, b := c.open(t, "python"), c.open(t, "python")
