@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"sandboxd"
 )
 
@@ -175,8 +177,14 @@ func (cr *callRun) watch(ctx context.Context, deadline <-chan time.Time) outcome
 			default:
 				return untakenCall
 			}
+			if cr.interrupt(ctx) {
+				// The interpreter ended by itself before its interrupt, and
+				// Docker's report of the exit has not come yet (gVisor's
+				// teardown delays it on a loaded host): judged by its exit,
+				// as a death before the deadline is, not as a timeout.
+				return cr.settle(diedCall)
+			}
 			cr.timedOut = true
-			cr.interrupt(ctx)
 			t := time.NewTimer(interruptGrace)
 			defer t.Stop()
 			grace = t.C
@@ -212,11 +220,21 @@ func (cr *callRun) settle(how outcome) outcome {
 	}
 }
 
-// interrupt sends SIGINT to the runner (the container's PID 1).
-func (cr *callRun) interrupt(ctx context.Context) {
+// interrupt sends SIGINT to the runner (the container's PID 1). It reports
+// whether Docker found the container stopped already (a conflict: "is not
+// running"); any other failure is logged, and the grace after the
+// interrupt still bounds the call.
+func (cr *callRun) interrupt(ctx context.Context) (stopped bool) {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if err := cr.s.d.cli.ContainerKill(ctx, cr.s.b.id, "SIGINT"); err != nil {
+	err := cr.s.d.cli.ContainerKill(ctx, cr.s.b.id, "SIGINT")
+	switch {
+	case err == nil:
+	case cerrdefs.IsConflict(err):
+		cr.log.Debug("interrupt: the container had stopped", "err", err)
+		return true
+	default:
 		cr.log.Warn("interrupting the call failed", "err", err)
 	}
+	return false
 }

@@ -91,7 +91,10 @@ func nodeSessionCases() []sessionCase {
 // that ended the session. A timeout with the same exit, output and end is
 // let through: under runsc on a loaded host Docker reported the ended
 // interpreter's container exit only after the call's 2 s deadline (2.8 s
-// after the hand-over, 2026-12-07), and the run's deadline fired first.
+// after the hand-over, 2026-12-07). An interrupt that finds the container
+// stopped has the call judged by its exit (runtime's
+// TestCallEndedBeforeItsInterruptIsNoTimeout); one that Docker still took
+// for a running container's does not.
 func endedWith(st sandboxd.Status, code int, out string) func(callAnswer) []string {
 	return func(a callAnswer) []string {
 		want := st
