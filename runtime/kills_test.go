@@ -168,7 +168,7 @@ func runMixed(t *testing.T, d *Docker, oci string, n int, cases ...mixedCase) {
 // killer ends it, even those of one allocation, and on a slow host of this
 // kind a 1 GiB allocation answered as oom 4.0-4.7 s after its start, or was
 // still at it at the 5 s deadline (2026-12-04). There the oom is promised
-// by the deadline only, or a few seconds past it when Docker reports it
+// by the deadline only, or up to about 2 s past it when Docker reports it
 // after the exit (docs/operating.md, gVisor).
 func killedAtDeadline(judge func(sandboxd.Result) error) func(sandboxd.Result) error {
 	return func(r sandboxd.Result) error {

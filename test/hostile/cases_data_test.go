@@ -31,7 +31,7 @@ func numpyBombCases(e environment) []hostileCase {
 			name: name, imports: numpyImport, code: markDef + "print('allocating', flush=True)\n" + code,
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1}, stdout: []string{"allocating\n"},
 				stderrHas: "MemoryError", within: oomAnswer, fromMark: fromMark},
-			per: map[string][]answer{"runsc": bombUnderRunsc(e, "allocating\n")},
+			per: map[string][]answer{"runsc": bombUnderRunsc(e.timeout, "allocating\n")},
 		}
 	}
 	at10GiB := bomb("numpy-memory-bomb-10GiB", "a = np.ones((10 << 30) // 8)\nprint('survived')\n", false)

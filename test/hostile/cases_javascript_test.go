@@ -95,7 +95,7 @@ func javascriptCases(e environment) []hostileCase {
 		{
 			name: "memory-bomb-at-once", code: "console.log('allocating')\nBuffer.alloc(1 << 30, 1)\nconsole.log('survived')\n", slow: true,
 			want: answer{status: bufferBomb.status, exit: bufferBomb.exit, stdout: []string{"allocating\n"}, stderrHas: "RangeError", check: bufferBomb.check},
-			per:  map[string][]answer{"runsc": bombUnderRunsc(e, "allocating\n")},
+			per:  map[string][]answer{"runsc": bombUnderRunsc(slowTimeout, "allocating\n")},
 		},
 		{
 			// 1 MiB typed arrays outside V8's heap, held: the data limit (or,
@@ -103,7 +103,7 @@ func javascriptCases(e environment) []hostileCase {
 			// its young generation or a RangeError.
 			name: "memory-bomb-typed", code: "const a = []\nfor (;;) a.push(new Float64Array(1 << 17))\n", slow: true,
 			want: answer{status: statuses(sandboxd.StatusError), exit: []int{1, 133, 134, 139}, check: cpuUnder(jsHeapBombCPU)},
-			per: map[string][]answer{"runsc": append(bombUnderRunsc(e),
+			per: map[string][]answer{"runsc": append(bombUnderRunsc(slowTimeout),
 				answer{status: statuses(sandboxd.StatusError), exit: []int{1, 133, 134, 139}, check: cpuUnder(jsHeapBombCPU)})},
 		},
 		{
@@ -141,7 +141,7 @@ func javascriptCases(e environment) []hostileCase {
 			code: "require('child_process').execSync(\"node -e 'const a = []; for (;;) a.push(new Array(1e5).fill(1.5))'\", " +
 				"{ stdio: 'inherit' })\nconsole.log('survived')\n",
 			want: answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), check: cpuUnder(jsHeapBombCPU)},
-			per: map[string][]answer{"runsc": append(bombUnderRunsc(e),
+			per: map[string][]answer{"runsc": append(bombUnderRunsc(slowTimeout),
 				answer{status: statuses(sandboxd.StatusError, sandboxd.StatusOOM), check: cpuUnder(jsHeapBombCPU)})},
 		},
 		{
