@@ -118,6 +118,8 @@
 //	stub → supervisor (fd 4):  "done <status> <v> <vlen>\n" + vlen bytes      (a one-shot's <v> is always 0)
 //	                            <status> 0..255; <v> 0 no value, 1 a value (UTF-8, at most the session's maxvalue
 //	                            bytes, cut by the stub), <vlen> decimal
+//	                            a stub that takes its calls in its own syntax (Bash) adds " <call>", the number
+//	                            its request gave (from 1): a copy of a done, or an earlier call's, is dropped
 //	signals:                   SIGINT to the stub's process group: the session call's interrupt
 //
 // A session call ends at "done". A one-shot program ends at "done" too,

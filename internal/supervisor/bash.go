@@ -54,13 +54,14 @@ func bashStub(rcfile string) Stub {
 // bashRequest is a session call's line for the session shell: the code's
 // characters as bash's read counts them (it drops NUL bytes, uncounted, so
 // a count of bytes would wait for bytes that never come; a NUL the read
-// leaves behind is dropped by the next one) and the stdin's path, quoted.
+// leaves behind is dropped by the next one), the stdin's path, quoted, and
+// the call's number, which the shell's done names.
 // The code runs by eval at the shell's top level, so that its declarations
 // are globals, with its stdin as 0 and the request and reply descriptors
 // out of its reach.
-func bashRequest(code []byte, stdin string) []byte {
+func bashRequest(code []byte, stdin string, call int) []byte {
 	n := len(code) - bytes.Count(code, []byte{0})
 	quoted := "'" + strings.ReplaceAll(stdin, "'", `'\''`) + "'"
-	return fmt.Appendf(nil, "\\__sb_read %d %s && \\builtin eval \"$__sb_code\" <\"$__sb_in\" 3<&- 4>&-\n",
-		n, quoted)
+	return fmt.Appendf(nil, "\\__sb_read %d %s %d && \\builtin eval \"$__sb_code\" <\"$__sb_in\" 3<&- 4>&-\n",
+		n, quoted, call)
 }

@@ -189,3 +189,40 @@ func TestBashSessionEndsWithTheShell(t *testing.T) {
 		t.Errorf("stdout %q", h.out.bytes())
 	}
 }
+
+func TestBashSessionInterruptsAroundTheDone(t *testing.T) {
+	// Interrupts that keep coming while the shell comes back from one (the
+	// service's, again and again, and the stub's own every Reinterrupt) cut
+	// the shell's own commands at every point of its done: the session
+	// outlives each, and no piece of a done reaches the call's stdout.
+	h := mustBashSession(t)
+	h.bashCall(0, "kept=yes", "")
+	for i := 1; i <= 40; i++ {
+		from := len(h.out.bytes())
+		h.send(program{token: token(i), lang: "bash", code: "echo started; while :; do :; done"})
+		h.waitOutput(from, "started\n")
+		stop := make(chan struct{})
+		flooded := make(chan struct{})
+		go func() {
+			defer close(flooded)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Microsecond):
+					h.interrupt()
+				}
+			}
+		}()
+		a, ok := h.waitEnd(token(i), from, true)
+		time.Sleep(5 * time.Millisecond)
+		close(stop)
+		<-flooded
+		if !ok || a.report.Status != 130 || !a.report.Interrupted || a.output != "started\n" {
+			t.Fatalf("call %d: %+v, stdout %q", i, a, a.output)
+		}
+	}
+	if a, errs := h.bashCall(41, "echo $kept", ""); a.output != "yes\n" || a.report.Interrupted || errs != "" {
+		t.Errorf("after the interrupts: %+v, stderr %q", a, errs)
+	}
+}

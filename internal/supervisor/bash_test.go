@@ -134,8 +134,8 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func TestBashRequest(t *testing.T) {
 	// The count leaves NUL bytes out (bash's read neither keeps nor counts
 	// them), and the path is one word whatever it holds.
-	got := string(bashRequest([]byte("a\x00b\x00"), "/dev/shm/it's"))
-	want := `\__sb_read 2 '/dev/shm/it'\''s' && \builtin eval "$__sb_code" <"$__sb_in" 3<&- 4>&-` + "\n"
+	got := string(bashRequest([]byte("a\x00b\x00"), "/dev/shm/it's", 12))
+	want := `\__sb_read 2 '/dev/shm/it'\''s' 12 && \builtin eval "$__sb_code" <"$__sb_in" 3<&- 4>&-` + "\n"
 	if got != want {
 		t.Errorf("request %q, want %q", got, want)
 	}

@@ -105,7 +105,7 @@ func (s *Supervisor) ack(token, what string, both bool) error {
 // that takes it on 0, or the bare code of a stub that is not warm (after its
 // stdin's path when it is a spare), whose 3 is then closed.
 func (p *proc) send(mode byte, code []byte, stdin string) {
-	requests, shell, stub := p.requests, p.shell, p.stub
+	requests, shell, stub, call := p.requests, p.shell, p.stub, p.call
 	go func() {
 		switch {
 		case mode == 'o' && !stub.Warm:
@@ -119,7 +119,7 @@ func (p *proc) send(mode byte, code []byte, stdin string) {
 			requests.Write(code)
 			requests.Close()
 		case mode == 's' && stub.Request != nil:
-			shell.Write(stub.Request(code, stdin))
+			shell.Write(stub.Request(code, stdin, call))
 			requests.Write(code)
 		default:
 			line := fmt.Sprintf("call %c %d %s\n", mode, len(code), stdin)
@@ -139,7 +139,9 @@ func (s *Supervisor) await(ctx context.Context, p *proc, session bool, maxValue 
 		if err := s.step(ctx, p, maxValue); err != nil {
 			return interrupted, err
 		}
-		if s.interrupt.Swap(false) && session {
+		// Not once the stub is back: a shell that comes back from an
+		// interrupt runs its own commands, which a late one would cut.
+		if !p.complete() && p.end == nil && s.interrupt.Swap(false) && session {
 			if err := p.signal(unix.SIGINT); err != nil {
 				return interrupted, err
 			}

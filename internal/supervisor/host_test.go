@@ -29,7 +29,7 @@ func fakeStubs() map[string]Stub {
 		"alias":  {Name: "warm", Argv: fake("warm"), Warm: true},
 		"other":  {Name: "other", Argv: fake("warm"), Warm: true},
 		"direct": {Name: "direct", Argv: fake("direct")},
-		"shell": {Name: "shell", Argv: fake("shell"), Request: func(code []byte, stdin string) []byte {
+		"shell": {Name: "shell", Argv: fake("shell"), Request: func(code []byte, stdin string, _ int) []byte {
 			return fmt.Appendf(nil, "run s %d %s\n", len(code), stdin)
 		}},
 		"noready": {Name: "noready", Argv: fake("noready"), Warm: true},
@@ -108,7 +108,13 @@ func mustHostWith(t *testing.T, change func(*Supervisor), languages ...string) *
 			t.Error("the supervisor did not end")
 		}
 	})
-	h.interrupt = func() { interrupts <- os.Interrupt }
+	// As signal.Notify does, an interrupt is dropped while one is pending.
+	h.interrupt = func() {
+		select {
+		case interrupts <- os.Interrupt:
+		default:
+		}
+	}
 	return h
 }
 

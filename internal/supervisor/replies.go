@@ -6,12 +6,15 @@ import (
 	"strconv"
 )
 
-// maxReply bounds a reply's line: "done 255 1 " and a length.
+// maxReply bounds a reply's line: "done 255 1 ", a length and a call.
 const maxReply = 64
 
-// done is a stub's "done <status> <v> <vlen>" and the value after it.
+// done is a stub's "done <status> <v> <vlen> [<call>]" and the value
+// after it.
 type done struct {
 	status int
+	// call is the session call the done names, 0 when it names none.
+	call int
 	// hasValue is <v>; value holds the first maxValue bytes of the vlen
 	// that follow, and cut reports that more came.
 	hasValue bool
@@ -25,8 +28,12 @@ type done struct {
 func (p *proc) complete() bool { return p.done != nil && p.done.pending == 0 }
 
 // parseReplies parses what the stub said on 4: "ready", "done" and the
-// value after it, keeping of the value at most maxValue bytes. It returns
-// an error for anything else, a line longer than maxReply included.
+// value after it, keeping of the value at most maxValue bytes. A done that
+// names a call other than p.call, or p.call's once its done came, is a late
+// copy and dropped: a shell whose done was cut short by an interrupt says
+// it again at its next prompt, after the supervisor may have read it or sent
+// the next call. It returns an error for anything else, a line longer than
+// maxReply and a late copy that carries a value included.
 func (p *proc) parseReplies(maxValue int64) error {
 	for len(p.rbuf) > 0 {
 		if d := p.done; d != nil && d.pending > 0 {
@@ -52,6 +59,9 @@ func (p *proc) parseReplies(maxValue int64) error {
 			continue
 		}
 		d, err := parseDone(line)
+		if err == nil && p.ready && d.call != 0 && (d.call != p.call || p.done != nil) && d.pending == 0 && !d.hasValue {
+			continue
+		}
 		if err != nil || !p.ready || p.done != nil {
 			return errors.New("supervisor: a reply out of the protocol")
 		}
@@ -60,19 +70,26 @@ func (p *proc) parseReplies(maxValue int64) error {
 	return nil
 }
 
-// parseDone parses "done <status> <v> <vlen>".
+// parseDone parses "done <status> <v> <vlen>", and "<call>" after it when
+// the done names its call (1 and up).
 func parseDone(line string) (*done, error) {
 	f := bytes.Fields([]byte(line))
-	if len(f) != 4 || string(f[0]) != "done" || line != string(bytes.Join(f, []byte(" "))) {
+	if len(f) < 4 || len(f) > 5 || string(f[0]) != "done" || line != string(bytes.Join(f, []byte(" "))) {
 		return nil, errors.New("not a done")
 	}
 	status, err1 := decimal(f[1], 255)
 	v, err2 := decimal(f[2], 1)
 	vlen, err3 := decimal(f[3], 1<<40)
-	if err := errors.Join(err1, err2, err3); err != nil || (v == 0 && vlen != 0) {
+	call, err4 := int64(0), error(nil)
+	if len(f) == 5 {
+		if call, err4 = decimal(f[4], 1<<40); err4 == nil && call == 0 {
+			err4 = errors.New("call 0")
+		}
+	}
+	if err := errors.Join(err1, err2, err3, err4); err != nil || (v == 0 && vlen != 0) {
 		return nil, errors.New("not a done")
 	}
-	return &done{status: int(status), hasValue: v == 1, pending: vlen}, nil
+	return &done{status: int(status), hasValue: v == 1, pending: vlen, call: int(call)}, nil
 }
 
 // decimal parses decimal digits, at most limit.

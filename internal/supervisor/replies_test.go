@@ -67,3 +67,35 @@ func TestParseRepliesInPieces(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRepliesDropsLateCopies(t *testing.T) {
+	// A done that names its call is the awaited call's only once; a copy
+	// of it, or of an earlier call's, is dropped, unless it carries a value.
+	tests := []struct {
+		name, in string
+		call     int
+		ok       bool
+		status   int
+	}{
+		{name: "named", in: "ready\ndone 3 0 0 4\n", call: 4, ok: true, status: 3},
+		{name: "an earlier call's first", in: "ready\ndone 130 0 0 3\ndone 0 0 0 4\n", call: 4, ok: true},
+		{name: "a copy after", in: "ready\ndone 0 0 0 4\ndone 130 0 0 4\n", call: 4, ok: true},
+		{name: "a later call's", in: "ready\ndone 0 0 0 4\ndone 0 0 0 5\n", call: 4, ok: true},
+		{name: "a copy with a value", in: "ready\ndone 0 0 0 4\ndone 0 1 2 4\nab", call: 4},
+		{name: "call 0", in: "ready\ndone 0 0 0 0\n", call: 4},
+		{name: "six fields", in: "ready\ndone 0 0 0 4 4\n", call: 4},
+		{name: "an unnamed copy", in: "ready\ndone 0 0 0 4\ndone 0 0 0\n", call: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &proc{rbuf: []byte(tt.in), call: tt.call}
+			err := p.parseReplies(10)
+			if (err == nil) != tt.ok {
+				t.Fatalf("err %v, want ok %v", err, tt.ok)
+			}
+			if tt.ok && (!p.complete() || p.done.status != tt.status || p.done.call != tt.call) {
+				t.Errorf("done %+v", p.done)
+			}
+		})
+	}
+}

@@ -65,6 +65,7 @@ func (s *Supervisor) sessionCall(ctx context.Context, p *proc, req *request, max
 	resetPeak(s.Proc, p.pid)
 	m := s.note(p)
 	p.done, p.rbuf = nil, nil
+	p.call++
 	// What came since the last call (a thread, an orphan) is no call's.
 	if err := s.drain(p); err != nil {
 		return true, s.end(p, err)

@@ -30,6 +30,9 @@ type proc struct {
 	ready bool
 	done  *done
 	rbuf  []byte
+	// call is the number of the session call sent last (from 1), the one
+	// a done that names its call must name.
+	call int
 	// forward reports that the stub's output goes to the link; else it
 	// is read and dropped.
 	forward bool

@@ -39,9 +39,10 @@ type Stub struct {
 	Spare bool
 	// Request is the line a session call is sent as on the stub's
 	// descriptor 0, in the stub's own syntax, given the code (which
-	// follows on 3) and the stdin's path ("-" for none). Nil: the stub
-	// protocol's "call s <n> <stdin>" on 3, and 0 is /dev/null.
-	Request func(code []byte, stdin string) []byte
+	// follows on 3), the stdin's path ("-" for none) and the call's number
+	// in the session (from 1), which the stub's done may name. Nil: the
+	// stub protocol's "call s <n> <stdin>" on 3, and 0 is /dev/null.
+	Request func(code []byte, stdin string, call int) []byte
 	// Reinterrupt, when set, sends a session call's interrupt again every
 	// Reinterrupt until the stub says done, for a stub that can lose one
 	// (a shell: a child it has forked and not yet executed swallows the
