@@ -177,6 +177,14 @@ func (cr *callRun) watch(ctx context.Context, deadline <-chan time.Time) outcome
 			default:
 				return untakenCall
 			}
+			select {
+			case <-c.done:
+				// The call ended as its deadline came: an interrupt now
+				// would reach the interpreter between calls, or late, in
+				// the next call.
+				return endedCall
+			default:
+			}
 			if cr.interrupt(ctx) {
 				// The interpreter ended by itself before its interrupt, and
 				// Docker's report of the exit has not come yet (gVisor's

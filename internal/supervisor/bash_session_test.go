@@ -2,9 +2,12 @@ package supervisor
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sandboxd/internal/runnerproto"
 )
@@ -192,11 +195,18 @@ func TestBashSessionEndsWithTheShell(t *testing.T) {
 
 func TestBashSessionInterruptsAroundTheDone(t *testing.T) {
 	// Interrupts that keep coming while the shell comes back from one (the
-	// service's, again and again, and the stub's own every Reinterrupt) cut
-	// the shell's own commands at every point of its done: the session
-	// outlives each, and no piece of a done reaches the call's stdout.
-	h := mustBashSession(t)
-	h.bashCall(0, "kept=yes", "")
+	// stub's own, every Reinterrupt, and SIGINTs that reach the shell late,
+	// as gVisor may deliver them), here every 50 µs until 5 ms after the
+	// answer, cut the shell's own commands at every point of its done: the
+	// session outlives each, and no piece of a done reaches the call's stdout.
+	var sup *Supervisor
+	bash := withBash(t)
+	h := mustSessionWith(t, func(s *Supervisor) { bash(s); sup = s }, "bash", 100, "warm", "bash")
+	a, _ := h.bashCall(0, "kept=yes; echo $$", "")
+	shell, err := strconv.Atoi(strings.TrimSpace(a.output))
+	if err != nil {
+		t.Fatalf("the shell's pid: %q", a.output)
+	}
 	for i := 1; i <= 40; i++ {
 		from := len(h.out.bytes())
 		h.send(program{token: token(i), lang: "bash", code: "echo started; while :; do :; done"})
@@ -210,7 +220,9 @@ func TestBashSessionInterruptsAroundTheDone(t *testing.T) {
 				case <-stop:
 					return
 				case <-time.After(50 * time.Microsecond):
-					h.interrupt()
+					sup.interrupt.Store(true)
+					sup.wake()
+					unix.Kill(-shell, unix.SIGINT)
 				}
 			}
 		}()
@@ -218,11 +230,30 @@ func TestBashSessionInterruptsAroundTheDone(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		close(stop)
 		<-flooded
-		if !ok || a.report.Status != 130 || !a.report.Interrupted || a.output != "started\n" {
+		// Interrupted or not as the supervisor's or a late SIGINT came first.
+		if !ok || a.report.Status != 130 || a.output != "started\n" {
 			t.Fatalf("call %d: %+v, stdout %q", i, a, a.output)
 		}
 	}
-	if a, errs := h.bashCall(41, "echo $kept", ""); a.output != "yes\n" || a.report.Interrupted || errs != "" {
+	// A SIGINT that came at the prompt may leave bash's newline for it.
+	if a, errs := h.bashCall(41, "echo $kept", ""); a.output != "yes\n" || a.report.Interrupted || strings.Trim(errs, "\n") != "" {
 		t.Errorf("after the interrupts: %+v, stderr %q", a, errs)
+	}
+}
+
+func TestBashSessionForgedDoneEndsOnlyItsCall(t *testing.T) {
+	// A program that finds the shell's kept reply descriptor can answer its
+	// own call early; the shell's real done is then a copy, dropped, and the
+	// session goes on, the rest of that code running between the calls (its
+	// output dropped) or into the next.
+	h := mustBashSession(t)
+	forge := `for f in /proc/$$/fd/*; do n=${f##*/}; ` +
+		`if [[ $n -gt 9 && $(readlink "$f") == pipe:* ]]; then echo "done 7 0 0 $__sb_ran" >&"$n" 2>/dev/null; fi; done; ` +
+		`echo late`
+	if a, _ := h.bashCall(0, forge, ""); a.report.Status != 7 {
+		t.Fatalf("the forged done: %+v", a)
+	}
+	if a, _ := h.bashCall(1, "echo next", ""); a.report.Status != 0 || strings.TrimPrefix(a.output, "late\n") != "next\n" {
+		t.Errorf("the next call: %+v %q", a, a.output)
 	}
 }
