@@ -7,11 +7,12 @@
 #   \__sb_read N PATH CALL && \builtin eval "$__sb_code" <"$__sb_in" 3<&- 4>&-
 #
 # the code on 3, and the replies on 4: "ready" once, then "done <status> 0 0
-# CALL" after each call. The code runs at the shell's top level, so its variables,
-# functions, cd, exports, traps and aliases are the next call's; its stdin
-# is the call's (or /dev/null), and it reaches neither 3 nor 4 by number (the
-# shell keeps them aside while it runs, closed on exec). An interactive shell
-# abandons the whole command on SIGINT, the call's interrupt, and reports 130.
+# CALL" after each call. The code runs at the shell's top level, so its
+# variables, functions, cd, exports, traps and aliases are the next call's;
+# its stdin is the call's (or /dev/null), and it reaches neither 3 nor 4 by
+# number (the shell keeps them aside while it runs, closed on exec). An
+# interactive shell abandons the whole command on SIGINT, the call's
+# interrupt, and reports 130.
 #
 # The stub's own names are called as builtins or quoted past aliases, its
 # functions and PROMPT_COMMAND are read-only, and PROMPT_COMMAND never fails
@@ -26,10 +27,11 @@ __sb_ran= __sb_x= __sb_code= __sb_in=/dev/null __sb_reply=
 # __sb_read N PATH CALL reads N characters of code from 3 into __sb_code
 # (in the C locale, where a character is a byte: read drops NUL bytes and
 # does not count them, so N leaves them out), the call's stdin path into
-# __sb_in ("-" is none: /dev/null) and its number into __sb_ran. The xtrace the last call left on, which
-# __sb_done put aside, is set again for the code alone, so the shell's own
-# commands are never traced. (verbose cannot be put aside: bash restores it
-# after PROMPT_COMMAND, so a verbose shell shows the request lines too.)
+# __sb_in ("-" is none: /dev/null) and its number into __sb_ran. The xtrace
+# the last call left on, which __sb_done put aside, is set again for the
+# code alone, so the shell's own commands are never traced. (verbose cannot
+# be put aside: bash restores it after PROMPT_COMMAND, so a verbose shell
+# shows the request lines too.)
 __sb_read() {
   builtin local LC_ALL=C
   __sb_ran=$3 __sb_code= __sb_in=$2
