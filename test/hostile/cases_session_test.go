@@ -84,6 +84,17 @@ func endedOr404(st ...sandboxd.Status) func(callAnswer) []string {
 // or ended, or a 404.
 var aliveOrEnded = endedOr404
 
+// orInterrupted also accepts a call interrupted at its deadline that left
+// the session alive: the answer a call that runs too long gets.
+func orInterrupted(check func(callAnswer) []string) func(callAnswer) []string {
+	return func(a callAnswer) []string {
+		if a.code == 200 && a.Status == string(sandboxd.StatusTimeout) && !a.SessionEnded {
+			return nil
+		}
+		return check(a)
+	}
+}
+
 // orEndedLate also accepts a timeout that ended the session: under runsc
 // an interpreter that ended by itself is known to have ended when Docker
 // reports its container's exit, which gVisor's teardown can delay past
@@ -131,10 +142,14 @@ func sessionCases(e environment) []sessionCase {
 			{code: "import threading, subprocess, sys\ndef burn():\n    while True:\n        pass\n" +
 				"threading.Thread(target=burn, daemon=True).start()\n" +
 				"kid = subprocess.Popen([sys.executable, '-c', 'while True: pass', '@MARKER@'])"},
+			// The burners are the program's own, thawed with each call: they
+			// take the CPU and the GIL its main thread needs, and on a starved
+			// host a call may reach its deadline (in CI, under runsc, 0.35 s
+			// of CPU in 2 s): it is interrupted and the session lives on.
 			{pause: 500 * time.Millisecond, code: "import os, time\na = os.times(); w = time.time()\ntime.sleep(0.3)\nb = os.times()\n" +
 				"cpu = (b.children_user + b.user + b.system - a.user - a.system - a.children_user) / (time.time() - w)\nprint('ran')\nround(cpu, 1) <= 1.2",
-				want: result("True")},
-			{code: "print('still here')", want: ok("still here\n")}}},
+				want: orInterrupted(result("True"))},
+			{code: "print('still here')", want: orInterrupted(ok("still here\n"))}}},
 		{name: "forged markers", steps: []sessionStep{
 			{code: findPout + "import sys, threading, time\nprefix = sys._getframe(1).f_locals['call']['prefix']\n" +
 				"forms = [prefix + b'go\\n', prefix + b'000 0000000000 0000000000 0000000000 0 0 0000000000 0\\n', prefix + b'gl\\n',\n" +
