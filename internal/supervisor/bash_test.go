@@ -97,9 +97,24 @@ func TestBashOneShotAfterWarmNodeCountsOnlyItsOwn(t *testing.T) {
 	h.send(program{token: token(0), lang: "bash", code: "echo hello"})
 	h.exit()
 	a, ok := parseAnswer(t, h.out.bytes(), token(0), false)
-	if !ok || a.output != "hello\n" || a.report.CPUMS > 30 || a.report.MaxRSSKB > 20<<10 {
-		t.Errorf("answer %+v (%v), stderr %q", a, ok, h.errs.bytes())
+	// The stub is exec'd from a vfork of the supervisor, and the kernel
+	// takes the parent's peak into the child's at the exec: here the
+	// parent is this test binary, grown past 20 MB under load (22.6 MB
+	// once beside stress-ng), not a supervisor of a few MB.
+	limit := max(20<<10, harnessPeakKB(t))
+	if !ok || a.output != "hello\n" || a.report.CPUMS > 30 || a.report.MaxRSSKB > limit {
+		t.Errorf("answer %+v (%v), peak limit %d KiB, stderr %q", a, ok, limit, h.errs.bytes())
 	}
+}
+
+// harnessPeakKB is this process's own peak resident size, in KiB.
+func harnessPeakKB(t *testing.T) int64 {
+	t.Helper()
+	peak, _, _, err := procStatus("/proc", os.Getpid())
+	if err != nil || peak == 0 {
+		t.Fatalf("reading this process's peak: %d KiB, %v", peak, err)
+	}
+	return peak
 }
 
 func TestBashOneShotReadsItsCodeInBlocks(t *testing.T) {
