@@ -64,9 +64,9 @@ func TestSessionOutputBetweenCallsCapped(t *testing.T) {
 		// container is frozen soon after each call, so it floods in the
 		// moments around the freeze and the thaw: the next calls end the
 		// session. It may flood before the freeze, 5 ms after the marker:
-		// on a loaded host (under runsc in CI) it passed the cap between
-		// calls before the first call's answer was made, which then said
-		// the session had ended.
+		// on a loaded host (under runsc, in a run of .ci/run beside a CPU
+		// hog) it passed the cap between calls before the first call's
+		// answer was made, which then said the session had ended.
 		res := mustCall(t, s, floodBetweenCalls)
 		if res.Stdout != "left a thread\n" || res.Status != sandboxd.StatusOK {
 			t.Fatalf("status %q stdout %q", res.Status, res.Stdout)

@@ -56,8 +56,8 @@ func ok(out string) func(callAnswer) []string {
 // okEndedAfter is ok, but the session may have ended after the call: what
 // the call left running may pass the cap on output between calls before its
 // answer is made (on a loaded host, its sleep of 0.3 s was shorter than the
-// way from a call's end to its answer: runtime's
-// TestSessionOutputBetweenCallsCapped under runsc in CI).
+// way from a call's end to its answer, as runtime's
+// TestSessionOutputBetweenCallsCapped found under runsc).
 func okEndedAfter(out string) func(callAnswer) []string {
 	return func(a callAnswer) []string {
 		if a.code == 200 {
